@@ -1,0 +1,35 @@
+package io.netreduce.daemon;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * The {@code netreduce} command. Subcommands are the daemon itself and the tools around it.
+ */
+@Command(
+    name = "netreduce",
+    mixinStandardHelpOptions = true,
+    version = "netreduce 0.1.0",
+    description = "Software in-network aggregation appliance beneath RoCEv2.",
+    subcommands = { CommandLine.HelpCommand.class })
+public final class NetreduceMain implements Runnable
+{
+    @CommandLine.Spec
+    private CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run()
+    {
+        spec.commandLine().usage(System.out);
+    }
+
+    public static CommandLine commandLine()
+    {
+        return new CommandLine(new NetreduceMain());
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(commandLine().execute(args));
+    }
+}

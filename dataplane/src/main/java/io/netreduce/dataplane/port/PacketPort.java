@@ -1,0 +1,45 @@
+package io.netreduce.dataplane.port;
+
+import org.agrona.DirectBuffer;
+
+/**
+ * A source and sink of raw Ethernet frames with batch semantics, driven by a single thread.
+ * <p>
+ * Implementations: an AF_PACKET port over PACKET_MMAP rings for real interfaces, and a memory port for tests.
+ * A port is not thread-safe: one agent owns it. Sends are queued and handed to the kernel by {@link #flush()},
+ * so a duty cycle is "receive a batch, process, queue sends, flush".
+ */
+public interface PacketPort extends AutoCloseable
+{
+    /**
+     * @return the port's name (interface name for real ports).
+     */
+    String name();
+
+    /**
+     * Deliver up to {@code limit} received frames to {@code handler}.
+     *
+     * @return the number of frames delivered, 0 when none were waiting.
+     */
+    int receive(FrameHandler handler, int limit);
+
+    /**
+     * Queue a copy of a frame for transmission. The frame is not on the wire until {@link #flush()}.
+     *
+     * @return true if queued; false if the transmit ring is full (counted by the port).
+     */
+    boolean send(DirectBuffer buffer, int offset, int length);
+
+    /**
+     * Hand every queued frame to the kernel.
+     *
+     * @return the number of frames flushed.
+     */
+    int flush();
+
+    /**
+     * Release the port's socket and memory. Idempotent.
+     */
+    @Override
+    void close();
+}
