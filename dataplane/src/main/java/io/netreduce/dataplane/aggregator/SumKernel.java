@@ -114,18 +114,32 @@ public final class SumKernel
         }
     }
 
+    /** Widening scratch: one fp32 accumulator per element of the largest payload. */
+    private static final ThreadLocal<float[]> SCRATCH = ThreadLocal.withInitial(() -> new float[4096]);
+
     static void sumFloat16(
         final MemorySegment segment, final long first, final long stride, final int ranks, final long result,
         final int length)
     {
-        for (int i = 0; i < length; i += 2)
+        // Rank-outer over an fp32 accumulator: each element still sees ((x0 + x1) + x2) + ..., and every loop is
+        // a simple counted loop the JIT vectorises (F16C conversions).
+        final int elements = length >> 1;
+        final float[] acc = scratch(elements);
+        for (int e = 0; e < elements; e++)
         {
-            float acc = Float.float16ToFloat(segment.get(SHORT_LE, first + i));
-            for (int r = 1; r < ranks; r++)
+            acc[e] = Float.float16ToFloat(segment.get(SHORT_LE, first + 2L * e));
+        }
+        for (int r = 1; r < ranks; r++)
+        {
+            final long base = first + r * stride;
+            for (int e = 0; e < elements; e++)
             {
-                acc += Float.float16ToFloat(segment.get(SHORT_LE, first + r * stride + i));
+                acc[e] += Float.float16ToFloat(segment.get(SHORT_LE, base + 2L * e));
             }
-            segment.set(SHORT_LE, result + i, Float.floatToFloat16(acc));
+        }
+        for (int e = 0; e < elements; e++)
+        {
+            segment.set(SHORT_LE, result + 2L * e, Float.floatToFloat16(acc[e]));
         }
     }
 
@@ -133,15 +147,35 @@ public final class SumKernel
         final MemorySegment segment, final long first, final long stride, final int ranks, final long result,
         final int length)
     {
-        for (int i = 0; i < length; i += 2)
+        final int elements = length >> 1;
+        final float[] acc = scratch(elements);
+        for (int e = 0; e < elements; e++)
         {
-            float acc = bfloat16ToFloat(segment.get(SHORT_LE, first + i));
-            for (int r = 1; r < ranks; r++)
-            {
-                acc += bfloat16ToFloat(segment.get(SHORT_LE, first + r * stride + i));
-            }
-            segment.set(SHORT_LE, result + i, floatToBfloat16(acc));
+            acc[e] = Float.intBitsToFloat((segment.get(SHORT_LE, first + 2L * e) & 0xFFFF) << 16);
         }
+        for (int r = 1; r < ranks; r++)
+        {
+            final long base = first + r * stride;
+            for (int e = 0; e < elements; e++)
+            {
+                acc[e] += Float.intBitsToFloat((segment.get(SHORT_LE, base + 2L * e) & 0xFFFF) << 16);
+            }
+        }
+        for (int e = 0; e < elements; e++)
+        {
+            segment.set(SHORT_LE, result + 2L * e, floatToBfloat16(acc[e]));
+        }
+    }
+
+    private static float[] scratch(final int elements)
+    {
+        float[] acc = SCRATCH.get();
+        if (acc.length < elements)
+        {
+            acc = new float[elements];
+            SCRATCH.set(acc);
+        }
+        return acc;
     }
 
     public static float bfloat16ToFloat(final short bits)
@@ -154,12 +188,11 @@ public final class SumKernel
      */
     public static short floatToBfloat16(final float value)
     {
+        // Branch-free so that the summation loop vectorises: NaN lanes keep their sign and payload top bits and
+        // become quiet; every other value is rounded by adding 0x7FFF plus the lowest kept bit.
         final int bits = Float.floatToRawIntBits(value);
-        if ((bits & 0x7FFF_FFFF) > 0x7F80_0000)
-        {
-            return (short)((bits >>> 16) | 0x0040);
-        }
         final int rounded = bits + 0x7FFF + ((bits >>> 16) & 1);
-        return (short)(rounded >>> 16);
+        final int nanMask = (0x7F80_0000 - (bits & 0x7FFF_FFFF)) >> 31;
+        return (short)(((rounded & ~nanMask) | ((bits | 0x0040_0000) & nanMask)) >>> 16);
     }
 }
