@@ -39,6 +39,7 @@ public final class AfPacketPort implements PacketPort
     private final AfPacketConfiguration configuration;
     private final int ifIndex;
     private final int mtu;
+    private final byte[] macAddress;
     private final PortCounters counters = new PortCounters();
     private final Arena arena;
     private final MemorySegment errnoState;
@@ -79,6 +80,7 @@ public final class AfPacketPort implements PacketPort
         configuration = b.configuration;
         ifIndex = b.ifIndex;
         mtu = b.mtu;
+        macAddress = b.macAddress;
         arena = b.arena;
         errnoState = b.errnoState;
         statistics = arena.allocate(TPACKET_STATS_V3_SIZE, 8);
@@ -157,6 +159,14 @@ public final class AfPacketPort implements PacketPort
     public int mtu()
     {
         return mtu;
+    }
+
+    /**
+     * @return a copy of the interface's MAC address read when the port was opened (6 bytes).
+     */
+    public byte[] macAddress()
+    {
+        return macAddress.clone();
     }
 
     /**
@@ -400,6 +410,7 @@ public final class AfPacketPort implements PacketPort
         private final MemorySegment errnoState = Libc.allocateErrnoState(arena);
         private int ifIndex;
         private int mtu;
+        private byte[] macAddress;
         private int rxFd = -1;
         private long rxRingAddress;
         private long rxRingLength;
@@ -513,6 +524,14 @@ public final class AfPacketPort implements PacketPort
                     throw new PortException("SIOCGIFMTU on '" + name + "'", Libc.errno(errnoState));
                 }
                 mtu = ifreq.get(ValueLayout.JAVA_INT, IFREQ_MTU_OFFSET);
+
+                ifreq.fill((byte)0);
+                ifreq.setString(0, name);
+                if (Libc.ioctl(errnoState, txFd, SIOCGIFHWADDR, ifreq) < 0)
+                {
+                    throw new PortException("SIOCGIFHWADDR on '" + name + "'", Libc.errno(errnoState));
+                }
+                macAddress = ifreq.asSlice(IFREQ_HWADDR_DATA_OFFSET, ETH_ALEN).toArray(ValueLayout.JAVA_BYTE);
             }
         }
 

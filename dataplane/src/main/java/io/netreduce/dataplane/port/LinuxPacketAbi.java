@@ -60,6 +60,8 @@ final class LinuxPacketAbi
 
     /** ioctl(2) request reading struct ifreq.ifr_mtu (linux/sockios.h). */
     static final long SIOCGIFMTU = 0x8921;
+    /** ioctl(2) request reading struct ifreq.ifr_hwaddr (a struct sockaddr: family, then the MAC). */
+    static final long SIOCGIFHWADDR = 0x8927;
 
     // ---------------------------------------------------------------------------------------------------------
     // errno values the port reacts to (asm-generic/errno-base.h, errno.h)
@@ -205,6 +207,10 @@ final class LinuxPacketAbi
 
     static final int IFNAMSIZ = 16;
     static final int IFREQ_MTU_OFFSET = 16;
+    /** ifr_hwaddr.sa_data: the hardware address, after the 2-byte sa_family at offset 16. */
+    static final int IFREQ_HWADDR_DATA_OFFSET = 18;
+    /** Ethernet address length. */
+    static final int ETH_ALEN = 6;
     static final int IFREQ_SIZE = 40;
 
     /** VLAN tag length the kernel allows on top of the MTU for a TX frame. */
