@@ -51,8 +51,7 @@ public final class AfPacketPort implements PacketPort
     private final long rxRingAddress;
     private final long rxRingLength;
     private final UnsafeBuffer rxRing;
-    private final int rxBlockSize;
-    private final int rxBlockCount;
+    private final TpacketV3RxRing rxReader;
 
     private final int txFd;
     private final long txRingAddress;
@@ -62,11 +61,6 @@ public final class AfPacketPort implements PacketPort
     private final int[] txSlotLengths;
     private final int maxTxFrameLength;
 
-    private int rxBlockIndex;
-    private boolean rxBlockHeld;
-    private int rxBlockOffset;
-    private int rxFrameOffset;
-    private int rxFramesLeftInBlock;
     private int receiveCalls;
 
     private int txHead;
@@ -90,8 +84,7 @@ public final class AfPacketPort implements PacketPort
         rxRingAddress = b.rxRingAddress;
         rxRingLength = b.rxRingLength;
         rxRing = new UnsafeBuffer(rxRingAddress, (int)rxRingLength);
-        rxBlockSize = configuration.rxBlockSize();
-        rxBlockCount = configuration.rxBlockCount();
+        rxReader = new TpacketV3RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), counters);
         txFd = b.txFd;
         txRingAddress = b.txRingAddress;
         txRingLength = b.txRingLength;
@@ -197,57 +190,7 @@ public final class AfPacketPort implements PacketPort
             refreshKernelStatistics();
         }
 
-        final UnsafeBuffer ring = rxRing;
-        int delivered = 0;
-        while (delivered < limit)
-        {
-            if (!rxBlockHeld)
-            {
-                final int blockOffset = rxBlockIndex * rxBlockSize;
-                if ((ring.getIntVolatile(blockOffset + BLOCK_DESC_BLOCK_STATUS_OFFSET) & TP_STATUS_USER) == 0)
-                {
-                    break;
-                }
-                rxBlockHeld = true;
-                rxBlockOffset = blockOffset;
-                rxFramesLeftInBlock = ring.getInt(blockOffset + BLOCK_DESC_NUM_PKTS_OFFSET);
-                rxFrameOffset = blockOffset + ring.getInt(blockOffset + BLOCK_DESC_OFFSET_TO_FIRST_PKT_OFFSET);
-            }
-
-            if (rxFramesLeftInBlock > 0)
-            {
-                final int header = rxFrameOffset;
-                rxFrameOffset = header + ring.getInt(header + TPACKET3_HDR_NEXT_OFFSET_OFFSET);
-                rxFramesLeftInBlock--;
-
-                final int packetType = ring.getByte(header + TPACKET3_SOCKADDR_LL_OFFSET + SOCKADDR_LL_PKTTYPE_OFFSET);
-                if (packetType != PACKET_OUTGOING)
-                {
-                    final int snapLength = ring.getInt(header + TPACKET3_HDR_SNAPLEN_OFFSET);
-                    if (snapLength != ring.getInt(header + TPACKET3_HDR_LEN_OFFSET))
-                    {
-                        counters.add(PortCounters.RX_TRUNCATED, 1);
-                    }
-                    else
-                    {
-                        final int status = ring.getInt(header + TPACKET3_HDR_STATUS_OFFSET);
-                        final int flags = (status & TP_STATUS_CSUMNOTREADY) != 0 ?
-                            FrameHandler.FLAG_CHECKSUM_NOT_READY : 0;
-                        final int frameOffset = header + (ring.getShort(header + TPACKET3_HDR_MAC_OFFSET) & 0xFFFF);
-                        counters.onFrameReceived(snapLength);
-                        delivered++;
-                        handler.onFrame(ring, frameOffset, snapLength, flags);
-                    }
-                }
-            }
-
-            if (rxFramesLeftInBlock <= 0)
-            {
-                releaseBlock();
-            }
-        }
-
-        return delivered;
+        return rxReader.read(handler, limit);
     }
 
     @Override
@@ -334,8 +277,7 @@ public final class AfPacketPort implements PacketPort
         {
             return false;
         }
-        if (rxBlockHeld ||
-            (rxRing.getIntVolatile(rxBlockIndex * rxBlockSize + BLOCK_DESC_BLOCK_STATUS_OFFSET) & TP_STATUS_USER) != 0)
+        if (rxReader.hasWork())
         {
             return true;
         }
@@ -390,13 +332,6 @@ public final class AfPacketPort implements PacketPort
     public String toString()
     {
         return "AfPacketPort{" + configuration.interfaceName() + ", ifindex=" + ifIndex + ", " + counters + '}';
-    }
-
-    private void releaseBlock()
-    {
-        rxRing.putIntRelease(rxBlockOffset + BLOCK_DESC_BLOCK_STATUS_OFFSET, TP_STATUS_KERNEL);
-        rxBlockHeld = false;
-        rxBlockIndex = rxBlockIndex + 1 == rxBlockCount ? 0 : rxBlockIndex + 1;
     }
 
     /**
