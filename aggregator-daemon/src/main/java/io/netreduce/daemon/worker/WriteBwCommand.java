@@ -1,5 +1,6 @@
 package io.netreduce.daemon.worker;
 
+import io.netreduce.dataplane.port.AfPacketConfiguration;
 import io.netreduce.dataplane.port.AfPacketPort;
 import io.netreduce.host.rc.Bootstrap;
 import io.netreduce.host.rc.Completion;
@@ -84,10 +85,17 @@ public final class WriteBwCommand implements Callable<Integer>
     int txDepth = 16;
 
     @Option(names = "--window", description = "Outstanding PSN limit in packets (default ${DEFAULT-VALUE}).")
-    int window = 1024;
+    int window = 4096;
 
     @Option(names = "--rto-us", description = "Initial retransmission timeout in microseconds (default ${DEFAULT-VALUE}).")
-    long rtoMicros = 4000;
+    long rtoMicros = 20000;
+
+    @Option(names = "--rx-block-size", description = "AF_PACKET receive block bytes (default ${DEFAULT-VALUE}). " +
+        "Small blocks retire sooner: ACKs reach the requester without waiting for the block timer.")
+    int rxBlockSize = 16384;
+
+    @Option(names = "--rx-blocks", description = "AF_PACKET receive blocks (default ${DEFAULT-VALUE}).")
+    int rxBlocks = 1024;
 
     @Option(names = "--seed", description = "Pattern and fault-injection seed (default ${DEFAULT-VALUE}).")
     long seed = 42;
@@ -108,7 +116,11 @@ public final class WriteBwCommand implements Callable<Integer>
             .receiveQueueDepth(Math.max(txDepth * 2, 2))
             .sendDropProbability(drop)
             .faultSeed(seed ^ (role.server ? 0x5EL : 0xC1L));
-        try (AfPacketPort packetPort = AfPacketPort.open(dev))
+        // TX slots large enough for a 4096-byte PMTU frame; receive blocks small (see --rx-block-size).
+        final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
+            .withTxRing(8192, 1024)
+            .withRxRing(rxBlockSize, rxBlocks, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
+        try (AfPacketPort packetPort = AfPacketPort.open(portConfig))
         {
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);
             final long localMac = ConnectionInfo.macFromBytes(packetPort.macAddress());

@@ -2,6 +2,7 @@ package io.netreduce.host.rc;
 
 import io.netreduce.dataplane.port.FrameHandler;
 import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.dataplane.port.PortCounters;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -36,6 +37,7 @@ final class TestLink
         private final ArrayDeque<byte[]> pending = new ArrayDeque<>();
         private final ArrayDeque<byte[]> inbox = new ArrayDeque<>();
         private End peer;
+        private final PortCounters counters = new PortCounters();
         Tap tap = (frame, length) -> true;
         long sent;
 
@@ -87,6 +89,12 @@ final class TestLink
                 count++;
             }
             return count;
+        }
+
+        @Override
+        public PortCounters counters()
+        {
+            return counters;
         }
 
         @Override
