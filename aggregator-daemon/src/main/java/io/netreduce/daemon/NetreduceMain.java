@@ -1,5 +1,6 @@
 package io.netreduce.daemon;
 
+import io.netreduce.daemon.pcap.PcapCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -11,7 +12,7 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "netreduce 0.1.0",
     description = "Software in-network aggregation appliance beneath RoCEv2.",
-    subcommands = { CommandLine.HelpCommand.class })
+    subcommands = { CommandLine.HelpCommand.class, PcapCommand.class })
 public final class NetreduceMain implements Runnable
 {
     @CommandLine.Spec

@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.sql.Timestamp;
@@ -192,9 +194,17 @@ public final class PcapReader implements AutoCloseable
                 // keep reading: a 4-byte read may come back short
             }
         }
+        catch (final NoSuchFileException ex)
+        {
+            throw new PcapException(file + ": no such file", ex);
+        }
+        catch (final AccessDeniedException ex)
+        {
+            throw new PcapException(file + ": permission denied", ex);
+        }
         catch (final IOException ex)
         {
-            throw new PcapException(file + ": cannot read: " + ex, ex);
+            throw new PcapException(file + ": cannot read: " + ex.getMessage(), ex);
         }
 
         if (magic.hasRemaining())
