@@ -11,7 +11,11 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "netreduce 0.1.0",
     description = "Software in-network aggregation appliance beneath RoCEv2.",
-    subcommands = { CommandLine.HelpCommand.class })
+    subcommands = {
+        CommandLine.HelpCommand.class,
+        DaemonCommand.class,
+        io.netreduce.daemon.ctl.CtlCommand.class
+    })
 public final class NetreduceMain implements Runnable
 {
     @CommandLine.Spec

@@ -35,6 +35,7 @@ public final class ConfiguredAppliance implements ApplianceControl
     private final ConfigSource source;
     private final RingInstaller installer;
     private final ValidationOptions options;
+    private final ReloadObserver observer;
     private NetreduceConfig config;
 
     /**
@@ -51,6 +52,26 @@ public final class ConfiguredAppliance implements ApplianceControl
         final RingInstaller installer,
         final ValidationOptions options)
     {
+        this(initial, source, installer, options, ReloadObserver.NONE);
+    }
+
+    /**
+     * Apply an initial configuration: every ring is installed.
+     *
+     * @param initial   the validated configuration to start with.
+     * @param source    where {@link #reload()} reads the next configuration.
+     * @param installer where ring changes go.
+     * @param options   host checks to apply to additions.
+     * @param observer  told the outcome of every reload.
+     */
+    public ConfiguredAppliance(
+        final NetreduceConfig initial,
+        final ConfigSource source,
+        final RingInstaller installer,
+        final ValidationOptions options,
+        final ReloadObserver observer)
+    {
+        this.observer = observer;
         this.source = source;
         this.installer = installer;
         this.options = options;
@@ -156,6 +177,22 @@ public final class ConfiguredAppliance implements ApplianceControl
 
     @Override
     public synchronized ReloadResult reload() throws ConfigException
+    {
+        try
+        {
+            final ReloadResult result = reloadFromSource();
+            observer.applied(result);
+            return result;
+        }
+        catch (final ConfigException ex)
+        {
+            LOG.error("reload refused, the running configuration stays: {}", ex.getMessage());
+            observer.refused(ex);
+            throw ex;
+        }
+    }
+
+    private ReloadResult reloadFromSource() throws ConfigException
     {
         final NetreduceConfig loaded = source.load();
         // The appliance section (ports, lanes, listen addresses) cannot change under a running dataplane; the

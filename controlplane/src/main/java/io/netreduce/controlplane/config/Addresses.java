@@ -9,6 +9,12 @@ import java.util.regex.Pattern;
  */
 public final class Addresses
 {
+    /**
+     * Four decimal octets, no leading zeros. The JDK's literal parser also takes the BSD forms ("10.0.2" meaning
+     * 10.0.0.2, or one 32-bit number), which in a configuration are far more likely typos than intent.
+     */
+    private static final Pattern IPV4 =
+        Pattern.compile("(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(\\.(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}");
     private static final Pattern MAC = Pattern.compile("[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}");
 
     private Addresses()
@@ -21,7 +27,7 @@ public final class Addresses
      */
     public static InetAddress parseIpLiteral(final String text)
     {
-        if (text == null || text.isEmpty())
+        if (text == null || text.isEmpty() || (text.indexOf(':') < 0 && !IPV4.matcher(text).matches()))
         {
             return null;
         }

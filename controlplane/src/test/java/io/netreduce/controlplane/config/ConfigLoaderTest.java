@@ -99,6 +99,10 @@ class ConfigLoaderTest
         return Stream.of(
             arguments("bad address", BASE.replace("ip: 10.0.1.4", "ip: 10.0.1.400"),
                 "jobs[1].rings[0].members[3].ip", "not an IPv4 or IPv6 address"),
+            arguments("abbreviated IPv4 address", BASE.replace("ip: 10.0.1.4", "ip: 10.0.4"),
+                "jobs[1].rings[0].members[3].ip", "not an IPv4 or IPv6 address"),
+            arguments("IPv4 octet with leading zero", BASE.replace("ip: 10.0.1.4", "ip: 10.0.1.04"),
+                "jobs[1].rings[0].members[3].ip", "not an IPv4 or IPv6 address"),
             arguments("host name instead of address", BASE.replace("ip: 10.0.0.2", "ip: worker2.example"),
                 "jobs[0].rings[0].members[1].ip", "not an IPv4 or IPv6 address"),
             arguments("duplicate rank", BASE.replace("{ rank: 2, ip: 10.0.0.3 }", "{ rank: 1, ip: 10.0.0.3 }"),
