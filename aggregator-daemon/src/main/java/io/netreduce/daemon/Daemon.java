@@ -178,11 +178,11 @@ public final class Daemon implements AutoCloseable
                 rings++;
                 LOG.info("  job {} ring {}: {} ranks, {} window {} msgLen {} payload {} pmtu {}, aggregators {}",
                     job.name(), ring.id(), ring.worldSize(), ring.elementType().configName(), ring.window(),
-                    ring.msgLen(), ring.payloadSize(), ring.pmtu(), ByteSize.format(ring.aggregatorBytes()));
+                    ring.msgLen(), ring.payloadSize(), ring.pmtu(), ByteSize.human(ring.aggregatorBytes()));
             }
         }
         LOG.info("{} job(s), {} ring(s); aggregator memory {} of budget {}; API on {}, metrics on {}{}",
-            config.jobs().size(), rings, ByteSize.format(config.aggregatorBytes()),
+            config.jobs().size(), rings, ByteSize.human(config.aggregatorBytes()),
             ByteSize.format(appliance.memoryBudget()), apiAddress(), metricsAddress(), "/metrics");
         if (dataplane == DataplaneAttachment.NONE)
         {

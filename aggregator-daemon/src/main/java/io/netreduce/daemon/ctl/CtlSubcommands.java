@@ -282,7 +282,7 @@ final class CtlSubcommands
                 final JsonNode ring = status.path("ring");
                 table.row(ring.path("id").asInt(), status.path("job").asText(), status.path("worldSize").asInt(),
                     ring.path("elementType").asText(), ring.path("window").asInt(), ring.path("msgLen").asInt(),
-                    ring.path("payloadSize").asInt(), ByteSize.format(status.path("aggregatorBytes").asLong()));
+                    ring.path("payloadSize").asInt(), ByteSize.human(status.path("aggregatorBytes").asLong()));
             }
             table.print(out);
         }

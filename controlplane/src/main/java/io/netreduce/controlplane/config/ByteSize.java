@@ -71,4 +71,24 @@ public final class ByteSize
         }
         return bytes + "B";
     }
+
+    /**
+     * @param bytes a size.
+     * @return the size with one decimal in the largest binary unit not above it, e.g. {@code 1.5GiB}.
+     */
+    public static String human(final long bytes)
+    {
+        final String[] units = { "TiB", "GiB", "MiB", "KiB" };
+        final int[] shifts = { 40, 30, 20, 10 };
+        for (int i = 0; i < units.length; i++)
+        {
+            if (bytes >= (1L << shifts[i]))
+            {
+                final double value = (double)bytes / (1L << shifts[i]);
+                return bytes % (1L << shifts[i]) == 0 ? (bytes >> shifts[i]) + units[i] :
+                    String.format(Locale.ROOT, "%.1f%s", value, units[i]);
+            }
+        }
+        return bytes + "B";
+    }
 }

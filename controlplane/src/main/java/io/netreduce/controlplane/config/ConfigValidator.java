@@ -6,7 +6,6 @@ import java.net.SocketException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
@@ -298,15 +297,15 @@ public final class ConfigValidator
                 {
                     final long bytes = ring.aggregatorBytes();
                     total += bytes;
-                    parts.add(index(child(index("jobs", j), "rings"), r) + " " + human(bytes));
+                    parts.add(index(child(index("jobs", j), "rings"), r) + " " + ByteSize.human(bytes));
                 }
             }
         }
         final long budget = config.appliance().memoryBudget();
         if (budget > 0 && total > budget)
         {
-            errors.add("appliance.memoryBudget", "rings need " + human(total) + " of aggregator memory (" +
-                String.join(", ", parts) + "), over the budget of " + human(budget));
+            errors.add("appliance.memoryBudget", "rings need " + ByteSize.human(total) + " of aggregator memory (" +
+                String.join(", ", parts) + "), over the budget of " + ByteSize.human(budget));
         }
     }
 
@@ -328,25 +327,5 @@ public final class ConfigValidator
         {
             errors.add(path, value + " is not in " + min + ".." + max);
         }
-    }
-
-    /**
-     * @param bytes a size.
-     * @return the size with one decimal in the largest binary unit not above it, e.g. {@code 1.5GiB}.
-     */
-    static String human(final long bytes)
-    {
-        final String[] units = { "TiB", "GiB", "MiB", "KiB" };
-        final int[] shifts = { 40, 30, 20, 10 };
-        for (int i = 0; i < units.length; i++)
-        {
-            if (bytes >= (1L << shifts[i]))
-            {
-                final double value = (double)bytes / (1L << shifts[i]);
-                return bytes % (1L << shifts[i]) == 0 ? (bytes >> shifts[i]) + units[i] :
-                    String.format(Locale.ROOT, "%.1f%s", value, units[i]);
-            }
-        }
-        return bytes + "B";
     }
 }
