@@ -85,7 +85,19 @@ public final class DaemonCommand implements Callable<Integer>
         }
         setRootLevel(loaded.appliance().logLevel().name());
 
-        final Daemon daemon = Daemon.start(loaded, () -> ConfigLoader.load(file, options), options, dataplane);
+        final Daemon daemon;
+        try
+        {
+            daemon = Daemon.start(loaded, () -> ConfigLoader.load(file, options), options, dataplane);
+        }
+        catch (final Exception ex)
+        {
+            // Typically a listen address in use or a socket directory missing: say which, without a stack trace.
+            LOG.error("cannot start: {}", ex.toString());
+            err.println("netreduce: cannot start: " + ex);
+            err.flush();
+            return 1;
+        }
         final CountDownLatch stopped = new CountDownLatch(1);
         final ExecutorService reloads = Executors.newSingleThreadExecutor(runnable ->
         {

@@ -85,6 +85,22 @@ class DaemonTest
     }
 
     @Test
+    void shouldExitWithStatus1AndSayWhyWhenTheApiAddressIsTaken(@TempDir final Path dir) throws Exception
+    {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress()))
+        {
+            final Path file = dir.resolve("taken.yaml");
+            Files.writeString(file, CONFIG.replace("api: { listen: \"127.0.0.1:0\" }",
+                "api: { listen: \"127.0.0.1:" + taken.getLocalPort() + "\" }"));
+
+            final Run run = run("daemon", "--config", file.toString());
+
+            assertThat(run.status()).isEqualTo(1);
+            assertThat(run.err()).startsWith("netreduce: cannot start: ").contains("Address already in use");
+        }
+    }
+
+    @Test
     void shouldSkipTheInterfaceCheckOnlyWhenAsked(@TempDir final Path dir) throws Exception
     {
         final Path file = dir.resolve("elsewhere.yaml");
