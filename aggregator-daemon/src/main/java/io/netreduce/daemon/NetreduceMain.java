@@ -12,7 +12,12 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "netreduce 0.1.0",
     description = "Software in-network aggregation appliance beneath RoCEv2.",
-    subcommands = { CommandLine.HelpCommand.class, PcapCommand.class })
+    subcommands = {
+        CommandLine.HelpCommand.class,
+        DaemonCommand.class,
+        PcapCommand.class,
+        io.netreduce.daemon.ctl.CtlCommand.class
+    })
 public final class NetreduceMain implements Runnable
 {
     @CommandLine.Spec
