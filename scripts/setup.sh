@@ -7,6 +7,7 @@ command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 [ -e /usr/lib/x86_64-linux-gnu/libpcap.so.0.8 ] || need+=(libpcap0.8)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

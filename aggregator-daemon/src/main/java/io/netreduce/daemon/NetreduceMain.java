@@ -1,5 +1,7 @@
 package io.netreduce.daemon;
 
+import io.netreduce.daemon.pcap.PcapCommand;
+import io.netreduce.daemon.worker.WorkerCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -11,7 +13,13 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "netreduce 0.1.0",
     description = "Software in-network aggregation appliance beneath RoCEv2.",
-    subcommands = { CommandLine.HelpCommand.class })
+    subcommands = {
+        CommandLine.HelpCommand.class,
+        DaemonCommand.class,
+        PcapCommand.class,
+        io.netreduce.daemon.ctl.CtlCommand.class,
+        WorkerCommand.class
+    })
 public final class NetreduceMain implements Runnable
 {
     @CommandLine.Spec

@@ -38,6 +38,11 @@ public interface PacketPort extends AutoCloseable
     int flush();
 
     /**
+     * @return the port's counters; the same instance for the port's lifetime, readable from any thread.
+     */
+    PortCounters counters();
+
+    /**
      * Release the port's socket and memory. Idempotent.
      */
     @Override

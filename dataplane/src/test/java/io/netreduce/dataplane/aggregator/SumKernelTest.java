@@ -2,9 +2,7 @@ package io.netreduce.dataplane.aggregator;
 
 import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.dataplane.support.Gradients;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.IntRange;
+import io.netreduce.dataplane.testing.SeededCases;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
@@ -14,12 +12,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 class SumKernelTest
 {
-    @Property(tries = 100)
-    void shouldEqualTheScalarRankOrderReference(
-        @ForAll final ElementType type,
-        @ForAll @IntRange(min = 2, max = 16) final int ranks,
-        @ForAll @IntRange(min = 1, max = 300) final int elements,
-        @ForAll final long seed)
+    @Test
+    void shouldEqualTheScalarRankOrderReference()
+    {
+        SeededCases.run("sum kernel vs reference", 100, (random, index) -> checkAgainstReference(
+            ElementType.values()[index % 4], random.nextInt(2, 17), random.nextInt(1, 301), random.nextLong()));
+    }
+
+    private static void checkAgainstReference(
+        final ElementType type, final int ranks, final int elements, final long seed)
     {
         final int length = elements * type.size();
         final int stride = (length + 63) & ~63;

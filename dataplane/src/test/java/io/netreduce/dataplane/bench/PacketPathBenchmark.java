@@ -4,6 +4,7 @@ import io.netreduce.dataplane.agent.DataplaneAgent;
 import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.port.FrameHandler;
 import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.dataplane.port.PortCounters;
 import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.support.Gradients;
@@ -108,6 +109,7 @@ public class PacketPathBenchmark
         private final UnsafeBuffer frames;
         private final int[] offsets;
         private final int[] lengths;
+        private final PortCounters counters = new PortCounters();
         private int next;
         long sent;
 
@@ -159,6 +161,12 @@ public class PacketPathBenchmark
         public int flush()
         {
             return 0;
+        }
+
+        @Override
+        public PortCounters counters()
+        {
+            return counters;
         }
 
         @Override

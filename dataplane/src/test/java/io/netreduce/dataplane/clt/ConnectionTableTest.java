@@ -1,14 +1,11 @@
 package io.netreduce.dataplane.clt;
 
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.constraints.Size;
+import io.netreduce.dataplane.testing.SeededCases;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;
 import java.util.HashMap;
-import java.util.List;
+import java.util.SplittableRandom;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -41,11 +38,16 @@ class ConnectionTableTest
         assertThat(table.insert(0, 1, 0, 2, 99, ConnectionTable.KIND_RING)).isEqualTo(-1);
     }
 
-    @Property(tries = 200)
-    void shouldFindEveryEntryAfterAnyInsertsAndRemovals(
-        @ForAll @Size(max = 60) final List<@IntRange(min = 0, max = 40) Integer> keys,
-        @ForAll @Size(max = 60) final List<@IntRange(min = 0, max = 40) Integer> removals)
+    @Test
+    void shouldFindEveryEntryAfterAnyInsertsAndRemovals()
     {
+        SeededCases.run("CLT inserts and removals", 200, (random, index) -> checkInsertsAndRemovals(random));
+    }
+
+    private static void checkInsertsAndRemovals(final SplittableRandom random)
+    {
+        final int[] keys = random.ints(random.nextInt(61), 0, 41).toArray();
+        final int[] removals = random.ints(random.nextInt(61), 0, 41).toArray();
         final ConnectionTable table = new ConnectionTable(64);
         final Map<Integer, Integer> model = new HashMap<>();
         for (final int key : keys)

@@ -5,6 +5,7 @@ import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.agent.RingInstalled;
 import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.port.MemoryPort;
 import io.netreduce.dataplane.port.PacketPort;
 import io.netreduce.dataplane.ring.RingConfig;
 
@@ -14,18 +15,18 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A dataplane agent over test ports, driven synchronously from the test thread (which is the agent thread).
+ * A dataplane agent over memory ports, driven synchronously from the test thread (which is the agent thread).
  */
 public final class DataplaneHarness implements AutoCloseable
 {
-    private final List<TestPort> ports = new ArrayList<>();
+    private final List<MemoryPort> ports = new ArrayList<>();
     private final DataplaneAgent agent;
 
     public DataplaneHarness(final int portCount, final boolean bumpInTheWire, final long memoryBudget)
     {
         for (int i = 0; i < portCount; i++)
         {
-            ports.add(new TestPort("test" + i));
+            ports.add(new MemoryPort("test" + i, MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096, 1 << 23));
         }
         final DataplaneContext context = new DataplaneContext()
             .ports(new ArrayList<PacketPort>(ports))
@@ -43,7 +44,7 @@ public final class DataplaneHarness implements AutoCloseable
         this(1, false, 1L << 30);
     }
 
-    public TestPort port(final int index)
+    public MemoryPort port(final int index)
     {
         return ports.get(index);
     }

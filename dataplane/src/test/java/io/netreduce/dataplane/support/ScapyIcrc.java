@@ -1,5 +1,8 @@
 package io.netreduce.dataplane.support;
 
+import io.netreduce.dataplane.pcap.PcapWriter;
+import org.agrona.concurrent.UnsafeBuffer;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -37,14 +40,22 @@ public final class ScapyIcrc
     }
 
     /**
-     * @return the script's output line ("checked N mismatches M [...]"), exit status appended.
+     * @return "checked N mismatches M exit S": frames scapy judged, frames whose ICRC disagreed (or that scapy
+     * could not check), and the script's exit status.
      */
     public static String check(final List<byte[]> frames) throws IOException, InterruptedException
     {
         final Path pcap = Files.createTempFile("netreduce-results", ".pcap");
         try
         {
-            PcapFile.write(pcap, frames);
+            try (PcapWriter writer = PcapWriter.create(pcap))
+            {
+                int second = 0;
+                for (final byte[] frame : frames)
+                {
+                    writer.write(new UnsafeBuffer(frame), 0, frame.length, second++, 0);
+                }
+            }
             final Path script = repoRoot().resolve("scripts/check/scapy_icrc.py");
             final Process process = new ProcessBuilder(PYTHON.toString(), script.toString(), pcap.toString())
                 .redirectErrorStream(true).start();
@@ -54,7 +65,10 @@ public final class ScapyIcrc
                 return "timeout";
             }
             final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            return output.trim() + " exit " + process.exitValue();
+            final int exit = process.exitValue();
+            final List<String> lines = output.lines().toList();
+            final long ok = lines.stream().filter(line -> line.matches("\\d+ ok .*")).count();
+            return "checked " + lines.size() + " mismatches " + (lines.size() - ok) + " exit " + exit;
         }
         finally
         {

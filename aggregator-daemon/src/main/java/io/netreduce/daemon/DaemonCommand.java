@@ -1,0 +1,139 @@
+package io.netreduce.daemon;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.LoggerContext;
+import io.netreduce.controlplane.config.ConfigError;
+import io.netreduce.controlplane.config.ConfigException;
+import io.netreduce.controlplane.config.ConfigLoader;
+import io.netreduce.controlplane.config.NetreduceConfig;
+import io.netreduce.controlplane.config.ValidationOptions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+import sun.misc.Signal;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code netreduce daemon --config FILE}: validate the configuration (every error printed, exit 2 on any), start
+ * the appliance, the control API and the metrics endpoint, reload on SIGHUP, stop cleanly on SIGTERM/SIGINT.
+ */
+@Command(
+    name = "daemon",
+    mixinStandardHelpOptions = true,
+    description = "Run the appliance: load and validate the configuration, serve the control API and metrics.")
+public final class DaemonCommand implements Callable<Integer>
+{
+    /** Exit status for an invalid configuration. */
+    public static final int EXIT_CONFIG = 2;
+    private static final Logger LOG = LoggerFactory.getLogger(DaemonCommand.class);
+
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = { "-c", "--config" }, required = true, paramLabel = "FILE",
+        description = "The YAML configuration file.")
+    private Path config;
+
+    @Option(names = "--check", description = "Validate the configuration, print the result and exit.")
+    private boolean checkOnly;
+
+    @Option(names = "--skip-interface-check",
+        description = "Do not require the configured ports to be interfaces of this host (for trying a config).")
+    private boolean skipInterfaceCheck;
+
+    /** The dataplane to attach; the lead's wiring replaces NONE. Package-private for tests. */
+    DataplaneAttachment dataplane = DataplaneAttachment.NONE;
+
+    @Override
+    public Integer call() throws Exception
+    {
+        final PrintWriter err = spec.commandLine().getErr();
+        final PrintWriter out = spec.commandLine().getOut();
+        final ValidationOptions options =
+            skipInterfaceCheck ? ValidationOptions.DOCUMENT_ONLY : ValidationOptions.ON_THIS_HOST;
+        final Path file = config.toAbsolutePath();
+        final NetreduceConfig loaded;
+        try
+        {
+            loaded = ConfigLoader.load(file, options);
+        }
+        catch (final ConfigException ex)
+        {
+            err.println(file + ": " + ex.errors().size() + " configuration error(s); not starting");
+            for (final ConfigError error : ex.errors())
+            {
+                err.println("  " + error);
+            }
+            err.flush();
+            return EXIT_CONFIG;
+        }
+        if (checkOnly)
+        {
+            out.println(file + ": valid (" + loaded.jobs().size() + " job(s), " +
+                loaded.jobs().stream().mapToInt(job -> job.rings().size()).sum() + " ring(s))");
+            out.flush();
+            return 0;
+        }
+        setRootLevel(loaded.appliance().logLevel().name());
+
+        final Daemon daemon;
+        try
+        {
+            daemon = Daemon.start(loaded, () -> ConfigLoader.load(file, options), options, dataplane);
+        }
+        catch (final Exception ex)
+        {
+            // Typically a listen address in use or a socket directory missing: say which, without a stack trace.
+            LOG.error("cannot start: {}", ex.toString());
+            err.println("netreduce: cannot start: " + ex);
+            err.flush();
+            return 1;
+        }
+        final CountDownLatch stopped = new CountDownLatch(1);
+        final ExecutorService reloads = Executors.newSingleThreadExecutor(runnable ->
+        {
+            final Thread thread = new Thread(runnable, "netreduce-reload");
+            thread.setDaemon(true);
+            return thread;
+        });
+        // The JDK has no supported API for SIGHUP; sun.misc.Signal (module jdk.unsupported, exported on purpose)
+        // is what long-running Java daemons use for it. The handler only queues the reload: the signal thread
+        // must not block, and reloads are serialised on one thread.
+        Signal.handle(new Signal("HUP"), signal ->
+        {
+            LOG.info("SIGHUP: reloading {}", file);
+            reloads.execute(daemon::reload);
+        });
+        // SIGTERM and SIGINT run shutdown hooks: close the API, the dataplane (stop intake, finish the batch,
+        // close ports), the metrics endpoint, then flush the logs.
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            reloads.shutdownNow();
+            daemon.close();
+            stopped.countDown();
+            if (LoggerFactory.getILoggerFactory() instanceof LoggerContext context)
+            {
+                context.stop();
+            }
+        }, "netreduce-shutdown"));
+        stopped.await();
+        return 0;
+    }
+
+    private static void setRootLevel(final String level)
+    {
+        if (LoggerFactory.getLogger(Logger.ROOT_LOGGER_NAME) instanceof ch.qos.logback.classic.Logger root)
+        {
+            root.setLevel(Level.toLevel(level, Level.INFO));
+        }
+    }
+}

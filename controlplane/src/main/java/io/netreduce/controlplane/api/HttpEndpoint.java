@@ -1,0 +1,231 @@
+package io.netreduce.controlplane.api;
+
+import io.netreduce.controlplane.config.ListenAddress;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerDomainSocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.util.concurrent.DefaultEventExecutorGroup;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.EventExecutorGroup;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A small HTTP/1.1 server on Netty for the control API and the metrics endpoint, listening on TCP or on a Unix
+ * domain socket (Netty's NIO domain-socket channel over the JDK's {@code UnixDomainSocketAddress}, so no native
+ * transport library is needed). One I/O thread; requests are handled on a separate single thread so a handler
+ * that takes a lock or reads a file never stalls the I/O loop. Bodies over {@link #MAX_BODY_BYTES} get 413.
+ */
+public final class HttpEndpoint implements AutoCloseable
+{
+    /** Largest request body accepted. */
+    public static final int MAX_BODY_BYTES = 1 << 20;
+    private static final Logger LOG = LoggerFactory.getLogger(HttpEndpoint.class);
+
+    private final String name;
+    private final ListenAddress requested;
+    private final EventLoopGroup group;
+    private final EventExecutorGroup handlerExecutor;
+    private final Channel channel;
+
+    private HttpEndpoint(final String name, final ListenAddress address, final RequestHandler handler)
+        throws InterruptedException
+    {
+        this.name = name;
+        this.requested = address;
+        this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("netreduce-" + name + "-io", true),
+            NioIoHandler.newFactory());
+        this.handlerExecutor = new DefaultEventExecutorGroup(1, new DefaultThreadFactory("netreduce-" + name, true));
+        final Class<? extends ServerChannel> channelType =
+            address.isUnix() ? NioServerDomainSocketChannel.class : NioServerSocketChannel.class;
+        try
+        {
+            if (address.isUnix())
+            {
+                // A socket file left by a previous run would make bind fail; the path is ours by configuration.
+                Files.deleteIfExists(address.unixPath());
+            }
+            final ServerBootstrap bootstrap = new ServerBootstrap()
+                .group(group)
+                .channel(channelType)
+                .childHandler(new ChannelInitializer<>()
+                {
+                    @Override
+                    protected void initChannel(final Channel ch)
+                    {
+                        ch.pipeline()
+                            .addLast(new HttpServerCodec())
+                            .addLast(new HttpServerKeepAliveHandler())
+                            .addLast(new HttpObjectAggregator(MAX_BODY_BYTES))
+                            .addLast(handlerExecutor, new Dispatcher(handler));
+                    }
+                });
+            this.channel = bootstrap.bind(address.toSocketAddress()).sync().channel();
+            if (address.isUnix())
+            {
+                Files.setPosixFilePermissions(address.unixPath(), PosixFilePermissions.fromString("rw-rw----"));
+            }
+        }
+        catch (final IOException ex)
+        {
+            shutdownThreads();
+            throw new UncheckedIOException(ex);
+        }
+        catch (final RuntimeException | InterruptedException ex)
+        {
+            shutdownThreads();
+            throw ex;
+        }
+    }
+
+    /**
+     * Bind and start serving.
+     *
+     * @param name    a short name for threads and logs, e.g. {@code api}.
+     * @param address where to listen; TCP port 0 picks a free port.
+     * @param handler answers requests.
+     * @return the running endpoint.
+     * @throws InterruptedException if interrupted while binding.
+     */
+    public static HttpEndpoint start(final String name, final ListenAddress address, final RequestHandler handler)
+        throws InterruptedException
+    {
+        final HttpEndpoint endpoint = new HttpEndpoint(name, address, handler);
+        LOG.info("{} listening on {}", name, endpoint.boundAddress());
+        return endpoint;
+    }
+
+    /**
+     * @return the address actually bound (with the real port when port 0 was requested).
+     */
+    public ListenAddress boundAddress()
+    {
+        if (requested.isUnix())
+        {
+            return requested;
+        }
+        final SocketAddress local = channel.localAddress();
+        final int port = local instanceof InetSocketAddress inet ? inet.getPort() : requested.port();
+        return new ListenAddress(requested.host(), port, null);
+    }
+
+    @Override
+    public void close()
+    {
+        channel.close().syncUninterruptibly();
+        shutdownThreads();
+        if (requested.isUnix())
+        {
+            try
+            {
+                Files.deleteIfExists(requested.unixPath());
+            }
+            catch (final IOException ex)
+            {
+                LOG.warn("{}: could not remove socket {}: {}", name, requested.unixPath(), ex.toString());
+            }
+        }
+    }
+
+    private void shutdownThreads()
+    {
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        handlerExecutor.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    private static final class Dispatcher extends SimpleChannelInboundHandler<FullHttpRequest>
+    {
+        private final RequestHandler handler;
+
+        Dispatcher(final RequestHandler handler)
+        {
+            this.handler = handler;
+        }
+
+        @Override
+        protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
+        {
+            HttpResponseData answer;
+            if (!request.decoderResult().isSuccess())
+            {
+                answer = HttpResponseData.json(400, "{\"error\":\"malformed HTTP request\"}");
+            }
+            else
+            {
+                final QueryStringDecoder decoder = new QueryStringDecoder(request.uri());
+                final HttpRequestData data = new HttpRequestData(
+                    request.method().name(),
+                    decoder.path(),
+                    decoder.parameters(),
+                    request.headers().get(HttpHeaderNames.CONTENT_TYPE),
+                    request.content().toString(StandardCharsets.UTF_8));
+                try
+                {
+                    answer = handler.handle(data);
+                }
+                catch (final RuntimeException ex)
+                {
+                    LOG.warn("{} {} failed", data.method(), data.path(), ex);
+                    answer = HttpResponseData.json(500, "{\"error\":\"internal error: " +
+                        String.valueOf(ex.getMessage()).replace("\\", "\\\\").replace("\"", "'") + "\"}");
+                }
+            }
+            final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+                HttpResponseStatus.valueOf(answer.status()), Unpooled.wrappedBuffer(answer.body()));
+            response.headers().set(HttpHeaderNames.CONTENT_TYPE, answer.contentType());
+            for (final Map.Entry<String, String> header : answer.headers().entrySet())
+            {
+                response.headers().set(header.getKey(), header.getValue());
+            }
+            HttpUtil.setContentLength(response, answer.body().length);
+            final boolean keepAlive = HttpUtil.isKeepAlive(request);
+            HttpUtil.setKeepAlive(response, keepAlive);
+            if (keepAlive)
+            {
+                ctx.writeAndFlush(response);
+            }
+            else
+            {
+                ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
+        {
+            LOG.debug("connection error", cause);
+            ctx.close();
+        }
+    }
+}

@@ -1,0 +1,39 @@
+package io.netreduce.controlplane.config;
+
+import java.util.List;
+
+/**
+ * The appliance-wide part of the configuration. Changing it needs a restart; jobs can change live.
+ *
+ * @param ports        the ports the dataplane attaches to.
+ * @param dataplane    lanes, idle strategy, batch size, command queue.
+ * @param memoryBudget bytes of aggregator memory all rings together may use.
+ * @param api          where the control API listens.
+ * @param metrics      where the Prometheus endpoint listens.
+ * @param logLevel     the root log level.
+ */
+public record ApplianceConfig(
+    List<PortConfig> ports,
+    DataplaneConfig dataplane,
+    long memoryBudget,
+    ListenAddress api,
+    ListenAddress metrics,
+    LogLevel logLevel)
+{
+    /** Default memory budget text. */
+    public static final String DEFAULT_MEMORY_BUDGET = "1GiB";
+    /** Default control API address: loopback only. */
+    public static final String DEFAULT_API_LISTEN = "127.0.0.1:9740";
+    /** Default metrics address: loopback only. */
+    public static final String DEFAULT_METRICS_LISTEN = "127.0.0.1:9741";
+    /** Default log level. */
+    public static final LogLevel DEFAULT_LOG_LEVEL = LogLevel.INFO;
+
+    /**
+     * Canonical constructor: copies the port list so the record is immutable.
+     */
+    public ApplianceConfig
+    {
+        ports = List.copyOf(ports);
+    }
+}

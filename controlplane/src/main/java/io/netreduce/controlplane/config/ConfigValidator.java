@@ -1,0 +1,331 @@
+package io.netreduce.controlplane.config;
+
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.regex.Pattern;
+
+import static io.netreduce.controlplane.config.ErrorCollector.child;
+import static io.netreduce.controlplane.config.ErrorCollector.index;
+
+/**
+ * Range and cross-field checks of a configuration: addresses, ranks, ring ids, window, MsgLen, payload size,
+ * world size, memory budget and (optionally) the host's interfaces. Every error is reported with its path.
+ */
+public final class ConfigValidator
+{
+    /** Job names appear in API paths and metric labels, so they are kept to a URL- and label-safe alphabet. */
+    private static final Pattern JOB_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+    /** Linux interface names are at most IFNAMSIZ - 1 = 15 bytes. */
+    private static final int MAX_INTERFACE_NAME = 15;
+
+    private final ValidationOptions options;
+    private final ErrorCollector errors;
+
+    ConfigValidator(final ValidationOptions options, final ErrorCollector errors)
+    {
+        this.options = options;
+        this.errors = errors;
+    }
+
+    /**
+     * Validate a configuration that was built in memory (e.g. the running one plus a job added over the API).
+     *
+     * @param config  the configuration.
+     * @param options host-dependent checks to run.
+     * @return every error found; empty if the configuration is valid.
+     */
+    public static List<ConfigError> validate(final NetreduceConfig config, final ValidationOptions options)
+    {
+        final ErrorCollector errors = new ErrorCollector();
+        new ConfigValidator(options, errors).check(config);
+        return errors.errors();
+    }
+
+    void check(final NetreduceConfig config)
+    {
+        checkAppliance(config.appliance(), "appliance");
+        final Map<String, String> jobNames = new HashMap<>();
+        final Map<Integer, String> ringIds = new HashMap<>();
+        for (int j = 0; j < config.jobs().size(); j++)
+        {
+            final JobConfig job = config.jobs().get(j);
+            final String jobPath = index("jobs", j);
+            checkJob(job, jobPath);
+            final String namePath = child(jobPath, "name");
+            final String previous = jobNames.putIfAbsent(job.name(), namePath);
+            if (previous != null)
+            {
+                errors.add(namePath, "duplicate job name '" + job.name() + "' (also " + previous + ")");
+            }
+            for (int r = 0; r < job.rings().size(); r++)
+            {
+                final RingConfig ring = job.rings().get(r);
+                final String idPath = child(index(child(jobPath, "rings"), r), "id");
+                if (isRingIdValid(ring.id()) && !errors.hasErrorAt(idPath))
+                {
+                    final String owner = ringIds.putIfAbsent(ring.id(), idPath);
+                    if (owner != null)
+                    {
+                        errors.add(idPath, "ring id " + ring.id() + " is already used by " + owner +
+                            " (ring ids are 8 bits on the wire and must be unique across all jobs)");
+                    }
+                }
+            }
+        }
+        checkMemoryBudget(config);
+    }
+
+    void checkJob(final JobConfig job, final String path)
+    {
+        final String namePath = child(path, "name");
+        if (!JOB_NAME.matcher(job.name()).matches())
+        {
+            errors.add(namePath, "job name '" + job.name() +
+                "' must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit");
+        }
+        final String ringsPath = child(path, "rings");
+        if (job.rings().isEmpty())
+        {
+            errors.add(ringsPath, "a job needs at least one ring");
+        }
+        for (int r = 0; r < job.rings().size(); r++)
+        {
+            checkRing(job.rings().get(r), index(ringsPath, r));
+        }
+    }
+
+    private void checkAppliance(final ApplianceConfig appliance, final String path)
+    {
+        final String portsPath = child(path, "ports");
+        if (appliance.ports().isEmpty())
+        {
+            errors.add(portsPath, "the appliance needs at least one port");
+        }
+        final Map<String, String> names = new HashMap<>();
+        for (int i = 0; i < appliance.ports().size(); i++)
+        {
+            final PortConfig port = appliance.ports().get(i);
+            final String portPath = index(portsPath, i);
+            final String namePath = child(portPath, "name");
+            if (port.name().isEmpty() || port.name().length() > MAX_INTERFACE_NAME ||
+                port.name().contains("/") || port.name().chars().anyMatch(Character::isWhitespace))
+            {
+                errors.add(namePath, "'" + port.name() + "' is not a valid interface name");
+            }
+            else
+            {
+                final String previous = names.putIfAbsent(port.name(), namePath);
+                if (previous != null)
+                {
+                    errors.add(namePath, "duplicate port '" + port.name() + "' (also " + previous + ")");
+                }
+                else if (options.checkInterfaces())
+                {
+                    checkInterfaceExists(port.name(), namePath);
+                }
+            }
+            if (port.mtu() < PortConfig.MIN_MTU || port.mtu() > PortConfig.MAX_MTU)
+            {
+                errors.add(child(portPath, "mtu"),
+                    "MTU " + port.mtu() + " is not in " + PortConfig.MIN_MTU + ".." + PortConfig.MAX_MTU);
+            }
+        }
+
+        final DataplaneConfig dataplane = appliance.dataplane();
+        final String dataplanePath = child(path, "dataplane");
+        range(dataplane.lanes(), 1, DataplaneConfig.MAX_LANES, child(dataplanePath, "lanes"));
+        range(dataplane.batchSize(), 1, DataplaneConfig.MAX_BATCH_SIZE, child(dataplanePath, "batchSize"));
+        final int capacity = dataplane.commandQueueCapacity();
+        final String capacityPath = child(dataplanePath, "commandQueueCapacity");
+        if (capacity < 2 || capacity > DataplaneConfig.MAX_COMMAND_QUEUE_CAPACITY || Integer.bitCount(capacity) != 1)
+        {
+            errors.add(capacityPath, capacity + " is not a power of two in 2.." +
+                DataplaneConfig.MAX_COMMAND_QUEUE_CAPACITY);
+        }
+
+        if (appliance.memoryBudget() <= 0)
+        {
+            errors.add(child(path, "memoryBudget"), "must be greater than zero");
+        }
+        if (appliance.api().equals(appliance.metrics()) &&
+            (appliance.api().isUnix() || appliance.api().port() != 0))
+        {
+            errors.add(child(path, "metrics.listen"), "same address as appliance.api.listen (" +
+                appliance.api() + ")");
+        }
+    }
+
+    private void checkInterfaceExists(final String name, final String path)
+    {
+        try
+        {
+            if (NetworkInterface.getByName(name) == null)
+            {
+                errors.add(path, "no network interface '" + name + "' on this host");
+            }
+        }
+        catch (final SocketException ex)
+        {
+            errors.add(path, "cannot look up interface '" + name + "': " + ex.getMessage());
+        }
+    }
+
+    private void checkRing(final RingConfig ring, final String path)
+    {
+        if (!isRingIdValid(ring.id()))
+        {
+            errors.add(child(path, "id"), "ring id " + ring.id() + " is not in 0.." + RingConfig.MAX_ID);
+        }
+        final String windowPath = child(path, "window");
+        if (ring.window() < 1 || ring.window() > RingConfig.MAX_WINDOW || Integer.bitCount(ring.window()) != 1)
+        {
+            errors.add(windowPath, "window " + ring.window() + " is not a power of two in 1.." +
+                RingConfig.MAX_WINDOW + " (MsgID is 8 bits and the aggregator index is MsgID % 2N)");
+        }
+        range(ring.msgLen(), 1, RingConfig.MAX_MSG_LEN, child(path, "msgLen"));
+        final String pmtuPath = child(path, "pmtu");
+        final boolean pmtuValid = RingConfig.PMTUS.contains(ring.pmtu());
+        if (!pmtuValid)
+        {
+            errors.add(pmtuPath, "PMTU " + ring.pmtu() + " is not one of " + RingConfig.PMTUS);
+        }
+        final String payloadPath = child(path, "payloadSize");
+        final ElementType type = ring.elementType();
+        if (ring.payloadSize() < 1)
+        {
+            errors.add(payloadPath, "payload size " + ring.payloadSize() + " must be at least 1");
+        }
+        else if (type != null && ring.payloadSize() % type.sizeBytes() != 0)
+        {
+            errors.add(payloadPath, "payload size " + ring.payloadSize() + " is not a multiple of the " +
+                type.configName() + " element size " + type.sizeBytes());
+        }
+        else if (pmtuValid && ring.payloadSize() > ring.pmtu())
+        {
+            errors.add(payloadPath, "payload size " + ring.payloadSize() + " exceeds the PMTU " + ring.pmtu());
+        }
+        checkMembers(ring.members(), child(path, "members"));
+    }
+
+    private void checkMembers(final List<MemberConfig> members, final String path)
+    {
+        final int worldSize = members.size();
+        if (worldSize < RingConfig.MIN_WORLD_SIZE || worldSize > RingConfig.MAX_WORLD_SIZE)
+        {
+            errors.add(path, "world size " + worldSize + " is not in " + RingConfig.MIN_WORLD_SIZE + ".." +
+                RingConfig.MAX_WORLD_SIZE);
+        }
+        final Map<Integer, String> ranks = new HashMap<>();
+        final Map<InetAddress, String> addresses = new HashMap<>();
+        for (int m = 0; m < worldSize; m++)
+        {
+            final MemberConfig member = members.get(m);
+            final String memberPath = index(path, m);
+            final String rankPath = child(memberPath, "rank");
+            if (member.rank() < 0 || member.rank() >= worldSize)
+            {
+                errors.add(rankPath, "rank " + member.rank() + " is not in 0.." + (worldSize - 1) +
+                    " (ranks are 0..worldSize-1)");
+            }
+            else
+            {
+                final String previous = ranks.putIfAbsent(member.rank(), rankPath);
+                if (previous != null)
+                {
+                    errors.add(rankPath, "duplicate rank " + member.rank() + " (also " + previous + ")");
+                }
+            }
+
+            final String ipPath = child(memberPath, "ip");
+            if (member.ip() != null)
+            {
+                final InetAddress address = member.address();
+                if (address == null)
+                {
+                    errors.add(ipPath, "not an IPv4 or IPv6 address");
+                }
+                else
+                {
+                    final String previous = addresses.putIfAbsent(address, ipPath);
+                    if (previous != null)
+                    {
+                        errors.add(ipPath, "duplicate member address " + member.ip() + " (also " + previous + ")");
+                    }
+                }
+            }
+            if (member.mac() != null && !Addresses.isMac(member.mac()))
+            {
+                errors.add(child(memberPath, "mac"), "'" + member.mac() +
+                    "' is not a MAC address like 02:00:00:00:00:01");
+            }
+            if (member.qpn() != null && (member.qpn() < 0 || member.qpn() > MemberConfig.MAX_QPN))
+            {
+                errors.add(child(memberPath, "qpn"), "QPN " + member.qpn() + " is not in 0..0xffffff (24 bits)");
+            }
+        }
+        if (worldSize >= RingConfig.MIN_WORLD_SIZE && ranks.size() < worldSize)
+        {
+            final TreeSet<Integer> missing = new TreeSet<>();
+            for (int rank = 0; rank < worldSize; rank++)
+            {
+                if (!ranks.containsKey(rank))
+                {
+                    missing.add(rank);
+                }
+            }
+            errors.add(path, "ranks must be exactly 0.." + (worldSize - 1) + "; missing " + missing);
+        }
+    }
+
+    private void checkMemoryBudget(final NetreduceConfig config)
+    {
+        long total = 0;
+        final List<String> parts = new ArrayList<>();
+        for (int j = 0; j < config.jobs().size(); j++)
+        {
+            final JobConfig job = config.jobs().get(j);
+            for (int r = 0; r < job.rings().size(); r++)
+            {
+                final RingConfig ring = job.rings().get(r);
+                if (isSizable(ring))
+                {
+                    final long bytes = ring.aggregatorBytes();
+                    total += bytes;
+                    parts.add(index(child(index("jobs", j), "rings"), r) + " " + ByteSize.human(bytes));
+                }
+            }
+        }
+        final long budget = config.appliance().memoryBudget();
+        if (budget > 0 && total > budget)
+        {
+            errors.add("appliance.memoryBudget", "rings need " + ByteSize.human(total) + " of aggregator memory (" +
+                String.join(", ", parts) + "), over the budget of " + ByteSize.human(budget));
+        }
+    }
+
+    private static boolean isSizable(final RingConfig ring)
+    {
+        return ring.window() >= 1 && ring.window() <= RingConfig.MAX_WINDOW &&
+            ring.msgLen() >= 1 && ring.msgLen() <= RingConfig.MAX_MSG_LEN &&
+            ring.payloadSize() >= 1 && ring.payloadSize() <= RingConfig.PMTUS.getLast();
+    }
+
+    private static boolean isRingIdValid(final int id)
+    {
+        return id >= 0 && id <= RingConfig.MAX_ID;
+    }
+
+    private void range(final int value, final int min, final int max, final String path)
+    {
+        if (value < min || value > max)
+        {
+            errors.add(path, value + " is not in " + min + ".." + max);
+        }
+    }
+}

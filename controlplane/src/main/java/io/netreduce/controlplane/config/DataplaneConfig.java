@@ -1,0 +1,36 @@
+package io.netreduce.controlplane.config;
+
+/**
+ * How the dataplane runs: lanes (agent threads), how they idle, and how much they do per duty cycle.
+ *
+ * @param lanes                 number of dataplane agent threads.
+ * @param idleStrategy          how a lane waits when a duty cycle found no work.
+ * @param batchSize             frames received per port per duty cycle.
+ * @param commandQueueCapacity  capacity of the bounded control-to-dataplane command queue (a power of two).
+ */
+public record DataplaneConfig(int lanes, IdleStrategyKind idleStrategy, int batchSize, int commandQueueCapacity)
+{
+    /** Default lanes. */
+    public static final int DEFAULT_LANES = 1;
+    /** Default idle strategy. */
+    public static final IdleStrategyKind DEFAULT_IDLE_STRATEGY = IdleStrategyKind.BACKOFF;
+    /** Default batch size. */
+    public static final int DEFAULT_BATCH_SIZE = 64;
+    /** Default command queue capacity. */
+    public static final int DEFAULT_COMMAND_QUEUE_CAPACITY = 1024;
+    /** Upper bound on lanes: more than this is a typo on any machine this runs on. */
+    public static final int MAX_LANES = 64;
+    /** Upper bound on the batch size (frames per receive call). */
+    public static final int MAX_BATCH_SIZE = 4096;
+    /** Upper bound on the command queue capacity. */
+    public static final int MAX_COMMAND_QUEUE_CAPACITY = 1 << 20;
+
+    /**
+     * @return the configuration used when the {@code dataplane} section is absent.
+     */
+    public static DataplaneConfig defaults()
+    {
+        return new DataplaneConfig(DEFAULT_LANES, DEFAULT_IDLE_STRATEGY, DEFAULT_BATCH_SIZE,
+            DEFAULT_COMMAND_QUEUE_CAPACITY);
+    }
+}

@@ -1,0 +1,292 @@
+package io.netreduce.controlplane.config;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.junit.jupiter.params.provider.Arguments.arguments;
+
+class ConfigLoaderTest
+{
+    /** A valid configuration the broken cases below each break in one place. */
+    static final String BASE = """
+        appliance:
+          ports:
+            - name: eth1
+          memoryBudget: 64MiB
+        jobs:
+          - name: a
+            rings:
+              - id: 1
+                elementType: fp32
+                window: 8
+                msgLen: 16
+                payloadSize: 1024
+                pmtu: 1024
+                members:
+                  - { rank: 0, ip: 10.0.0.1 }
+                  - { rank: 1, ip: 10.0.0.2 }
+                  - { rank: 2, ip: 10.0.0.3 }
+          - name: b
+            rings:
+              - id: 2
+                elementType: fp16
+                window: 4
+                msgLen: 8
+                payloadSize: 512
+                pmtu: 1024
+                members:
+                  - { rank: 0, ip: 10.0.1.1 }
+                  - { rank: 1, ip: 10.0.1.2 }
+                  - { rank: 2, ip: 10.0.1.3 }
+                  - { rank: 3, ip: 10.0.1.4 }
+        """;
+
+    static Path repoRoot()
+    {
+        return Path.of(System.getProperty("netreduce.repo.root", "..")).toAbsolutePath().normalize();
+    }
+
+    @Test
+    void shouldLoadEveryExampleInConfigDirectory() throws IOException, ConfigException
+    {
+        final List<Path> examples;
+        try (Stream<Path> files = Files.list(repoRoot().resolve("config")))
+        {
+            examples = files.filter(file -> file.toString().endsWith(".yaml")).sorted().toList();
+        }
+        assertThat(examples).hasSizeGreaterThanOrEqualTo(3);
+        for (final Path example : examples)
+        {
+            final NetreduceConfig config = ConfigLoader.load(example);
+            assertThat(config.jobs()).as(example.toString()).isNotEmpty();
+            assertThat(config.aggregatorBytes()).as(example.toString())
+                .isLessThanOrEqualTo(config.appliance().memoryBudget());
+        }
+    }
+
+    @Test
+    void shouldLoadBaseWithDefaults() throws ConfigException
+    {
+        final NetreduceConfig config = ConfigLoader.parse(BASE);
+
+        final ApplianceConfig appliance = config.appliance();
+        assertThat(appliance.ports()).containsExactly(new PortConfig("eth1", PortConfig.DEFAULT_MTU));
+        assertThat(appliance.dataplane()).isEqualTo(new DataplaneConfig(1, IdleStrategyKind.BACKOFF, 64, 1024));
+        assertThat(appliance.memoryBudget()).isEqualTo(64L << 20);
+        assertThat(appliance.api()).isEqualTo(new ListenAddress("127.0.0.1", 9740, null));
+        assertThat(appliance.metrics()).isEqualTo(new ListenAddress("127.0.0.1", 9741, null));
+        assertThat(appliance.logLevel()).isEqualTo(LogLevel.INFO);
+        assertThat(config.jobs()).extracting(JobConfig::name).containsExactly("a", "b");
+        final RingConfig ring = config.jobs().get(1).rings().get(0);
+        assertThat(ring).isEqualTo(new RingConfig(2, ElementType.FP16, 4, 8, 512, 1024, List.of(
+            new MemberConfig(0, "10.0.1.1", null, null), new MemberConfig(1, "10.0.1.2", null, null),
+            new MemberConfig(2, "10.0.1.3", null, null), new MemberConfig(3, "10.0.1.4", null, null))));
+        assertThat(ring.worldSize()).isEqualTo(4);
+    }
+
+    static Stream<Arguments> brokenConfigs()
+    {
+        return Stream.of(
+            arguments("bad address", BASE.replace("ip: 10.0.1.4", "ip: 10.0.1.400"),
+                "jobs[1].rings[0].members[3].ip", "not an IPv4 or IPv6 address"),
+            arguments("abbreviated IPv4 address", BASE.replace("ip: 10.0.1.4", "ip: 10.0.4"),
+                "jobs[1].rings[0].members[3].ip", "not an IPv4 or IPv6 address"),
+            arguments("IPv4 octet with leading zero", BASE.replace("ip: 10.0.1.4", "ip: 10.0.1.04"),
+                "jobs[1].rings[0].members[3].ip", "not an IPv4 or IPv6 address"),
+            arguments("host name instead of address", BASE.replace("ip: 10.0.0.2", "ip: worker2.example"),
+                "jobs[0].rings[0].members[1].ip", "not an IPv4 or IPv6 address"),
+            arguments("duplicate rank", BASE.replace("{ rank: 2, ip: 10.0.0.3 }", "{ rank: 1, ip: 10.0.0.3 }"),
+                "jobs[0].rings[0].members[2].rank", "duplicate rank 1 (also jobs[0].rings[0].members[1].rank)"),
+            arguments("rank out of range", BASE.replace("{ rank: 2, ip: 10.0.0.3 }", "{ rank: 3, ip: 10.0.0.3 }"),
+                "jobs[0].rings[0].members[2].rank", "rank 3 is not in 0..2 (ranks are 0..worldSize-1)"),
+            arguments("window 0", BASE.replace("window: 8", "window: 0"),
+                "jobs[0].rings[0].window",
+                "window 0 is not a power of two in 1..128 (MsgID is 8 bits and the aggregator index is MsgID % 2N)"),
+            arguments("window not a power of two", BASE.replace("window: 8", "window: 12"),
+                "jobs[0].rings[0].window",
+                "window 12 is not a power of two in 1..128 (MsgID is 8 bits and the aggregator index is MsgID % 2N)"),
+            arguments("msgLen 256", BASE.replace("msgLen: 16", "msgLen: 256"),
+                "jobs[0].rings[0].msgLen", "256 is not in 1..255"),
+            arguments("unknown key", BASE.replace("window: 4", "window: 4\n        windw: 4"),
+                "jobs[1].rings[0].windw",
+                "unknown key (expected one of elementType, id, members, msgLen, payloadSize, pmtu, window)"),
+            arguments("unknown key at top", BASE + "extra: 1\n",
+                "extra", "unknown key (expected one of appliance, jobs)"),
+            arguments("memory over budget", BASE.replace("memoryBudget: 64MiB", "memoryBudget: 1MiB"),
+                "appliance.memoryBudget", "rings need 1.3MiB of aggregator memory (jobs[0].rings[0] 1.1MiB, " +
+                    "jobs[1].rings[0] 196KiB), over the budget of 1MiB"),
+            arguments("missing required key", BASE.replace("        pmtu: 1024\n        members:\n" +
+                    "          - { rank: 0, ip: 10.0.1.1 }", "        members:\n          - { rank: 0, ip: 10.0.1.1 }"),
+                "jobs[1].rings[0].pmtu", "required key is missing"),
+            arguments("wrong type", BASE.replace("msgLen: 8", "msgLen: eight"),
+                "jobs[1].rings[0].msgLen", "expected an integer, got the string 'eight'"),
+            arguments("list instead of mapping", BASE.replace("  memoryBudget: 64MiB", "  memoryBudget: [1]"),
+                "appliance.memoryBudget", "expected a size like 512MiB, got a list"),
+            arguments("duplicate ring id across jobs", BASE.replace("id: 2", "id: 1"),
+                "jobs[1].rings[0].id", "ring id 1 is already used by jobs[0].rings[0].id " +
+                    "(ring ids are 8 bits on the wire and must be unique across all jobs)"),
+            arguments("ring id over 8 bits", BASE.replace("id: 2", "id: 256"),
+                "jobs[1].rings[0].id", "ring id 256 is not in 0..255"),
+            arguments("duplicate member address", BASE.replace("ip: 10.0.1.3", "ip: 10.0.1.1"),
+                "jobs[1].rings[0].members[2].ip",
+                "duplicate member address 10.0.1.1 (also jobs[1].rings[0].members[0].ip)"),
+            arguments("payload not a multiple of the element size", BASE.replace("payloadSize: 512", "payloadSize: 511"),
+                "jobs[1].rings[0].payloadSize", "payload size 511 is not a multiple of the fp16 element size 2"),
+            arguments("payload over the PMTU", BASE.replace("payloadSize: 512", "payloadSize: 2048"),
+                "jobs[1].rings[0].payloadSize", "payload size 2048 exceeds the PMTU 1024"),
+            arguments("bad PMTU", BASE.replace("pmtu: 1024\n        members:\n          - { rank: 0, ip: 10.0.1.1 }",
+                    "pmtu: 1500\n        members:\n          - { rank: 0, ip: 10.0.1.1 }"),
+                "jobs[1].rings[0].pmtu", "PMTU 1500 is not one of [256, 512, 1024, 2048, 4096]"),
+            arguments("world size 1", BASE.replace("""
+                          - { rank: 1, ip: 10.0.0.2 }
+                          - { rank: 2, ip: 10.0.0.3 }
+                """, ""),
+                "jobs[0].rings[0].members", "world size 1 is not in 2..255"),
+            arguments("bad element type", BASE.replace("elementType: fp16", "elementType: fp64"),
+                "jobs[1].rings[0].elementType", "'fp64' is not one of fp32, fp16, bf16 or int32"),
+            arguments("bad idle strategy", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  dataplane: { idleStrategy: spin }"),
+                "appliance.dataplane.idleStrategy", "'spin' is not one of busy-spin, yield, backoff or sleep"),
+            arguments("bad listen address", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  api: { listen: '::1:9740' }"),
+                "appliance.api.listen", "IPv6 addresses need brackets, e.g. [::1]:9740"),
+            arguments("bad size", BASE.replace("memoryBudget: 64MiB", "memoryBudget: lots"),
+                "appliance.memoryBudget", "'lots' is not a size like 512MiB, 2GiB or 1048576"),
+            arguments("bad mac", BASE.replace("{ rank: 0, ip: 10.0.0.1 }", "{ rank: 0, ip: 10.0.0.1, mac: 02:00 }"),
+                "jobs[0].rings[0].members[0].mac", "'02:00' is not a MAC address like 02:00:00:00:00:01"),
+            arguments("qpn over 24 bits", BASE.replace("{ rank: 0, ip: 10.0.0.1 }",
+                    "{ rank: 0, ip: 10.0.0.1, qpn: 16777216 }"),
+                "jobs[0].rings[0].members[0].qpn", "QPN 16777216 is not in 0..0xffffff (24 bits)"),
+            arguments("duplicate job name", BASE.replace("name: b", "name: a"),
+                "jobs[1].name", "duplicate job name 'a' (also jobs[0].name)"),
+            arguments("no ports", BASE.replace("  ports:\n    - name: eth1\n", "  ports: []\n"),
+                "appliance.ports", "the appliance needs at least one port"),
+            arguments("not YAML", "appliance: [", "", null));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("brokenConfigs")
+    void shouldRefuseBrokenConfigWithPathAndReason(
+        final String name, final String yaml, final String path, final String reason)
+    {
+        final ConfigException ex = catchThrowableOfType(ConfigException.class, () -> ConfigLoader.parse(yaml));
+
+        assertThat(ex).as(name).isNotNull();
+        if (reason == null)
+        {
+            assertThat(ex.errors()).singleElement().satisfies(error -> assertThat(error.path()).isEqualTo(path));
+        }
+        else
+        {
+            // The first error is the one the case provokes; a broken rank also leaves a gap, reported after it.
+            assertThat(ex.errors()).as(name).first().isEqualTo(new ConfigError(path, reason));
+            assertThat(ex.errors()).as(name).hasSizeLessThanOrEqualTo(2);
+        }
+    }
+
+    @Test
+    void shouldReportEveryErrorInDocumentOrder()
+    {
+        final String yaml = BASE
+            .replace("ip: 10.0.0.2", "ip: 10.0.0.999")
+            .replace("window: 4", "window: 0")
+            .replace("name: eth1", "name: eth1\n      speed: 100");
+
+        final ConfigException ex = catchThrowableOfType(ConfigException.class, () -> ConfigLoader.parse(yaml));
+
+        assertThat(ex.errors()).extracting(ConfigError::path).containsExactly(
+            "appliance.ports[0].speed", "jobs[0].rings[0].members[1].ip", "jobs[1].rings[0].window");
+        assertThat(ex.getMessage()).startsWith("3 configuration errors")
+            .contains("jobs[0].rings[0].members[1].ip: not an IPv4 or IPv6 address");
+    }
+
+    @Test
+    void shouldReportMissingRanksWhenRanksHaveAGap()
+    {
+        final String yaml = BASE.replace("{ rank: 3, ip: 10.0.1.4 }", "{ rank: 5, ip: 10.0.1.4 }");
+
+        final ConfigException ex = catchThrowableOfType(ConfigException.class, () -> ConfigLoader.parse(yaml));
+
+        assertThat(ex.errors()).containsExactly(
+            new ConfigError("jobs[1].rings[0].members[3].rank", "rank 5 is not in 0..3 (ranks are 0..worldSize-1)"),
+            new ConfigError("jobs[1].rings[0].members", "ranks must be exactly 0..3; missing [3]"));
+    }
+
+    @Test
+    void shouldRefuseUnknownInterfaceOnlyWhenCheckingTheHost() throws ConfigException
+    {
+        final String yaml = BASE.replace("name: eth1", "name: nr-nosuch0");
+
+        assertThat(ConfigLoader.parse(yaml, ValidationOptions.DOCUMENT_ONLY).appliance().ports()).hasSize(1);
+        final ConfigException ex = catchThrowableOfType(ConfigException.class,
+            () -> ConfigLoader.parse(yaml, ValidationOptions.ON_THIS_HOST));
+        assertThat(ex.errors()).containsExactly(
+            new ConfigError("appliance.ports[0].name", "no network interface 'nr-nosuch0' on this host"));
+    }
+
+    @Test
+    void shouldAcceptLoopbackInterfaceWhenCheckingTheHost() throws ConfigException
+    {
+        final NetreduceConfig config = ConfigLoader.parse(BASE.replace("name: eth1", "name: lo"),
+            ValidationOptions.ON_THIS_HOST);
+
+        assertThat(config.appliance().ports()).extracting(PortConfig::name).containsExactly("lo");
+    }
+
+    @Test
+    void shouldRefuseEmptyDocument()
+    {
+        final ConfigException ex = catchThrowableOfType(ConfigException.class, () -> ConfigLoader.parse("  \n"));
+
+        assertThat(ex.errors()).containsExactly(new ConfigError("", "the configuration is empty"));
+    }
+
+    @Test
+    void shouldRefuseDuplicateKeys()
+    {
+        final ConfigException ex = catchThrowableOfType(ConfigException.class,
+            () -> ConfigLoader.parse(BASE + "jobs: []\n"));
+
+        assertThat(ex.errors()).singleElement().satisfies(error ->
+            assertThat(error.message()).contains("line").contains("Duplicate field 'jobs'"));
+    }
+
+    @Test
+    void shouldReportMissingFileAsConfigError()
+    {
+        final ConfigException ex = catchThrowableOfType(ConfigException.class,
+            () -> ConfigLoader.load(Path.of("/nonexistent/netreduce.yaml")));
+
+        assertThat(ex.errors()).singleElement().satisfies(error ->
+            assertThat(error.message()).startsWith("cannot read /nonexistent/netreduce.yaml"));
+    }
+
+    @Test
+    void shouldParseOneJobWithPathsRelativeToTheJob() throws ConfigException
+    {
+        final String job = """
+            {"name": "c", "rings": [{"id": 3, "elementType": "int32", "window": 2, "msgLen": 4,
+              "payloadSize": 256, "pmtu": 256, "members": [{"rank": 0, "ip": "10.0.0.1"}, {"rank": 1, "ip": "::1"}]}]}
+            """;
+
+        assertThat(ConfigLoader.parseJob(job).rings().getFirst().members().get(1).address().getHostAddress())
+            .isEqualTo("0:0:0:0:0:0:0:1");
+
+        final ConfigException ex = catchThrowableOfType(ConfigException.class,
+            () -> ConfigLoader.parseJob(job.replace("\"::1\"", "\"::g\"").replace("\"window\": 2", "\"window\": 3")));
+        assertThat(ex.errors()).extracting(ConfigError::toString).containsExactly(
+            "rings[0].window: window 3 is not a power of two in 1..128 " +
+                "(MsgID is 8 bits and the aggregator index is MsgID % 2N)",
+            "rings[0].members[1].ip: not an IPv4 or IPv6 address");
+    }
+}
