@@ -24,7 +24,8 @@ final class ConfigReader
     private static final Set<String> APPLIANCE_KEYS =
         Set.of("ports", "dataplane", "memoryBudget", "api", "metrics", "logging");
     private static final Set<String> PORT_KEYS = Set.of("name", "mtu");
-    private static final Set<String> DATAPLANE_KEYS = Set.of("lanes", "idleStrategy", "batchSize", "commandQueueCapacity");
+    private static final Set<String> DATAPLANE_KEYS = Set.of(
+        "lanes", "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
     private static final Set<String> LOGGING_KEYS = Set.of("level");
     private static final Set<String> JOB_KEYS = Set.of("name", "rings");
@@ -133,7 +134,11 @@ final class ConfigReader
                 integer(dataplaneNode.get("batchSize"), child(dataplanePath, "batchSize"),
                     DataplaneConfig.DEFAULT_BATCH_SIZE),
                 integer(dataplaneNode.get("commandQueueCapacity"), child(dataplanePath, "commandQueueCapacity"),
-                    DataplaneConfig.DEFAULT_COMMAND_QUEUE_CAPACITY));
+                    DataplaneConfig.DEFAULT_COMMAND_QUEUE_CAPACITY),
+                decimal(dataplaneNode.get("dropProbability"), child(dataplanePath, "dropProbability"),
+                    DataplaneConfig.DEFAULT_DROP_PROBABILITY),
+                longInteger(dataplaneNode.get("dropSeed"), child(dataplanePath, "dropSeed"),
+                    DataplaneConfig.DEFAULT_DROP_SEED));
         }
 
         final long memoryBudget = size(node.get("memoryBudget"), child(path, "memoryBudget"),
@@ -271,6 +276,34 @@ final class ConfigReader
             return defaultValue;
         }
         return value;
+    }
+
+    private double decimal(final JsonNode node, final String path, final double defaultValue)
+    {
+        if (node == null)
+        {
+            return defaultValue;
+        }
+        if (!node.isNumber())
+        {
+            errors.add(path, "expected a number, got " + describe(node));
+            return defaultValue;
+        }
+        return node.doubleValue();
+    }
+
+    private long longInteger(final JsonNode node, final String path, final long defaultValue)
+    {
+        if (node == null)
+        {
+            return defaultValue;
+        }
+        if (!node.isIntegralNumber() || !node.canConvertToLong())
+        {
+            errors.add(path, "expected a 64-bit integer, got " + describe(node));
+            return defaultValue;
+        }
+        return node.longValue();
     }
 
     private int integer(final JsonNode node, final String path, final int defaultValue)

@@ -149,6 +149,11 @@ public final class ConfigValidator
                 DataplaneConfig.MAX_COMMAND_QUEUE_CAPACITY);
         }
 
+        if (!(dataplane.dropProbability() >= 0.0 && dataplane.dropProbability() < 1.0))
+        {
+            errors.add(child(dataplanePath, "dropProbability"), dataplane.dropProbability() + " is not in [0, 1)");
+        }
+
         if (appliance.memoryBudget() <= 0)
         {
             errors.add(child(path, "memoryBudget"), "must be greater than zero");

@@ -7,9 +7,23 @@ package io.netreduce.controlplane.config;
  * @param idleStrategy          how a lane waits when a duty cycle found no work.
  * @param batchSize             frames received per port per duty cycle.
  * @param commandQueueCapacity  capacity of the bounded control-to-dataplane command queue (a power of two).
+ * @param dropProbability       fault injection for tests and drills: the probability that an arriving RoCEv2 frame
+ *                              is dropped (and counted) before the dataplane looks at it; 0 in production.
+ * @param dropSeed              seed of the fault injector's random sequence, so a drill can be repeated.
  */
-public record DataplaneConfig(int lanes, IdleStrategyKind idleStrategy, int batchSize, int commandQueueCapacity)
+public record DataplaneConfig(
+    int lanes,
+    IdleStrategyKind idleStrategy,
+    int batchSize,
+    int commandQueueCapacity,
+    double dropProbability,
+    long dropSeed)
 {
+    /** Default drop probability: no fault injection. */
+    public static final double DEFAULT_DROP_PROBABILITY = 0.0;
+    /** Default fault injector seed. */
+    public static final long DEFAULT_DROP_SEED = 1;
+
     /** Default lanes. */
     public static final int DEFAULT_LANES = 1;
     /** Default idle strategy. */
@@ -31,6 +45,6 @@ public record DataplaneConfig(int lanes, IdleStrategyKind idleStrategy, int batc
     public static DataplaneConfig defaults()
     {
         return new DataplaneConfig(DEFAULT_LANES, DEFAULT_IDLE_STRATEGY, DEFAULT_BATCH_SIZE,
-            DEFAULT_COMMAND_QUEUE_CAPACITY);
+            DEFAULT_COMMAND_QUEUE_CAPACITY, DEFAULT_DROP_PROBABILITY, DEFAULT_DROP_SEED);
     }
 }

@@ -35,8 +35,11 @@ public record RingConfig(
     public static final int MAX_MSG_LEN = 255;
     /** Smallest world size that is a reduction. */
     public static final int MIN_WORLD_SIZE = 2;
-    /** Largest world size: ranks are 8 bits in the INA header. */
-    public static final int MAX_WORLD_SIZE = 255;
+    /**
+     * Largest world size. Ranks are 8 bits in the INA header, but the dataplane keeps one 64-bit rank bitmap per
+     * aggregator, so a ring has at most {@link io.netreduce.dataplane.ring.RingConfig#MAX_RANKS} ranks.
+     */
+    public static final int MAX_WORLD_SIZE = io.netreduce.dataplane.ring.RingConfig.MAX_RANKS;
     /** The RoCE path MTUs. */
     public static final List<Integer> PMTUS = List.of(256, 512, 1024, 2048, 4096);
 

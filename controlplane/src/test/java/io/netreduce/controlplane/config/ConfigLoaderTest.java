@@ -81,7 +81,7 @@ class ConfigLoaderTest
 
         final ApplianceConfig appliance = config.appliance();
         assertThat(appliance.ports()).containsExactly(new PortConfig("eth1", PortConfig.DEFAULT_MTU));
-        assertThat(appliance.dataplane()).isEqualTo(new DataplaneConfig(1, IdleStrategyKind.BACKOFF, 64, 1024));
+        assertThat(appliance.dataplane()).isEqualTo(new DataplaneConfig(1, IdleStrategyKind.BACKOFF, 64, 1024, 0.0, 1));
         assertThat(appliance.memoryBudget()).isEqualTo(64L << 20);
         assertThat(appliance.api()).isEqualTo(new ListenAddress("127.0.0.1", 9740, null));
         assertThat(appliance.metrics()).isEqualTo(new ListenAddress("127.0.0.1", 9741, null));
@@ -120,6 +120,9 @@ class ConfigLoaderTest
             arguments("unknown key", BASE.replace("window: 4", "window: 4\n        windw: 4"),
                 "jobs[1].rings[0].windw",
                 "unknown key (expected one of elementType, id, members, msgLen, payloadSize, pmtu, window)"),
+            arguments("drop probability 1", BASE.replace("memoryBudget: 64MiB",
+                    "memoryBudget: 64MiB\n  dataplane:\n    dropProbability: 1.0"),
+                "appliance.dataplane.dropProbability", "1.0 is not in [0, 1)"),
             arguments("unknown key at top", BASE + "extra: 1\n",
                 "extra", "unknown key (expected one of appliance, jobs)"),
             arguments("memory over budget", BASE.replace("memoryBudget: 64MiB", "memoryBudget: 1MiB"),
@@ -151,7 +154,7 @@ class ConfigLoaderTest
                           - { rank: 1, ip: 10.0.0.2 }
                           - { rank: 2, ip: 10.0.0.3 }
                 """, ""),
-                "jobs[0].rings[0].members", "world size 1 is not in 2..255"),
+                "jobs[0].rings[0].members", "world size 1 is not in 2..64"),
             arguments("bad element type", BASE.replace("elementType: fp16", "elementType: fp64"),
                 "jobs[1].rings[0].elementType", "'fp64' is not one of fp32, fp16, bf16 or int32"),
             arguments("bad idle strategy", BASE.replace("  memoryBudget: 64MiB",

@@ -36,6 +36,7 @@ public final class DataplaneAgent implements Agent
         this.latency = new SingleWriterRecorder(1, context.highestLatencyNs(), 3);
         this.processor = new PacketProcessor(tables, counters, ports, context.peers(), latency,
             context.highestLatencyNs());
+        this.processor.faultInjection(context.dropProbability(), context.dropSeed());
         this.proxy = new DataplaneProxy(commands, counters, latency);
     }
 

@@ -28,6 +28,8 @@ public final class DataplaneContext
     private int commandsPerCycle = DEFAULT_COMMANDS_PER_CYCLE;
     private long highestLatencyNs = DEFAULT_HIGHEST_LATENCY_NS;
     private DataplaneCounters counters;
+    private double dropProbability;
+    private long dropSeed = 1;
 
     /**
      * The ports the agent polls, by index. Default peers: one-armed (every frame leaves on its own port).
@@ -102,6 +104,31 @@ public final class DataplaneContext
     {
         this.highestLatencyNs = highestLatencyNs;
         return this;
+    }
+
+    /**
+     * Fault injection for tests and drills: drop each arriving RoCEv2 frame with this probability (counted as
+     * {@link io.netreduce.dataplane.counters.DataplaneCounter#DROP_INJECTED}). Default 0: off.
+     */
+    public DataplaneContext dropProbability(final double probability, final long seed)
+    {
+        if (!(probability >= 0.0 && probability < 1.0))
+        {
+            throw new IllegalArgumentException("drop probability " + probability + " is not in [0, 1)");
+        }
+        this.dropProbability = probability;
+        this.dropSeed = seed;
+        return this;
+    }
+
+    public double dropProbability()
+    {
+        return dropProbability;
+    }
+
+    public long dropSeed()
+    {
+        return dropSeed;
     }
 
     public DataplaneContext counters(final DataplaneCounters counters)

@@ -26,6 +26,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
 
 import java.nio.ByteBuffer;
+import java.util.SplittableRandom;
 
 /**
  * The per-packet path: classify a frame, aggregate ring packets, emit results, pass everything else through.
@@ -86,6 +87,9 @@ public final class PacketProcessor implements FrameHandler
 
     private int inPort;
     private long nowNs;
+    private double dropProbability;
+    private SplittableRandom dropRandom;
+    private AtomicCounter injectedDrops;
 
     /**
      * @param ports   the ports, by index.
@@ -140,6 +144,16 @@ public final class PacketProcessor implements FrameHandler
         cltFull = counters.counter(DataplaneCounter.CLT_FULL);
     }
 
+    /**
+     * Drop each arriving RoCEv2 frame with the given probability before looking at it (tests and drills).
+     */
+    public void faultInjection(final double probability, final long seed)
+    {
+        this.dropProbability = probability;
+        this.dropRandom = new SplittableRandom(seed);
+        this.injectedDrops = counters.counter(DataplaneCounter.DROP_INJECTED);
+    }
+
     public DataplaneTables tables()
     {
         return tables;
@@ -162,6 +176,11 @@ public final class PacketProcessor implements FrameHandler
         if (status == RoceFrame.NOT_ROCE)
         {
             forward(buffer, offset, length, flags);
+            return;
+        }
+        if (dropProbability > 0.0 && dropRandom.nextDouble() < dropProbability)
+        {
+            injectedDrops.incrementRelease();
             return;
         }
         if (status == RoceFrame.OK && isRcWrite(frame.opcode()))

@@ -37,7 +37,8 @@ public enum DataplaneCounter
     DROP_UNEXPECTED_OPCODE("drop: opcode not allowed on a ring connection"),
     DROP_OPCODE_MISMATCH("drop: opcode does not fit the packet's position in its message"),
     DROP_MISSING_INA_HEADER("drop: first packet on a ring connection without INA header"),
-    DROP_MALFORMED("drop: malformed or truncated packet on a ring connection");
+    DROP_MALFORMED("drop: malformed or truncated packet on a ring connection"),
+    DROP_INJECTED("drop: fault injection (dataplane.dropProbability)");
 
     private final String label;
 

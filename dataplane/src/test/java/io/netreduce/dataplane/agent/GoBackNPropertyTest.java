@@ -74,4 +74,29 @@ class GoBackNPropertyTest
             RingAggregationTest.assertNoLeaks(harness, config, messages);
         }
     }
+
+    @Test
+    void shouldDeliverLosslessBytesWhenTheApplianceItselfDropsFrames()
+    {
+        final RingConfig config = Rings.ring(4, 4, ElementType.FP32, 4, 5, 64);
+        final int messages = 24;
+        final List<List<byte[]>> lossless;
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.install(config);
+            lossless = RingSimulation.lossless(harness, config, messages, 42).run().delivered();
+        }
+        try (DataplaneHarness harness = new DataplaneHarness(1, false, 1L << 30, 0.05, 7))
+        {
+            harness.install(config);
+            final RingSimulation lossy = RingSimulation.lossless(harness, config, messages, 42).run();
+            assertThat(harness.counter(DataplaneCounter.DROP_INJECTED)).isPositive();
+            for (int rank = 0; rank < 4; rank++)
+            {
+                assertThat(lossy.delivered().get(rank)).as("connection %d", rank)
+                    .usingElementComparator(java.util.Arrays::compare).isEqualTo(lossless.get(rank));
+            }
+            RingAggregationTest.assertNoLeaks(harness, config, messages);
+        }
+    }
 }

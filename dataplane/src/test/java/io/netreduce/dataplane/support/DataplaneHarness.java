@@ -24,6 +24,19 @@ public final class DataplaneHarness implements AutoCloseable
 
     public DataplaneHarness(final int portCount, final boolean bumpInTheWire, final long memoryBudget)
     {
+        this(portCount, bumpInTheWire, memoryBudget, 0.0, 0);
+    }
+
+    /**
+     * @param dropProbability fault injection at the appliance: probability of dropping an arriving RoCEv2 frame.
+     */
+    public DataplaneHarness(
+        final int portCount,
+        final boolean bumpInTheWire,
+        final long memoryBudget,
+        final double dropProbability,
+        final long dropSeed)
+    {
         for (int i = 0; i < portCount; i++)
         {
             ports.add(new MemoryPort("test" + i, MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096, 1 << 23));
@@ -31,7 +44,8 @@ public final class DataplaneHarness implements AutoCloseable
         final DataplaneContext context = new DataplaneContext()
             .ports(new ArrayList<PacketPort>(ports))
             .memoryBudget(memoryBudget)
-            .batchSize(64);
+            .batchSize(64)
+            .dropProbability(dropProbability, dropSeed);
         if (bumpInTheWire)
         {
             context.bumpInTheWire();
