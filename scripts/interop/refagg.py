@@ -4,7 +4,8 @@ client against Linux soft-RoCE before (or beside) the netreduce daemon. NOT the 
 checks, IPv4 only, one ring, no performance. It follows paper 000 §3.1-3.2 just enough:
 
 - a tagged first packet (RDMA WRITE FIRST/ONLY with the INA header "NRED" and our ring id) fills the CLT entry
-  (src, dst, dst QP) -> (rank, MsgID, PSN0); later packets of the message look it up; PSN - PSN0 >= MsgLen drops;
+  (src, dst, dst QP) -> (rank, MsgID, PSN0); later packets look it up: a packet of a later message (its first
+  packet was lost) drops, one of an earlier message (go-back-N from mid-message) is addressed from the PSN distance;
 - packets are buffered per (MsgID, position) and rank; when every rank's packet is there, the payloads are summed
   in rank order (int32 or fp32, little-endian; the INA header of the first packet is kept, not summed), and each
   rank's own packet goes out with the sum and a recomputed ICRC;
@@ -61,7 +62,7 @@ class RefAggregator:
         self.pending = {}   # (msg_id, pos) -> {rank: frame}
         self.results = {}   # (msg_id, pos) -> (sum bytes, {rank: frame})
         self.c = dict.fromkeys(("in", "forwarded", "ring", "results_sent", "resent", "dropped_injected",
-                                "dropped_first_lost", "bad_icrc"), 0)
+                                "dropped_first_lost", "dropped_stale", "bad_icrc"), 0)
 
     def on_frame(self, frame: bytes, send) -> None:
         self.c["in"] += 1
@@ -92,20 +93,28 @@ class RefAggregator:
                 self.c["bad_icrc"] += 1
                 return
             self.clt[key] = [ina[7], ina[5], psn]
-            pos = 0
+            pos = age = 0
         else:
             entry = self.clt.get(key)
             if entry is None:
                 return self.forward(frame, send)
-            pos = (psn - entry[2]) & 0xFFFFFF
-            if pos >= self.msg_len:
+            # Go-back-N may resume in the middle of a message older than the one the CLT entry describes: every
+            # message has MsgLen packets, so the signed PSN distance says which message and position it is.
+            delta = ((psn - entry[2] + (1 << 23)) & 0xFFFFFF) - (1 << 23)
+            age = delta // self.msg_len
+            pos = delta - age * self.msg_len
+            if age >= 1:
                 self.c["dropped_first_lost"] += 1
+                return
+            if age <= -2 * self.window:
+                self.c["dropped_stale"] += 1
                 return
         self.c["ring"] += 1
         if self.drop > 0 and self.rng.random() < self.drop:
             self.c["dropped_injected"] += 1
             return
         rank, msg_id, _ = self.clt[key]
+        msg_id = (msg_id + age) & 0xFF
         slot = (msg_id, pos)
         # This packet frees the aggregator one window away (paper §3.1: (MsgID + N) % 2N, which in a 2N-slot
         # array is the slot of message MsgID - N; this table is keyed by the 8-bit MsgID, so it says so directly).
