@@ -1,0 +1,27 @@
+"""The NetReduce INA header (paper 000, Fig. 4): 8 bytes at the start of every message.
+
+Same layout as io.netreduce.dataplane.wire.InaHeader:
+  bytes 0-3 InetTag (big-endian 0x4E524544, "NRED"), byte 4 RingID, byte 5 MsgID (mod 256), byte 6 MsgLen
+  (packets in the message), byte 7 Rank (sender's rank).
+"""
+import struct
+
+INET_TAG = 0x4E524544
+LENGTH = 8
+_FORMAT = "!IBBBB"
+
+
+def pack(ring_id: int, msg_id: int, msg_len: int, rank: int) -> bytes:
+    """The header of message msg_id (taken mod 256, as on the wire)."""
+    if not 0 <= ring_id <= 255:
+        raise ValueError(f"ring id {ring_id} out of 0..255")
+    if not 1 <= msg_len <= 255:
+        raise ValueError(f"MsgLen {msg_len} out of 1..255")
+    if not 0 <= rank <= 255:
+        raise ValueError(f"rank {rank} out of 0..255")
+    return struct.pack(_FORMAT, INET_TAG, ring_id, msg_id & 0xFF, msg_len, rank)
+
+
+def unpack(data: bytes) -> tuple:
+    """(inet_tag, ring_id, msg_id, msg_len, rank) from the first 8 bytes of data."""
+    return struct.unpack_from(_FORMAT, data, 0)

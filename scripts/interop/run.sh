@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# Interop scenarios with Linux soft-RoCE (rdma_rxe) in QEMU VMs on the namespace test bed (docs/interop.md):
+#
+#   pass-through  ib_write_bw, ib_send_bw, ib_read_bw (RC) between vm0 and vm1, first on the bare bridge, then
+#                 with UDP 4791 redirected through the appliance: both runs complete with the same byte and
+#                 iteration counts, and the switch's redirect counters show the traffic went through it;
+#   aggregation   3 VMs all-reduce a tensor through the appliance with the pyverbs client (NetReduce, then the
+#                 plain ring over fresh QPs): results bit-exact on every rank, and rxe's hw_counters show no
+#                 sequence errors, retries or duplicates, and the kernel logged no bad ICRC;
+#   loss          the same NetReduce all-reduce with 1% of ring packets dropped at the appliance: rxe
+#                 retransmits (its counters say so), results bit-exact.
+#
+# usage: scripts/interop/run.sh [--appliance daemon|reference] [--elements N] [--drop P] [--prefix P]
+#                               [--logs DIR] [--only pass-through,aggregation,loss] [--keep]
+#   daemon     the netreduce daemon (aggregator-daemon/target/netreduce.jar; build it first with
+#              ./mvnw -B -ntp -o -q package -DskipTests); its drop injection comes from the config key
+#              appliance.dataplane.dropProbability (NETREDUCE_INTEROP_DROP_KEY overrides the key's path);
+#   reference  scripts/interop/refagg.py, a small Python aggregator (plumbing and client check, not the product).
+# Prints PASS/FAIL per scenario and the times; exit status 0 when all selected scenarios pass.
+# Always removes the VMs, taps, appliance process and namespaces it made (unless --keep).
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo_root="$(cd "$here/../.." && pwd)"
+# shellcheck source=../env.sh
+source "$repo_root/scripts/env.sh"
+appliance="daemon"
+elements=65536
+drop=0.01
+prefix="nri"
+logs=""
+only="pass-through,aggregation,loss"
+keep=0
+msg_len=4
+window=4
+ring_id=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --appliance) appliance="$2"; shift 2 ;;
+    --elements) elements="$2"; shift 2 ;;
+    --drop) drop="$2"; shift 2 ;;
+    --prefix) prefix="$2"; shift 2 ;;
+    --logs) logs="$2"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) echo "run: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+case "$appliance" in daemon|reference) ;; *) echo "run: --appliance daemon|reference" >&2; exit 2 ;; esac
+[ "$(id -u)" = 0 ] || { echo "run: needs root (namespaces, taps)" >&2; exit 1; }
+logs="${logs:-/tmp/netreduce-interop-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$logs"
+V="$here/vm.sh"
+app_ns="${prefix}-app"
+sw_ns="${prefix}-sw"
+jar="$repo_root/aggregator-daemon/target/netreduce.jar"
+peers="10.77.0.101,10.77.0.102,10.77.0.103"
+app_pid=""
+t_start=$(date +%s.%N)
+summary=()
+failed=0
+
+now() { date +%s.%N; }
+since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
+note() { echo "run: $*" >&2; }
+record() { # status scenario detail
+  summary+=("$(printf '%-4s %-13s %s' "$1" "$2" "$3")")
+  [ "$1" = PASS ] || failed=1
+  echo "$1 $2 $3"
+}
+wanted() { [[ ",$only," == *",$1,"* ]]; }
+
+cleanup() {
+  stop_appliance
+  if [ "$keep" = 0 ]; then
+    "$V" down --prefix "$prefix" >/dev/null 2>&1 || true
+    bash "$repo_root/scripts/testbed.sh" down --prefix "$prefix" >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- the appliance --------------------------------------------------------------------------------------------
+
+daemon_config() { # drop -> config file
+  local file="$logs/netreduce-$1.yaml" key="${NETREDUCE_INTEROP_DROP_KEY:-appliance.dataplane.dropProbability}"
+  {
+    echo "appliance:"
+    echo "  ports:"
+    echo "    - name: eth0"
+    echo "  dataplane:"
+    echo "    idleStrategy: sleep"
+    [ "$1" != 0 ] && [ "$key" = appliance.dataplane.dropProbability ] && echo "    dropProbability: $1"
+    echo "  memoryBudget: 64MiB"
+    echo "  api:"
+    echo "    listen: 127.0.0.1:9740"
+    echo "  metrics:"
+    echo "    listen: 127.0.0.1:9741"
+    echo "jobs:"
+    echo "  - name: interop"
+    echo "    rings:"
+    echo "      - id: $ring_id"
+    echo "        elementType: int32"
+    echo "        window: $window"
+    echo "        msgLen: $msg_len"
+    echo "        payloadSize: 1024"
+    echo "        pmtu: 1024"
+    echo "        members:"
+    local r=0 ip
+    for ip in ${peers//,/ }; do
+      echo "          - { rank: $r, ip: $ip }"
+      r=$(( r + 1 ))
+    done
+  } > "$file"
+  echo "$file"
+}
+
+start_appliance() { # drop -> 0 when up
+  local drop="$1" log="$logs/appliance-$(date +%s%N).log"
+  if [ "$appliance" = reference ]; then
+    ip netns exec "$app_ns" /usr/bin/python3 "$here/refagg.py" eth0 --world 3 --ring-id "$ring_id" \
+      --window "$window" --msg-len "$msg_len" --dtype int32 --drop "$drop" > "$log" 2>&1 &
+    app_pid=$!
+    sleep 1
+  else
+    [ -f "$jar" ] || { note "no $jar: build it (./mvnw -B -ntp -o -q package -DskipTests)"; return 1; }
+    local cfg; cfg="$(daemon_config "$drop")"
+    ip netns exec "$app_ns" "$JAVA_HOME/bin/java" -jar "$jar" daemon --config "$cfg" > "$log" 2>&1 &
+    app_pid=$!
+    local ok=0
+    for _ in $(seq 150); do
+      kill -0 "$app_pid" 2>/dev/null || break
+      if ip netns exec "$app_ns" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9740' 2>/dev/null; then ok=1; break; fi
+      sleep 0.2
+    done
+    [ "$ok" = 1 ] || { note "daemon did not start (log $log):"; tail -20 "$log" >&2; app_pid=""; return 1; }
+  fi
+  kill -0 "$app_pid" 2>/dev/null || { note "appliance exited (log $log):"; tail -20 "$log" >&2; app_pid=""; return 1; }
+  echo "$log" > "$logs/appliance.current"
+  return 0
+}
+
+stop_appliance() {
+  [ -n "$app_pid" ] || return 0
+  if [ "$appliance" = daemon ]; then
+    ip netns exec "$app_ns" curl -s -m 3 "http://127.0.0.1:9741/metrics" > "$logs/metrics-$(date +%s%N).txt" 2>/dev/null || true
+  fi
+  kill "$app_pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$app_pid" 2>/dev/null || true
+  wait "$app_pid" 2>/dev/null || true
+  app_pid=""
+}
+
+# --- helpers in the VMs ---------------------------------------------------------------------------------------
+
+redirected_packets() { # total packets the switch's UDP 4791 redirect sent to the appliance port
+  local total=0 n i
+  for i in 0 1 2; do
+    n="$(ip netns exec "$sw_ns" tc -s filter show dev "sw-vm$i" ingress 2>/dev/null \
+         | awk '/Sent [0-9]+ bytes [0-9]+ pkt/ {s += $4} END {print s + 0}')"
+    total=$(( total + n ))
+  done
+  echo "$total"
+}
+
+perftest_pair() { # tool tag -> prints "bytes iterations" of the client, rc 0 when both sides succeed
+  local tool="$1" tag="$2" opts="-d rxe0 -x 1 -F --report_gbits -s 65536 -n 100" job rc=0
+  job="$("$V" start --prefix "$prefix" 1 "$tool $opts")"
+  sleep 1
+  "$V" exec --prefix "$prefix" --timeout 180 0 "$tool $opts 10.77.0.102" > "$logs/$tag-$tool-client.log" 2>&1 || rc=1
+  "$V" wait --prefix "$prefix" --timeout 60 1 "$job" > "$logs/$tag-$tool-server.log" 2>&1 || rc=1
+  awk '/^ *65536 +[0-9]+/ {print $1, $2; exit}' "$logs/$tag-$tool-client.log"
+  return "$rc"
+}
+
+counters() { # vm -> "name value" lines of rxe's hw_counters
+  "$V" exec --prefix "$prefix" "$1" 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -H . * | tr : " "'
+}
+
+counter_delta() { # before after name
+  local a b
+  a="$(awk -v n="$3" '$1 == n {print $2}' <<< "$1")"
+  b="$(awk -v n="$3" '$1 == n {print $2}' <<< "$2")"
+  echo $(( ${b:-0} - ${a:-0} ))
+}
+
+ERROR_COUNTERS="rcvd_seq_err out_of_seq_request duplicate_request completer_retry_err retry_exceeded_err rnr_nak_retry_err rcvd_rnr_err send_rnr_err send_err"
+
+allreduce() { # tag algo -> rc 0 when every rank's result is exact
+  local tag="$1" algo="$2" jobs=() rc=0 i
+  local cmd="cd /nr/src/python && python3 -m netreduce_verbs --peers $peers --algo $algo --elements $elements --msg-len $msg_len --window $window --ring-id $ring_id --stall 60"
+  for i in 1 2; do jobs[i]="$("$V" start --prefix "$prefix" "$i" "$cmd --rank $i")"; done
+  "$V" exec --prefix "$prefix" --timeout 300 0 "$cmd --rank 0" > "$logs/$tag-rank0.log" 2>&1 || rc=1
+  for i in 1 2; do
+    "$V" wait --prefix "$prefix" --timeout 120 "$i" "${jobs[i]}" > "$logs/$tag-rank$i.log" 2>&1 || rc=1
+  done
+  for i in 0 1 2; do
+    grep -h '^{' "$logs/$tag-rank$i.log" || { note "$tag rank $i:"; tail -5 "$logs/$tag-rank$i.log" >&2; }
+  done > "$logs/$tag.jsonl"
+  grep -q '"ok": false' "$logs/$tag.jsonl" && rc=1
+  [ "$(grep -c '"ok": true' "$logs/$tag.jsonl")" -ge 3 ] || rc=1
+  return "$rc"
+}
+
+seconds_of() { # jsonl algo -> slowest rank's seconds
+  grep "\"algo\": \"$2\"" "$1" | sed -E 's/.*"seconds": ([0-9.]+).*/\1/' | sort -n | tail -1
+}
+
+scenario_allreduce() { # name drop
+  local name="$1" drop="$2" t0 before=() after=() i bad="" retrans=0 d c detail algo
+  t0=$(now)
+  start_appliance "$drop" || { record FAIL "$name" "appliance did not start${drop:+ (drop $drop)}: see $logs"; return; }
+  "$V" redirect on --prefix "$prefix" >/dev/null
+  for i in 0 1 2; do "$V" exec --prefix "$prefix" "$i" 'dmesg -C' >/dev/null; before[i]="$(counters "$i")"; done
+  algo=both
+  [ "$drop" != 0 ] && algo=netreduce
+  allreduce "$name" "$algo"
+  local rc=$?
+  for i in 0 1 2; do
+    after[i]="$(counters "$i")"
+    for c in $ERROR_COUNTERS; do
+      d="$(counter_delta "${before[i]}" "${after[i]}" "$c")"
+      [ "$d" -gt 0 ] && bad+=" vm$i:$c+$d"
+      case "$c" in rcvd_seq_err|out_of_seq_request|completer_retry_err|duplicate_request) retrans=$(( retrans + d )) ;; esac
+    done
+    if "$V" exec --prefix "$prefix" "$i" 'dmesg | grep -i icrc' > "$logs/$name-vm$i-icrc.log" 2>&1; then
+      bad+=" vm$i:bad-ICRC-logged"
+    fi
+    printf '%s\n' "${after[i]}" > "$logs/$name-vm$i-counters-after.txt"
+  done
+  stop_appliance
+  cat "$(cat "$logs/appliance.current" 2>/dev/null || echo /dev/null)" > "$logs/$name-appliance.log" 2>/dev/null || true
+  detail="3 ranks, $(( elements * 4 )) B int32, netreduce $(seconds_of "$logs/$name.jsonl" netreduce) s"
+  [ "$algo" = both ] && detail+=", ring $(seconds_of "$logs/$name.jsonl" ring) s"
+  if [ "$rc" != 0 ]; then
+    record FAIL "$name" "$detail: results not exact or a rank failed (logs $logs/$name-rank*.log)$bad ($(since "$t0") s)"
+  elif [ "$drop" = 0 ] && [ -n "$bad" ]; then
+    record FAIL "$name" "$detail: exact, but rxe counters moved:$bad ($(since "$t0") s)"
+  elif [ "$drop" != 0 ] && [ "$retrans" = 0 ]; then
+    record FAIL "$name" "$detail: exact, but no retransmission seen (was anything dropped?) ($(since "$t0") s)"
+  elif [ "$drop" != 0 ]; then
+    record PASS "$name" "$detail: exact with drop $drop; rxe recovered:$bad ($(since "$t0") s)"
+  else
+    record PASS "$name" "$detail: exact; rxe error/retry counters unchanged, no ICRC complaint ($(since "$t0") s)"
+  fi
+}
+
+# --- run ------------------------------------------------------------------------------------------------------
+
+t0=$(now)
+bash "$here/build-image.sh" > "$logs/build-image.log" 2>&1 || { tail -20 "$logs/build-image.log"; exit 1; }
+note "image ready ($(since "$t0") s)"
+t0=$(now)
+"$V" down --prefix "$prefix" >/dev/null 2>&1 || true
+bash "$repo_root/scripts/testbed.sh" up -w 2 --prefix "$prefix" > "$logs/testbed.log" 2>&1 \
+  || { cat "$logs/testbed.log"; exit 1; }
+"$V" up -n 3 --prefix "$prefix" --no-redirect > "$logs/vms.log" 2>&1 || { cat "$logs/vms.log"; exit 1; }
+note "test bed and 3 VMs up ($(since "$t0") s)"
+"$V" redirect off --prefix "$prefix" >/dev/null
+
+if wanted pass-through; then
+  t0=$(now)
+  ok=1 detail=""
+  declare -A base
+  for tool in ib_write_bw ib_send_bw ib_read_bw; do
+    base[$tool]="$(perftest_pair "$tool" bare)" || { ok=0; detail+=" $tool-bare-failed"; }
+  done
+  t_bare="$(since "$t0")"
+  if start_appliance 0; then
+    "$V" redirect on --prefix "$prefix" >/dev/null
+    before_redirect="$(redirected_packets)"
+    t1=$(now)
+    for tool in ib_write_bw ib_send_bw ib_read_bw; do
+      via="$(perftest_pair "$tool" via)" || { ok=0; detail+=" $tool-via-appliance-failed"; }
+      [ -n "$via" ] && [ "$via" = "${base[$tool]}" ] || { ok=0; detail+=" $tool:bare[${base[$tool]}]!=via[$via]"; }
+    done
+    t_via="$(since "$t1")"
+    through=$(( $(redirected_packets) - before_redirect ))
+    [ "$through" -gt 0 ] || { ok=0; detail+=" nothing-redirected"; }
+    stop_appliance
+    "$V" redirect off --prefix "$prefix" >/dev/null
+  else
+    ok=0 detail+=" appliance-did-not-start" t_via=0 through=0
+  fi
+  if [ "$ok" = 1 ]; then
+    record PASS pass-through "ib_write_bw ib_send_bw ib_read_bw RC 64 KiB x 100 identical; bare ${t_bare} s, via appliance ${t_via} s, ${through} packets redirected"
+  else
+    record FAIL pass-through "${detail# } (logs $logs/{bare,via}-*.log)"
+  fi
+fi
+
+wanted aggregation && scenario_allreduce aggregation 0
+wanted loss && scenario_allreduce loss "$drop"
+
+echo "---"
+printf '%s\n' "${summary[@]}"
+echo "total $(since "$t_start") s (appliance: $appliance; logs: $logs)"
+exit "$failed"
