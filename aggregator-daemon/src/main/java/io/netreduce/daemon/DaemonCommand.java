@@ -50,8 +50,12 @@ public final class DaemonCommand implements Callable<Integer>
         description = "Do not require the configured ports to be interfaces of this host (for trying a config).")
     private boolean skipInterfaceCheck;
 
-    /** The dataplane to attach; the lead's wiring replaces NONE. Package-private for tests. */
-    DataplaneAttachment dataplane = DataplaneAttachment.NONE;
+    @Option(names = "--no-dataplane",
+        description = "Run the control plane only (API, validation, reload) without opening ports: for trying a config.")
+    private boolean noDataplane;
+
+    /** The dataplane to attach; null means AF_PACKET ports from the config (or none with --no-dataplane). */
+    DataplaneAttachment dataplane;
 
     @Override
     public Integer call() throws Exception
@@ -88,7 +92,9 @@ public final class DaemonCommand implements Callable<Integer>
         final Daemon daemon;
         try
         {
-            daemon = Daemon.start(loaded, () -> ConfigLoader.load(file, options), options, dataplane);
+            final DataplaneAttachment attached = dataplane != null ? dataplane :
+                noDataplane ? DataplaneAttachment.NONE : PacketDataplane.onAfPacketPorts();
+            daemon = Daemon.start(loaded, () -> ConfigLoader.load(file, options), options, attached);
         }
         catch (final Exception ex)
         {

@@ -1,7 +1,10 @@
 package io.netreduce.controlplane.config;
 
 import java.net.InetAddress;
+import java.io.IOException;
 import java.net.NetworkInterface;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.net.SocketException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -168,6 +171,28 @@ public final class ConfigValidator
 
     private void checkInterfaceExists(final String name, final String path)
     {
+        // /proc/self/net/dev lists every interface of this process's network namespace, addressed or not.
+        // NetworkInterface misses interfaces without an IP address (an appliance port usually has none).
+        final Path procNetDev = Path.of("/proc/self/net/dev");
+        if (Files.isReadable(procNetDev))
+        {
+            try
+            {
+                final boolean found = Files.readAllLines(procNetDev).stream()
+                    .filter(line -> line.indexOf(':') > 0)
+                    .map(line -> line.substring(0, line.indexOf(':')).trim())
+                    .anyMatch(name::equals);
+                if (!found)
+                {
+                    errors.add(path, "no network interface '" + name + "' on this host");
+                }
+                return;
+            }
+            catch (final IOException ex)
+            {
+                // fall through to the JDK's view
+            }
+        }
         try
         {
             if (NetworkInterface.getByName(name) == null)

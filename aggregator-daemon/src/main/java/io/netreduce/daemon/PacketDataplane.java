@@ -1,0 +1,498 @@
+package io.netreduce.daemon;
+
+import io.netreduce.controlplane.api.ApplianceControl;
+import io.netreduce.controlplane.api.CaptureInfo;
+import io.netreduce.controlplane.api.CaptureRequest;
+import io.netreduce.controlplane.api.ReloadResult;
+import io.netreduce.controlplane.api.RingStatus;
+import io.netreduce.controlplane.config.ConfigException;
+import io.netreduce.controlplane.config.JobConfig;
+import io.netreduce.controlplane.api.CltEntry;
+import io.netreduce.controlplane.api.ConfiguredAppliance;
+import io.netreduce.controlplane.api.LatencySummary;
+import io.netreduce.controlplane.api.NotFoundException;
+import io.netreduce.controlplane.api.RingInstaller;
+import io.netreduce.controlplane.api.RingOccupancy;
+import io.netreduce.controlplane.config.DataplaneConfig;
+import io.netreduce.controlplane.config.IdleStrategyKind;
+import io.netreduce.controlplane.config.MemberConfig;
+import io.netreduce.controlplane.config.NetreduceConfig;
+import io.netreduce.controlplane.config.PortConfig;
+import io.netreduce.controlplane.config.RingRef;
+import io.netreduce.controlplane.metrics.MetricsSink;
+import io.netreduce.controlplane.metrics.MetricsSource;
+import io.netreduce.dataplane.agent.ConnectionEntry;
+import io.netreduce.dataplane.agent.DataplaneAgent;
+import io.netreduce.dataplane.agent.DataplaneContext;
+import io.netreduce.dataplane.agent.DataplaneProxy;
+import io.netreduce.dataplane.agent.PendingAggregator;
+import io.netreduce.dataplane.agent.RingInstalled;
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.port.AfPacketConfiguration;
+import io.netreduce.dataplane.port.AfPacketPort;
+import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.dataplane.port.PortCounters;
+import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingMember;
+import io.netreduce.dataplane.wire.EthernetHeader;
+import org.HdrHistogram.Histogram;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.BusySpinIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.SleepingMillisIdleStrategy;
+import org.agrona.concurrent.YieldingIdleStrategy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetAddress;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+
+/**
+ * The real dataplane behind the daemon: opens the configured ports, runs one {@link DataplaneAgent} on its own
+ * thread, turns validated ring changes into install/remove commands on the agent's bounded queue, answers the
+ * API's table queries through snapshot commands, and publishes the counters and the latency histogram.
+ * <p>
+ * Forwarding follows the port count: one port is one-armed (results leave where traffic came in, as behind an
+ * ACL redirect); two ports are a bump in the wire (what arrives on one leaves on the other).
+ */
+public final class PacketDataplane implements DataplaneAttachment
+{
+    /** How long the control thread waits for the dataplane to apply a command. */
+    public static final long COMMAND_TIMEOUT_MS = 5_000;
+    /** How many of a ring's oldest incomplete aggregators the occupancy view lists. */
+    public static final int OCCUPANCY_LIMIT = 16;
+    /** Latency histogram bucket bounds exported to Prometheus, in seconds. */
+    private static final double[] LATENCY_BOUNDS_SECONDS = {
+        1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, Double.POSITIVE_INFINITY };
+
+    private static final Logger LOG = LoggerFactory.getLogger(PacketDataplane.class);
+
+    private final Function<PortConfig, PacketPort> portOpener;
+    private final List<PacketPort> ports = new ArrayList<>();
+    private final Map<Integer, String> ringJobs = new ConcurrentHashMap<>();
+    private final Map<Integer, Integer> ringWorldSizes = new ConcurrentHashMap<>();
+    private DataplaneAgent agent;
+    private DataplaneProxy proxy;
+    private AgentRunner runner;
+
+    /**
+     * @param portOpener opens one configured port (AF_PACKET in the daemon, memory ports in tests).
+     */
+    public PacketDataplane(final Function<PortConfig, PacketPort> portOpener)
+    {
+        this.portOpener = portOpener;
+    }
+
+    /**
+     * @return a dataplane on AF_PACKET ports with default ring sizes (jumbo transmit slots when the MTU needs them).
+     */
+    public static PacketDataplane onAfPacketPorts()
+    {
+        return new PacketDataplane(port ->
+        {
+            AfPacketConfiguration configuration = AfPacketConfiguration.defaults(port.name());
+            if (port.mtu() + EthernetHeader.LENGTH + EthernetHeader.VLAN_TAG_LENGTH >
+                AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE - 64)
+            {
+                configuration = configuration.withTxRing(
+                    AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
+            }
+            return AfPacketPort.open(configuration);
+        });
+    }
+
+    @Override
+    public void start(final NetreduceConfig config)
+    {
+        final DataplaneConfig settings = config.appliance().dataplane();
+        try
+        {
+            for (final PortConfig port : config.appliance().ports())
+            {
+                ports.add(portOpener.apply(port));
+            }
+        }
+        catch (final RuntimeException ex)
+        {
+            closePorts();
+            throw ex;
+        }
+        final DataplaneContext context = new DataplaneContext()
+            .ports(ports)
+            .batchSize(settings.batchSize())
+            .commandQueueCapacity(settings.commandQueueCapacity())
+            .memoryBudget(config.appliance().memoryBudget())
+            .dropProbability(settings.dropProbability(), settings.dropSeed());
+        if (ports.size() == 2)
+        {
+            context.bumpInTheWire();
+        }
+        else
+        {
+            context.oneArmed();
+        }
+        agent = new DataplaneAgent(context);
+        proxy = agent.proxy();
+        runner = new AgentRunner(idleStrategy(settings.idleStrategy()),
+            error -> LOG.error("dataplane error", error), null, agent);
+        AgentRunner.startOnThread(runner);
+        LOG.info("dataplane started: {} port(s) {} ({}), batch {}, idle {}{}",
+            ports.size(), ports.stream().map(PacketPort::name).toList(),
+            ports.size() == 2 ? "bump in the wire" : "one-armed", settings.batchSize(),
+            settings.idleStrategy().configName(),
+            settings.dropProbability() > 0 ? ", FAULT INJECTION drop probability " + settings.dropProbability() : "");
+    }
+
+    private static IdleStrategy idleStrategy(final IdleStrategyKind kind)
+    {
+        return switch (kind)
+        {
+            case BUSY_SPIN -> new BusySpinIdleStrategy();
+            case YIELD -> new YieldingIdleStrategy();
+            // Park at most 100 us: an idle appliance must still answer the first packet of a burst quickly.
+            case BACKOFF -> new BackoffIdleStrategy(10, 20, 1_000, 100_000);
+            case SLEEP -> new SleepingMillisIdleStrategy(1);
+        };
+    }
+
+    @Override
+    public RingInstaller installer()
+    {
+        return new RingInstaller()
+        {
+            @Override
+            public void install(final RingRef ring)
+            {
+                final RingConfig config = toDataplane(ring);
+                final RingInstalled installed = await(proxy().installRing(config), "install ring " + config.ringId());
+                ringJobs.put(config.ringId(), ring.job());
+                ringWorldSizes.put(config.ringId(), config.worldSize());
+                LOG.info("ring {} of job {} installed: {} ranks, {} aggregators, {} bytes (budget used {} of {})",
+                    installed.ringId(), ring.job(), config.worldSize(), installed.aggregators(),
+                    installed.memoryBytes(), installed.budgetUsedBytes(), installed.budgetBytes());
+            }
+
+            @Override
+            public void remove(final RingRef ring)
+            {
+                await(proxy().removeRing(ring.ring().id()), "remove ring " + ring.ring().id());
+                ringJobs.remove(ring.ring().id());
+                ringWorldSizes.remove(ring.ring().id());
+                LOG.info("ring {} of job {} removed: its traffic now passes through", ring.ring().id(), ring.job());
+            }
+        };
+    }
+
+    /**
+     * Translate a validated ring of the configuration into the dataplane's install command.
+     */
+    static RingConfig toDataplane(final RingRef ref)
+    {
+        final io.netreduce.controlplane.config.RingConfig ring = ref.ring();
+        final List<RingMember> members = new ArrayList<>();
+        for (final MemberConfig member : ring.members())
+        {
+            members.add(new RingMember(
+                member.rank(),
+                InetAddress.ofLiteral(member.ip()),
+                member.qpn() == null ? RingMember.ANY : member.qpn(),
+                member.mac() == null ? RingMember.ANY_MAC : EthernetHeader.parseMac(member.mac())));
+        }
+        return new RingConfig(ring.id(), ref.job(), ElementType.valueOf(ring.elementType().name()), ring.window(),
+            ring.msgLen(), ring.payloadSize(), members);
+    }
+
+    private DataplaneProxy proxy()
+    {
+        if (proxy == null)
+        {
+            throw new IllegalStateException("dataplane not started");
+        }
+        return proxy;
+    }
+
+    private static <T> T await(final CompletableFuture<T> reply, final String what)
+    {
+        try
+        {
+            return reply.get(COMMAND_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        }
+        catch (final ExecutionException ex)
+        {
+            final Throwable cause = ex.getCause();
+            if (cause instanceof IllegalArgumentException refusal)
+            {
+                throw new IllegalArgumentException(what + ": " + refusal.getMessage(), refusal);
+            }
+            throw new IllegalStateException(what + ": " + cause.getMessage(), cause);
+        }
+        catch (final TimeoutException ex)
+        {
+            throw new IllegalStateException(what + ": the dataplane did not answer within " + COMMAND_TIMEOUT_MS +
+                " ms", ex);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(what + ": interrupted", ex);
+        }
+    }
+
+    @Override
+    public MetricsSource metrics()
+    {
+        return this::collect;
+    }
+
+    private void collect(final MetricsSink sink)
+    {
+        if (proxy == null)
+        {
+            return;
+        }
+        for (final DataplaneCounter counter : DataplaneCounter.values())
+        {
+            final long value = proxy.counter(counter);
+            final String name = counter.name().toLowerCase(Locale.ROOT);
+            if (name.startsWith("drop_"))
+            {
+                sink.counter("netreduce_dataplane_drops", "Frames the dataplane dropped, by reason.", value,
+                    "reason", name.substring("drop_".length()));
+            }
+            else
+            {
+                sink.counter("netreduce_dataplane_" + name, capitalise(counter.label()) + ".", value);
+            }
+        }
+        final DataplaneCounters counters = proxy.counterBuffers();
+        counters.reader().forEach((counterId, typeId, keyBuffer, label) ->
+        {
+            if (typeId == DataplaneCounters.RING_COUNTER_TYPE_ID)
+            {
+                final int ringId = keyBuffer.getInt(0);
+                final String prefix = "ring " + ringId + " ";
+                final String what = label.startsWith(prefix) ? label.substring(prefix.length()) : label;
+                sink.counter("netreduce_ring_" + what.replace(' ', '_'), "Per ring: " + what + ".",
+                    counters.reader().getCounterValue(counterId),
+                    "job", ringJobs.getOrDefault(ringId, ""), "ring", Integer.toString(ringId));
+            }
+        });
+        for (final PacketPort port : ports)
+        {
+            final PortCounters portCounters = port.counters();
+            for (int id = 0; id < PortCounters.COUNTER_COUNT; id++)
+            {
+                sink.counter("netreduce_port_" + PortCounters.name(id), "Port counter " + PortCounters.name(id) + ".",
+                    portCounters.get(id), "port", port.name());
+            }
+        }
+        final Histogram latency = proxy.latency();
+        final long[] buckets = new long[LATENCY_BOUNDS_SECONDS.length];
+        for (final var value : latency.recordedValues())
+        {
+            final double seconds = value.getValueIteratedTo() / 1e9;
+            int bucket = 0;
+            while (seconds > LATENCY_BOUNDS_SECONDS[bucket])
+            {
+                bucket++;
+            }
+            buckets[bucket] += value.getCountAtValueIteratedTo();
+        }
+        final double sum = latency.getMean() * latency.getTotalCount() / 1e9;
+        sink.histogram("netreduce_aggregation_latency_seconds",
+            "Time from an aggregator's first packet in to its results out.", LATENCY_BOUNDS_SECONDS, buckets, sum);
+    }
+
+    private static String capitalise(final String text)
+    {
+        return text.isEmpty() ? text : Character.toUpperCase(text.charAt(0)) + text.substring(1);
+    }
+
+    @Override
+    public ApplianceControl control(final ConfiguredAppliance configured)
+    {
+        return new Control(configured);
+    }
+
+    @Override
+    public void close()
+    {
+        if (runner != null)
+        {
+            // Stops the duty cycle after the batch in hand and closes the agent (tables, aggregator memory).
+            runner.close();
+            runner = null;
+        }
+        closePorts();
+        LOG.info("dataplane stopped");
+    }
+
+    private void closePorts()
+    {
+        for (final PacketPort port : ports)
+        {
+            try
+            {
+                port.close();
+            }
+            catch (final RuntimeException ex)
+            {
+                LOG.warn("closing port {}: {}", port.name(), ex.toString());
+            }
+        }
+        ports.clear();
+    }
+
+    /**
+     * The API's view: configuration operations go to the configured appliance (which sends ring changes through
+     * {@link #installer()}), table and counter queries to the dataplane.
+     */
+    private final class Control implements ApplianceControl
+    {
+        private final ConfiguredAppliance configured;
+
+        Control(final ConfiguredAppliance configured)
+        {
+            this.configured = configured;
+        }
+
+        @Override
+        public List<JobConfig> listJobs()
+        {
+            return configured.listJobs();
+        }
+
+        @Override
+        public Optional<JobConfig> job(final String name)
+        {
+            return configured.job(name);
+        }
+
+        @Override
+        public JobConfig addJob(final JobConfig job)
+            throws ConfigException
+        {
+            return configured.addJob(job);
+        }
+
+        @Override
+        public JobConfig removeJob(final String name)
+        {
+            return configured.removeJob(name);
+        }
+
+        @Override
+        public List<RingStatus> rings()
+        {
+            return configured.rings();
+        }
+
+        @Override
+        public Optional<RingStatus> ring(final int ringId)
+        {
+            return configured.ring(ringId);
+        }
+
+        @Override
+        public RingOccupancy occupancy(final int ringId)
+        {
+            if (configured.ring(ringId).isEmpty())
+            {
+                throw new NotFoundException("no ring " + ringId);
+            }
+            final io.netreduce.dataplane.agent.RingOccupancy snapshot =
+                await(proxy().occupancy(ringId, OCCUPANCY_LIMIT), "occupancy of ring " + ringId);
+            final int worldSize = ringWorldSizes.getOrDefault(ringId, 0);
+            final List<RingOccupancy.AggregatorOccupancy> incomplete = new ArrayList<>();
+            for (final PendingAggregator pending : snapshot.oldest())
+            {
+                final List<Integer> arrived = new ArrayList<>();
+                for (int rank = 0; rank < worldSize; rank++)
+                {
+                    if (!pending.missingRanks().contains(rank))
+                    {
+                        arrived.add(rank);
+                    }
+                }
+                incomplete.add(new RingOccupancy.AggregatorOccupancy(
+                    pending.msgId(), pending.position(), arrived, pending.missingRanks(), pending.ageNanos()));
+            }
+            return new RingOccupancy(ringId, worldSize, incomplete);
+        }
+
+        @Override
+        public List<CltEntry> clt()
+        {
+            final List<CltEntry> entries = new ArrayList<>();
+            for (final ConnectionEntry entry : await(proxy().connections(), "CLT snapshot"))
+            {
+                entries.add(new CltEntry(entry.source().getHostAddress(), entry.destination().getHostAddress(),
+                    entry.destQp(), entry.foreign() ? -1 : entry.ringId(), entry.foreign() ? -1 : entry.rank(),
+                    entry.msgId(), entry.psn0()));
+            }
+            return entries;
+        }
+
+        @Override
+        public Map<String, Long> counters()
+        {
+            final Map<String, Long> values = new LinkedHashMap<>(proxy().counters());
+            for (final PacketPort port : ports)
+            {
+                for (int id = 0; id < PortCounters.COUNTER_COUNT; id++)
+                {
+                    values.put("port " + port.name() + " " + PortCounters.name(id), port.counters().get(id));
+                }
+            }
+            return values;
+        }
+
+        @Override
+        public List<LatencySummary> latency()
+        {
+            final Histogram histogram = proxy().latency();
+            return List.of(new LatencySummary("aggregation", "", -1, histogram.getTotalCount(),
+                histogram.getValueAtPercentile(50), histogram.getValueAtPercentile(90),
+                histogram.getValueAtPercentile(99), histogram.getValueAtPercentile(99.9), histogram.getMaxValue()));
+        }
+
+        @Override
+        public ReloadResult reload() throws ConfigException
+        {
+            return configured.reload();
+        }
+
+        @Override
+        public List<CaptureInfo> captures()
+        {
+            return configured.captures();
+        }
+
+        @Override
+        public CaptureInfo startCapture(
+            final CaptureRequest request)
+        {
+            return configured.startCapture(request);
+        }
+
+        @Override
+        public CaptureInfo stopCapture(final String id)
+        {
+            return configured.stopCapture(id);
+        }
+    }
+}
