@@ -102,6 +102,12 @@ public final class DataplaneAgent implements Agent
                 case DataplaneCommand.SnapshotRing snapshot -> snapshot.reply().complete(
                     tables.occupancy(snapshot.ringId(), snapshot.limit(), System.nanoTime()));
                 case DataplaneCommand.ListRings list -> list.reply().complete(tables.list());
+                case DataplaneCommand.StartCapture start ->
+                {
+                    processor.installTap(start.tap());
+                    start.reply().complete(start.tap());
+                }
+                case DataplaneCommand.StopCapture stop -> stop.reply().complete(processor.removeTap(stop.captureId()));
             }
         }
         catch (final RuntimeException ex)
@@ -120,6 +126,8 @@ public final class DataplaneAgent implements Agent
             case DataplaneCommand.SnapshotConnections snapshot -> snapshot.reply();
             case DataplaneCommand.SnapshotRing snapshot -> snapshot.reply();
             case DataplaneCommand.ListRings list -> list.reply();
+            case DataplaneCommand.StartCapture start -> start.reply();
+            case DataplaneCommand.StopCapture stop -> stop.reply();
         };
     }
 

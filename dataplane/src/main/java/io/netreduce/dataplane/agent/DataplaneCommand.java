@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.agent;
 
+import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.ring.RingConfig;
 
 import java.util.List;
@@ -45,6 +46,21 @@ public sealed interface DataplaneCommand
      * List installed rings.
      */
     record ListRings(CompletableFuture<List<RingInstalled>> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * Install a capture tap: from the next batch on, the frames it selects are copied into its ring. Refused if
+     * its port does not exist, the port already has a tap, drops already have a tap, or its id is in use.
+     */
+    record StartCapture(CaptureTap tap, CompletableFuture<CaptureTap> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * Remove a capture tap; once the reply completes the dataplane no longer writes to its ring.
+     */
+    record StopCapture(int captureId, CompletableFuture<CaptureTap> reply) implements DataplaneCommand
     {
     }
 }

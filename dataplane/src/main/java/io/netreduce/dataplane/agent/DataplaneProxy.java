@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.agent;
 
+import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.ring.RingConfig;
@@ -69,6 +70,25 @@ public final class DataplaneProxy
     {
         final CompletableFuture<List<RingInstalled>> reply = new CompletableFuture<>();
         return offer(new DataplaneCommand.ListRings(reply), reply);
+    }
+
+    /**
+     * Install a capture tap; the reply completes once the dataplane copies frames into it.
+     */
+    public CompletableFuture<CaptureTap> startCapture(final CaptureTap tap)
+    {
+        final CompletableFuture<CaptureTap> reply = new CompletableFuture<>();
+        return offer(new DataplaneCommand.StartCapture(tap, reply), reply);
+    }
+
+    /**
+     * Remove a capture tap; once the reply completes the dataplane no longer writes to its ring, so the writer
+     * can drain what is left and close the file.
+     */
+    public CompletableFuture<CaptureTap> stopCapture(final int captureId)
+    {
+        final CompletableFuture<CaptureTap> reply = new CompletableFuture<>();
+        return offer(new DataplaneCommand.StopCapture(captureId, reply), reply);
     }
 
     public long counter(final DataplaneCounter counter)

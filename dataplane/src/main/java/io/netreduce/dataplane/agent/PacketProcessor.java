@@ -2,6 +2,7 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.aggregator.SumKernel;
+import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.clt.AddressPairSet;
 import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.IpKey;
@@ -47,6 +48,9 @@ import java.util.SplittableRandom;
  * is rebuilt from that rank's headers with its ICRC combined from the stored header CRC. A packet for a
  * completed aggregator is answered with the stored result on its own connection.
  * <p>
+ * Capture taps ({@link CaptureTap}) copy a port's received frames, as received, or the dropped frames with
+ * their reason into a ring buffer; with no tap installed the cost is one null check per frame and per drop.
+ * <p>
  * Single-threaded and allocation-free per packet. Not thread-safe.
  */
 public final class PacketProcessor implements FrameHandler
@@ -83,13 +87,19 @@ public final class PacketProcessor implements FrameHandler
     private final AtomicCounter cltMisses;
     private final AtomicCounter cltForeign;
     private final AtomicCounter cltFull;
+    private final AtomicCounter captured;
+    private final AtomicCounter captureLost;
     private final DataplaneCounters counters;
+    private final CaptureTap[] portTaps;
+    private CaptureTap dropTap;
 
     private int inPort;
+    private MutableDirectBuffer rxBuffer;
+    private int rxOffset;
+    private int rxLength;
     private long nowNs;
     private double dropProbability;
     private SplittableRandom dropRandom;
-    private AtomicCounter injectedDrops;
 
     /**
      * @param ports   the ports, by index.
@@ -142,6 +152,9 @@ public final class PacketProcessor implements FrameHandler
         cltMisses = counters.counter(DataplaneCounter.CLT_MISSES);
         cltForeign = counters.counter(DataplaneCounter.CLT_FOREIGN);
         cltFull = counters.counter(DataplaneCounter.CLT_FULL);
+        captured = counters.counter(DataplaneCounter.CAPTURED);
+        captureLost = counters.counter(DataplaneCounter.CAPTURE_LOST);
+        portTaps = new CaptureTap[ports.length];
     }
 
     /**
@@ -151,12 +164,87 @@ public final class PacketProcessor implements FrameHandler
     {
         this.dropProbability = probability;
         this.dropRandom = new SplittableRandom(seed);
-        this.injectedDrops = counters.counter(DataplaneCounter.DROP_INJECTED);
     }
 
     public DataplaneTables tables()
     {
         return tables;
+    }
+
+    /**
+     * Install a capture tap (between batches).
+     *
+     * @throws IllegalArgumentException if the tap's port does not exist, is already tapped, drops are already
+     *                                  tapped, or a tap with the same id is installed.
+     */
+    public void installTap(final CaptureTap tap)
+    {
+        if (tap.port() >= ports.length)
+        {
+            throw new IllegalArgumentException("capture " + tap.id() + ": no port " + tap.port() + " (" +
+                ports.length + " ports)");
+        }
+        if (findTap(tap.id()) != null)
+        {
+            throw new IllegalArgumentException("capture " + tap.id() + " is already installed");
+        }
+        if (tap.drops())
+        {
+            if (dropTap != null)
+            {
+                throw new IllegalArgumentException("drops are already captured by capture " + dropTap.id());
+            }
+            dropTap = tap;
+        }
+        else
+        {
+            if (portTaps[tap.port()] != null)
+            {
+                throw new IllegalArgumentException("port " + ports[tap.port()].name() +
+                    " is already captured by capture " + portTaps[tap.port()].id());
+            }
+            portTaps[tap.port()] = tap;
+        }
+    }
+
+    /**
+     * Remove a capture tap (between batches): no frame is copied into it afterwards.
+     *
+     * @return the removed tap.
+     * @throws IllegalArgumentException if no tap has that id.
+     */
+    public CaptureTap removeTap(final int captureId)
+    {
+        final CaptureTap tap = findTap(captureId);
+        if (tap == null)
+        {
+            throw new IllegalArgumentException("no capture " + captureId + " is installed");
+        }
+        if (tap == dropTap)
+        {
+            dropTap = null;
+        }
+        else
+        {
+            portTaps[tap.port()] = null;
+        }
+        return tap;
+    }
+
+    private CaptureTap findTap(final int captureId)
+    {
+        if (dropTap != null && dropTap.id() == captureId)
+        {
+            return dropTap;
+        }
+        for (final CaptureTap tap : portTaps)
+        {
+            if (tap != null && tap.id() == captureId)
+            {
+                return tap;
+            }
+        }
+        return null;
     }
 
     /**
@@ -172,6 +260,15 @@ public final class PacketProcessor implements FrameHandler
     public void onFrame(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
     {
         framesReceived.incrementRelease();
+        rxBuffer = buffer;
+        rxOffset = offset;
+        rxLength = length;
+        final CaptureTap tap = portTaps[inPort];
+        if (tap != null)
+        {
+            // Before anything else: the capture shows the frame as received, before a checksum is completed.
+            capture(tap, CaptureTap.NO_REASON);
+        }
         final int status = frame.wrap(buffer, offset, length);
         if (status == RoceFrame.NOT_ROCE)
         {
@@ -180,7 +277,7 @@ public final class PacketProcessor implements FrameHandler
         }
         if (dropProbability > 0.0 && dropRandom.nextDouble() < dropProbability)
         {
-            injectedDrops.incrementRelease();
+            drop(DataplaneCounter.DROP_INJECTED);
             return;
         }
         if (status == RoceFrame.OK && isRcWrite(frame.opcode()))
@@ -648,8 +745,28 @@ public final class PacketProcessor implements FrameHandler
         }
     }
 
+    /**
+     * Drop the frame in hand: count it under its reason and show it to the drop capture, if one runs.
+     */
     private void drop(final DataplaneCounter reason)
     {
         counters.increment(reason);
+        final CaptureTap tap = dropTap;
+        if (tap != null && tap.acceptsPort(inPort))
+        {
+            capture(tap, reason.ordinal());
+        }
+    }
+
+    private void capture(final CaptureTap tap, final int reason)
+    {
+        if (tap.offer(rxBuffer, rxOffset, rxLength, inPort, reason, nowNs))
+        {
+            captured.incrementRelease();
+        }
+        else
+        {
+            captureLost.incrementRelease();
+        }
     }
 }

@@ -38,17 +38,41 @@ public enum DataplaneCounter
     DROP_OPCODE_MISMATCH("drop: opcode does not fit the packet's position in its message"),
     DROP_MISSING_INA_HEADER("drop: first packet on a ring connection without INA header"),
     DROP_MALFORMED("drop: malformed or truncated packet on a ring connection"),
-    DROP_INJECTED("drop: fault injection (dataplane.dropProbability)");
+    DROP_INJECTED("drop: fault injection (dataplane.dropProbability)"),
+    CAPTURED("frames copied to a capture"),
+    CAPTURE_LOST("frames not captured: capture ring full (the writer fell behind)");
+
+    private static final String DROP_PREFIX = "DROP_";
 
     private final String label;
+    private final String reason;
 
     DataplaneCounter(final String label)
     {
         this.label = label;
+        final String lower = name().toLowerCase(java.util.Locale.ROOT);
+        this.reason = isDrop() ? lower.substring(DROP_PREFIX.length()) : lower;
     }
 
     public String label()
     {
         return label;
+    }
+
+    /**
+     * @return whether this counter is a drop reason: every dropped frame is counted under exactly one of them.
+     */
+    public boolean isDrop()
+    {
+        return name().startsWith(DROP_PREFIX);
+    }
+
+    /**
+     * @return the short name of a drop reason, e.g. {@code first_packet_lost} for {@link #DROP_FIRST_PACKET_LOST}
+     * (the {@code reason} label of the Prometheus drop counter); the lower-case name for other counters.
+     */
+    public String reason()
+    {
+        return reason;
     }
 }

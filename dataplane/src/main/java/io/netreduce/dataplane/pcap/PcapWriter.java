@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -58,6 +59,30 @@ public final class PcapWriter implements AutoCloseable
     public static PcapWriter create(
         final Path file, final int linkType, final int snapLength, final PcapPrecision precision) throws PcapException
     {
+        return open(file, linkType, snapLength, precision,
+            StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+    }
+
+    /**
+     * Create a capture file that must not exist yet, and write its file header. Unlike {@link #create} this neither
+     * replaces an existing file nor follows a symbolic link at {@code file} (O_CREAT|O_EXCL): what a privileged
+     * daemon writes on request stays where it was asked to.
+     *
+     * @throws PcapException if the file exists or cannot be created.
+     */
+    public static PcapWriter createNew(
+        final Path file, final int linkType, final int snapLength, final PcapPrecision precision) throws PcapException
+    {
+        return open(file, linkType, snapLength, precision, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    }
+
+    private static PcapWriter open(
+        final Path file,
+        final int linkType,
+        final int snapLength,
+        final PcapPrecision precision,
+        final OpenOption... options) throws PcapException
+    {
         if (snapLength <= 0)
         {
             throw new PcapException(file + ": snap length must be positive, got " + snapLength);
@@ -76,8 +101,7 @@ public final class PcapWriter implements AutoCloseable
         FileChannel channel = null;
         try
         {
-            channel = FileChannel.open(
-                file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+            channel = FileChannel.open(file, options);
             writeFully(channel, fileHeader);
             return new PcapWriter(file, channel, precision, snapLength);
         }
