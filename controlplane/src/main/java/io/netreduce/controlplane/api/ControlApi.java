@@ -34,7 +34,8 @@ import java.util.Map;
  * DELETE /v1/captures/{id}          stop a capture
  * </pre>
  * Errors are {@code {"error": "..."}} (plus {@code "errors": [{path, message}]} for configuration errors) with
- * 400 bad body, 404 unknown path/job/ring/capture, 405 wrong method (with Allow), 409 duplicate job,
+ * 400 bad body or refused request (e.g. a capture file outside the capture directory), 404 unknown
+ * path/job/ring/capture, 405 wrong method (with Allow), 409 duplicate job or conflicting capture,
  * 501 not available without a dataplane.
  */
 public final class ControlApi implements RequestHandler
@@ -78,6 +79,10 @@ public final class ControlApi implements RequestHandler
         catch (final ConflictException ex)
         {
             return error(409, ex.getMessage());
+        }
+        catch (final BadRequestException ex)
+        {
+            return error(400, ex.getMessage());
         }
         catch (final UnsupportedOperationException ex)
         {
@@ -217,6 +222,10 @@ public final class ControlApi implements RequestHandler
         if (request.port() == null && !request.drops())
         {
             return error(400, "bad capture request: give a 'port' or set 'drops' to true");
+        }
+        if (request.maxPackets() < 0)
+        {
+            return error(400, "bad capture request: 'maxPackets' must be >= 0 (0: no limit)");
         }
         return json(201, control.startCapture(request));
     }

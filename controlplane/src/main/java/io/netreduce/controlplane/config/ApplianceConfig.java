@@ -11,6 +11,7 @@ import java.util.List;
  * @param api          where the control API listens.
  * @param metrics      where the Prometheus endpoint listens.
  * @param logLevel     the root log level.
+ * @param captureDirectory where API-requested pcap captures are written; a capture file outside it is refused.
  */
 public record ApplianceConfig(
     List<PortConfig> ports,
@@ -18,7 +19,8 @@ public record ApplianceConfig(
     long memoryBudget,
     ListenAddress api,
     ListenAddress metrics,
-    LogLevel logLevel)
+    LogLevel logLevel,
+    String captureDirectory)
 {
     /** Default memory budget text. */
     public static final String DEFAULT_MEMORY_BUDGET = "1GiB";
@@ -28,6 +30,8 @@ public record ApplianceConfig(
     public static final String DEFAULT_METRICS_LISTEN = "127.0.0.1:9741";
     /** Default log level. */
     public static final LogLevel DEFAULT_LOG_LEVEL = LogLevel.INFO;
+    /** Default capture directory (created when the first capture starts). */
+    public static final String DEFAULT_CAPTURE_DIRECTORY = "/var/lib/netreduce/captures";
 
     /**
      * Canonical constructor: copies the port list so the record is immutable.
@@ -35,5 +39,19 @@ public record ApplianceConfig(
     public ApplianceConfig
     {
         ports = List.copyOf(ports);
+    }
+
+    /**
+     * An appliance with the default capture directory.
+     */
+    public ApplianceConfig(
+        final List<PortConfig> ports,
+        final DataplaneConfig dataplane,
+        final long memoryBudget,
+        final ListenAddress api,
+        final ListenAddress metrics,
+        final LogLevel logLevel)
+    {
+        this(ports, dataplane, memoryBudget, api, metrics, logLevel, DEFAULT_CAPTURE_DIRECTORY);
     }
 }

@@ -22,7 +22,7 @@ final class ConfigReader
 {
     private static final Set<String> ROOT_KEYS = Set.of("appliance", "jobs");
     private static final Set<String> APPLIANCE_KEYS =
-        Set.of("ports", "dataplane", "memoryBudget", "api", "metrics", "logging");
+        Set.of("ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory");
     private static final Set<String> PORT_KEYS = Set.of("name", "mtu");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
         "lanes", "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed");
@@ -156,7 +156,9 @@ final class ConfigReader
             level = named(loggingNode.get("level"), child(loggingPath, "level"), level, LogLevel::fromConfigName,
                 "trace, debug, info, warn or error");
         }
-        return new ApplianceConfig(ports, dataplane, memoryBudget, api, metrics, level);
+        final String captureDirectory = string(node.get("captureDirectory"), child(path, "captureDirectory"),
+            ApplianceConfig.DEFAULT_CAPTURE_DIRECTORY);
+        return new ApplianceConfig(ports, dataplane, memoryBudget, api, metrics, level, captureDirectory);
     }
 
     private RingConfig readRing(final JsonNode node, final String path)

@@ -161,11 +161,27 @@ public final class ConfigValidator
         {
             errors.add(child(path, "memoryBudget"), "must be greater than zero");
         }
+        checkCaptureDirectory(appliance.captureDirectory(), child(path, "captureDirectory"));
         if (appliance.api().equals(appliance.metrics()) &&
             (appliance.api().isUnix() || appliance.api().port() != 0))
         {
             errors.add(child(path, "metrics.listen"), "same address as appliance.api.listen (" +
                 appliance.api() + ")");
+        }
+    }
+
+    private void checkCaptureDirectory(final String directory, final String path)
+    {
+        try
+        {
+            if (!java.nio.file.Path.of(directory).isAbsolute())
+            {
+                errors.add(path, "'" + directory + "' is not an absolute path");
+            }
+        }
+        catch (final java.nio.file.InvalidPathException ex)
+        {
+            errors.add(path, "'" + directory + "' is not a valid path: " + ex.getReason());
         }
     }
 

@@ -290,6 +290,8 @@ class ControlApiTest
         assertThat(call("POST", "/v1/captures", "{\"file\":\"/tmp/x.pcap\"}").statusCode()).isEqualTo(400);
         assertThat(call("POST", "/v1/captures", "{\"port\":\"eth1\",\"file\":\"/tmp/x\",\"bogus\":1}").statusCode())
             .isEqualTo(400);
+        assertThat(call("POST", "/v1/captures", "{\"port\":\"eth1\",\"file\":\"/tmp/x\",\"maxPackets\":-1}")
+            .statusCode()).isEqualTo(400);
     }
 
     @Test

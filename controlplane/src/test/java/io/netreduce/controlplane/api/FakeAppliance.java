@@ -116,7 +116,8 @@ final class FakeAppliance implements ApplianceControl
     public CaptureInfo startCapture(final CaptureRequest request)
     {
         final String id = "c" + (captures.size() + 1);
-        final CaptureInfo info = new CaptureInfo(id, request.port(), request.drops(), request.file(), 0, true);
+        final CaptureInfo info = new CaptureInfo(id, request.port(), request.drops(), request.file(), 0, true, 0,
+            request.maxPackets(), null, null);
         captures.put(id, info);
         return info;
     }
@@ -129,7 +130,8 @@ final class FakeAppliance implements ApplianceControl
         {
             throw new NotFoundException("no capture '" + id + "'");
         }
-        final CaptureInfo stopped = new CaptureInfo(id, info.port(), info.drops(), info.file(), 42, false);
+        final CaptureInfo stopped = new CaptureInfo(id, info.port(), info.drops(), info.file(), 42, false, 0,
+            info.maxPackets(), null, null);
         captures.put(id, stopped);
         return stopped;
     }

@@ -86,6 +86,7 @@ class ConfigLoaderTest
         assertThat(appliance.api()).isEqualTo(new ListenAddress("127.0.0.1", 9740, null));
         assertThat(appliance.metrics()).isEqualTo(new ListenAddress("127.0.0.1", 9741, null));
         assertThat(appliance.logLevel()).isEqualTo(LogLevel.INFO);
+        assertThat(appliance.captureDirectory()).isEqualTo("/var/lib/netreduce/captures");
         assertThat(config.jobs()).extracting(JobConfig::name).containsExactly("a", "b");
         final RingConfig ring = config.jobs().get(1).rings().get(0);
         assertThat(ring).isEqualTo(new RingConfig(2, ElementType.FP16, 4, 8, 512, 1024, List.of(
@@ -172,6 +173,9 @@ class ConfigLoaderTest
                 "jobs[0].rings[0].members[0].qpn", "QPN 16777216 is not in 0..0xffffff (24 bits)"),
             arguments("duplicate job name", BASE.replace("name: b", "name: a"),
                 "jobs[1].name", "duplicate job name 'a' (also jobs[0].name)"),
+            arguments("relative capture directory", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  captureDirectory: captures"),
+                "appliance.captureDirectory", "'captures' is not an absolute path"),
             arguments("no ports", BASE.replace("  ports:\n    - name: eth1\n", "  ports: []\n"),
                 "appliance.ports", "the appliance needs at least one port"),
             arguments("not YAML", "appliance: [", "", null));
