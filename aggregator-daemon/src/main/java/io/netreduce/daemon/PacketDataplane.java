@@ -27,6 +27,7 @@ import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.agent.PendingAggregator;
 import io.netreduce.dataplane.agent.RingInstalled;
+import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.port.AfPacketConfiguration;
@@ -37,6 +38,7 @@ import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.dataplane.wire.EthernetHeader;
+import io.netreduce.daemon.capture.CaptureManager;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -48,6 +50,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetAddress;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -88,6 +91,8 @@ public final class PacketDataplane implements DataplaneAttachment
     private DataplaneAgent agent;
     private DataplaneProxy proxy;
     private AgentRunner runner;
+    private CaptureManager captures;
+    private DropBurstWatcher dropWatcher;
 
     /**
      * @param portOpener opens one configured port (AF_PACKET in the daemon, memory ports in tests).
@@ -150,6 +155,9 @@ public final class PacketDataplane implements DataplaneAttachment
         runner = new AgentRunner(idleStrategy(settings.idleStrategy()),
             error -> LOG.error("dataplane error", error), null, agent);
         AgentRunner.startOnThread(runner);
+        captures = new CaptureManager(proxy, ports.stream().map(PacketPort::name).toList(),
+            Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
+        dropWatcher = DropBurstWatcher.start(proxy::counter);
         LOG.info("dataplane started: {} port(s) {} ({}), batch {}, idle {}{}",
             ports.size(), ports.stream().map(PacketPort::name).toList(),
             ports.size() == 2 ? "bump in the wire" : "one-armed", settings.batchSize(),
@@ -331,6 +339,12 @@ public final class PacketDataplane implements DataplaneAttachment
     @Override
     public void close()
     {
+        if (captures != null)
+        {
+            // While the dataplane still runs: each capture's tap is removed and its file closed complete.
+            captures.close();
+            dropWatcher.close();
+        }
         if (runner != null)
         {
             // Stops the duty cycle after the batch in hand and closes the agent (tables, aggregator memory).
@@ -479,20 +493,28 @@ public final class PacketDataplane implements DataplaneAttachment
         @Override
         public List<CaptureInfo> captures()
         {
-            return configured.captures();
+            return captureManager().list();
         }
 
         @Override
-        public CaptureInfo startCapture(
-            final CaptureRequest request)
+        public CaptureInfo startCapture(final CaptureRequest request)
         {
-            return configured.startCapture(request);
+            return captureManager().start(request);
         }
 
         @Override
         public CaptureInfo stopCapture(final String id)
         {
-            return configured.stopCapture(id);
+            return captureManager().stop(id);
+        }
+
+        private CaptureManager captureManager()
+        {
+            if (captures == null)
+            {
+                throw new IllegalStateException("dataplane not started");
+            }
+            return captures;
         }
     }
 }

@@ -25,7 +25,9 @@ import picocli.CommandLine.Model.CommandSpec;
         CtlSubcommands.Clt.class,
         CtlSubcommands.Occupancy.class,
         CtlSubcommands.Latency.class,
-        CtlSubcommands.Reload.class
+        CtlSubcommands.Reload.class,
+        CtlCaptureCommands.Captures.class,
+        CtlCaptureCommands.Capture.class
     })
 public final class CtlCommand implements Runnable
 {

@@ -9,7 +9,8 @@ import io.netreduce.controlplane.config.ByteSize;
 import io.netreduce.controlplane.config.ListenAddress;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
 
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -40,8 +41,21 @@ final class CtlSubcommands
      */
     abstract static class Base implements Callable<Integer>
     {
-        @ParentCommand
-        CtlCommand ctl;
+        @Spec
+        CommandSpec spec;
+
+        /**
+         * @return the {@code ctl} command this one runs under, directly or through a group such as {@code capture}.
+         */
+        CtlCommand ctl()
+        {
+            CommandSpec at = spec.parent();
+            while (!(at.userObject() instanceof CtlCommand))
+            {
+                at = at.parent();
+            }
+            return (CtlCommand)at.userObject();
+        }
 
         abstract String method();
 
@@ -62,6 +76,7 @@ final class CtlSubcommands
         @Override
         public Integer call() throws IOException
         {
+            final CtlCommand ctl = ctl();
             final PrintWriter out = ctl.spec.commandLine().getOut();
             final PrintWriter err = ctl.spec.commandLine().getErr();
             final ListenAddress address;

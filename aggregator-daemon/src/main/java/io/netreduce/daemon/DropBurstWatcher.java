@@ -1,0 +1,165 @@
+package io.netreduce.daemon;
+
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+import java.util.function.ToLongFunction;
+
+/**
+ * Rate-limited warnings for drop bursts: reads the dataplane's drop counters once per interval and, if any
+ * increased, logs one line naming every reason that did, largest first:
+ * <pre>
+ * ring traffic dropped: 1532 first packet lost, 12 bad icrc in the last 1.0 s
+ * </pre>
+ * At most one line per interval however often {@link #tick()} is called, never per packet; nothing when nothing
+ * was dropped. The dataplane is not involved: counters are read from their shared buffers.
+ */
+public final class DropBurstWatcher implements AutoCloseable
+{
+    /** How often the daemon checks the drop counters. */
+    public static final long DEFAULT_INTERVAL_NS = TimeUnit.SECONDS.toNanos(1);
+
+    private static final Logger LOG = LoggerFactory.getLogger(DropBurstWatcher.class);
+    private static final DataplaneCounter[] DROPS = dropReasons();
+
+    private final ToLongFunction<DataplaneCounter> counters;
+    private final LongSupplier nanoClock;
+    private final long intervalNs;
+    private final Consumer<String> warn;
+    private final long[] baseline = new long[DROPS.length];
+    private long lastCheckNs;
+    private ScheduledExecutorService scheduler;
+
+    /**
+     * @param counters   reads a counter's current value.
+     * @param nanoClock  a monotonic clock in nanoseconds ({@link System#nanoTime} in the daemon).
+     * @param intervalNs the shortest time between two checks (and so two lines).
+     * @param warn       where a line goes (a WARN log in the daemon).
+     */
+    public DropBurstWatcher(
+        final ToLongFunction<DataplaneCounter> counters,
+        final LongSupplier nanoClock,
+        final long intervalNs,
+        final Consumer<String> warn)
+    {
+        if (intervalNs <= 0)
+        {
+            throw new IllegalArgumentException("interval must be positive: " + intervalNs);
+        }
+        this.counters = counters;
+        this.nanoClock = nanoClock;
+        this.intervalNs = intervalNs;
+        this.warn = warn;
+        for (int i = 0; i < DROPS.length; i++)
+        {
+            baseline[i] = counters.applyAsLong(DROPS[i]);
+        }
+        lastCheckNs = nanoClock.getAsLong();
+    }
+
+    /**
+     * Watch the counters every second on a daemon thread, warning through this class's logger.
+     */
+    public static DropBurstWatcher start(final ToLongFunction<DataplaneCounter> counters)
+    {
+        final DropBurstWatcher watcher = new DropBurstWatcher(counters, System::nanoTime, DEFAULT_INTERVAL_NS,
+            LOG::warn);
+        watcher.scheduler = Executors.newSingleThreadScheduledExecutor(runnable ->
+        {
+            final Thread thread = new Thread(runnable, "netreduce-drop-watcher");
+            thread.setDaemon(true);
+            return thread;
+        });
+        watcher.scheduler.scheduleAtFixedRate(watcher::tickSafely, DEFAULT_INTERVAL_NS, DEFAULT_INTERVAL_NS,
+            TimeUnit.NANOSECONDS);
+        return watcher;
+    }
+
+    /**
+     * Check the counters if an interval has passed since the last check; warn if any drop reason increased.
+     *
+     * @return the line written, or null if none was.
+     */
+    public synchronized String tick()
+    {
+        final long now = nanoClock.getAsLong();
+        final long elapsed = now - lastCheckNs;
+        // A scheduler may run a little early; 1% of slack keeps a 1 s schedule from skipping every other tick.
+        if (elapsed < intervalNs - intervalNs / 100)
+        {
+            return null;
+        }
+        lastCheckNs = now;
+        final List<long[]> increased = new ArrayList<>();
+        for (int i = 0; i < DROPS.length; i++)
+        {
+            final long value = counters.applyAsLong(DROPS[i]);
+            if (value > baseline[i])
+            {
+                increased.add(new long[]{ value - baseline[i], i });
+            }
+            baseline[i] = value;
+        }
+        if (increased.isEmpty())
+        {
+            return null;
+        }
+        increased.sort((a, b) -> a[0] != b[0] ? Long.compare(b[0], a[0]) : Long.compare(a[1], b[1]));
+        final StringBuilder line = new StringBuilder("ring traffic dropped: ");
+        for (int i = 0; i < increased.size(); i++)
+        {
+            final long[] entry = increased.get(i);
+            line.append(i == 0 ? "" : ", ").append(entry[0]).append(' ')
+                .append(DROPS[(int)entry[1]].reason().replace('_', ' '));
+        }
+        line.append(String.format(Locale.ROOT, " in the last %.1f s", elapsed / 1e9));
+        final String text = line.toString();
+        warn.accept(text);
+        return text;
+    }
+
+    private void tickSafely()
+    {
+        try
+        {
+            tick();
+        }
+        catch (final RuntimeException ex)
+        {
+            // A failing check must not cancel the schedule (ScheduledExecutorService drops a task that throws).
+            LOG.debug("drop watcher check failed", ex);
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        if (scheduler != null)
+        {
+            scheduler.shutdownNow();
+            scheduler = null;
+        }
+    }
+
+    private static DataplaneCounter[] dropReasons()
+    {
+        final List<DataplaneCounter> drops = new ArrayList<>();
+        for (final DataplaneCounter counter : DataplaneCounter.values())
+        {
+            if (counter.isDrop())
+            {
+                drops.add(counter);
+            }
+        }
+        return drops.toArray(new DataplaneCounter[0]);
+    }
+}
