@@ -1,6 +1,7 @@
 package io.netreduce.daemon.ctl;
 
 import io.netreduce.controlplane.api.ApplianceControl;
+import io.netreduce.controlplane.api.CaptureInfo;
 import io.netreduce.controlplane.api.CltEntry;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.ControlApi;
@@ -98,6 +99,10 @@ class CtlCommandTest
         views.put("clt", List.of(new CltEntry("10.0.1.1", "10.0.1.2", 0x11, 10, 0, 3, 4096)));
         views.put("occupancy", new RingOccupancy(10, 3, List.of(
             new RingOccupancy.AggregatorOccupancy(3, 5, List.of(0, 2), List.of(1), 1_500_000))));
+        views.put("captures", List.of(
+            new CaptureInfo("1", "eth1", false, "/var/lib/netreduce/captures/a.pcap", 120, true, 3, 0, null, null),
+            new CaptureInfo("2", null, true, "/var/lib/netreduce/captures/d.pcap", 7, false, 0, 10,
+                "/var/lib/netreduce/captures/d.pcap.reasons", "writing d.pcap failed: No space left on device")));
         views.put("latency", List.of(new LatencySummary("aggregation", "bert", 10, 1000, 2_000, 5_000, 12_345,
             80_000, 1_200_000)));
         return (ApplianceControl)Proxy.newProxyInstance(ApplianceControl.class.getClassLoader(),
@@ -251,5 +256,35 @@ class CtlCommandTest
         assertThat(run.status()).isZero();
         assertThat(run.out()).contains("jobs added: dlrm").contains("rings added: dlrm/20")
             .contains("rings unchanged: bert/10").contains("rings changed: none");
+    }
+
+    @Test
+    void shouldListCapturesWithTheirStateAndErrors()
+    {
+        final Run run = ctl("captures");
+
+        assertThat(run.status()).isZero();
+        assertThat(run.out()).isEqualTo("""
+            ID  WHAT       STATE    FRAMES  LOST  FILE
+            1   port eth1  running  120     3     /var/lib/netreduce/captures/a.pcap
+            2   drops      failed   7/10    0     /var/lib/netreduce/captures/d.pcap
+            capture 2: writing d.pcap failed: No space left on device
+            """);
+    }
+
+    @Test
+    void shouldRefuseACaptureWithNeitherPortNorDropsAndRequireAFile()
+    {
+        final Run neither = ctl("capture", "start", "--file", "x.pcap");
+        assertThat(neither.status()).isEqualTo(CtlCommand.EXIT_REFUSED);
+        assertThat(neither.err()).isEqualTo("error: bad capture request: give a 'port' or set 'drops' to true\n");
+
+        final Run noFile = ctl("capture", "start", "--port", "eth1");
+        assertThat(noFile.status()).isEqualTo(2);
+        assertThat(noFile.err()).startsWith("Missing required option: '--file=FILE'");
+
+        final Run noDataplane = ctl("capture", "start", "--port", "eth1", "--file", "x.pcap");
+        assertThat(noDataplane.status()).isEqualTo(CtlCommand.EXIT_REFUSED);
+        assertThat(noDataplane.err()).isEqualTo("error: not available: no dataplane attached to this control plane\n");
     }
 }
