@@ -78,15 +78,15 @@ final class CaptureDirectory
         {
             throw new BadRequestException("directory " + parent + ": " + ex);
         }
-        final Path resolved = realParent.resolve(target.getFileName());
-        for (final Path existing : new Path[]{ resolved, CaptureFileWriter.reasonsFileOf(resolved) })
+        for (final Path existing : new Path[]{ target, CaptureFileWriter.reasonsFileOf(target) })
         {
             if (Files.exists(existing, LinkOption.NOFOLLOW_LINKS))
             {
                 throw new ConflictException(existing + " exists; captures never replace a file");
             }
         }
-        return resolved;
+        // The path as the operator wrote it (under systemd's DynamicUser the real one is in /var/lib/private).
+        return target;
     }
 
     private void createDirectory()
