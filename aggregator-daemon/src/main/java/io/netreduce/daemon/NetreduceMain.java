@@ -1,6 +1,7 @@
 package io.netreduce.daemon;
 
 import io.netreduce.daemon.pcap.PcapCommand;
+import io.netreduce.daemon.worker.WorkerCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -16,6 +17,7 @@ import picocli.CommandLine.Command;
         CommandLine.HelpCommand.class,
         DaemonCommand.class,
         PcapCommand.class,
+        WorkerCommand.class,
         io.netreduce.daemon.ctl.CtlCommand.class
     })
 public final class NetreduceMain implements Runnable

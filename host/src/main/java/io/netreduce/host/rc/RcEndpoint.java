@@ -1,0 +1,293 @@
+package io.netreduce.host.rc;
+
+import io.netreduce.dataplane.icrc.Icrc;
+import io.netreduce.dataplane.port.FrameHandler;
+import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.dataplane.wire.EthernetHeader;
+import io.netreduce.dataplane.wire.RoceFrame;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.collections.Int2ObjectHashMap;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.net.InetAddress;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+
+/**
+ * A software RoCEv2 NIC: owns one {@link PacketPort}, a {@link MemoryRegistry} and any number of
+ * {@link QueuePair}s keyed by local QPN, and runs them all from one thread.
+ * <p>
+ * Duty cycle ({@link #doWork()}): read the clock once; receive a batch of frames, parse each, check it is
+ * addressed to this endpoint's MAC, pass it through the fault injector, verify its ICRC (bad ones are dropped and
+ * counted, as a NIC does) and hand it to the queue pair named by its destination QP; then let every queue pair run
+ * its timers, send its ACK/NAK/CNPs and transmit requests; finally flush the port.
+ * <p>
+ * Frames are built in one scratch buffer and copied into the port's transmit ring by {@link PacketPort#send}; no
+ * frame is kept after that, so the data path allocates nothing.
+ */
+public final class RcEndpoint implements Agent, AutoCloseable
+{
+    static final int TX_SENT = 0;
+    static final int TX_DROPPED = 1;
+    static final int TX_RING_FULL = 2;
+
+    private static final int TX_BUFFER_LENGTH = 128 + 4096 + 64;
+    private static final int FIRST_QPN = 0x11;
+
+    private final PacketPort port;
+    private final RcConfig config;
+    private final NanoClock clock;
+    private final InetAddress localIp;
+    private final long localMac;
+    private final MemoryRegistry memory;
+    private final FaultInjector faults;
+    private final RoceFrame frame = new RoceFrame();
+    private final Icrc icrc = new Icrc();
+    private final UnsafeBuffer txBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(TX_BUFFER_LENGTH));
+    private final Int2ObjectHashMap<QueuePair> qpsByNumber = new Int2ObjectHashMap<>();
+    private final SplittableRandom psnRandom;
+    private final FrameHandler frameHandler = this::onFrame;
+    private QueuePair[] qps = new QueuePair[0];
+    private int nextQpn = FIRST_QPN;
+    private long nowNs;
+
+    private long framesReceived;
+    private long notRoce;
+    private long malformed;
+    private long notForUs;
+    private long unknownQp;
+    private long icrcErrors;
+
+    /**
+     * @param port     the port this endpoint owns (closed with it).
+     * @param config   tunables.
+     * @param clock    time source for every timer; replace it in tests.
+     * @param localIp  this endpoint's address (IPv4 or IPv6): the source of every frame it sends.
+     * @param localMac this endpoint's MAC (48 bits); frames to another unicast MAC are ignored.
+     */
+    public RcEndpoint(
+        final PacketPort port,
+        final RcConfig config,
+        final NanoClock clock,
+        final InetAddress localIp,
+        final long localMac)
+    {
+        this.port = port;
+        this.config = config;
+        this.clock = clock;
+        this.localIp = localIp;
+        this.localMac = localMac;
+        this.memory = new MemoryRegistry((int)(localMac ^ (localMac >>> 24)) * 0x9E37_79B9);
+        this.faults = new FaultInjector(config.sendDropProbability(), config.receiveDropProbability(),
+            config.faultSeed());
+        this.psnRandom = new SplittableRandom(config.faultSeed() ^ localMac);
+        this.nowNs = clock.nanoTime();
+    }
+
+    /**
+     * Create a queue pair with the next free QPN and a random start PSN.
+     */
+    public QueuePair createQueuePair(final CompletionQueue sendCq, final CompletionQueue recvCq)
+    {
+        while (qpsByNumber.containsKey(nextQpn))
+        {
+            nextQpn++;
+        }
+        return createQueuePair(nextQpn++, sendCq, recvCq);
+    }
+
+    /**
+     * Create a queue pair with a chosen QPN (1..2^24-1, unique on this endpoint).
+     */
+    public QueuePair createQueuePair(final int qpn, final CompletionQueue sendCq, final CompletionQueue recvCq)
+    {
+        if (qpn <= 1 || qpn > 0xFF_FFFF || qpsByNumber.containsKey(qpn))
+        {
+            throw new IllegalArgumentException("QPN unavailable: " + qpn);
+        }
+        final QueuePair qp = new QueuePair(this, qpn, psnRandom.nextInt(1 << 24), config, sendCq, recvCq);
+        qpsByNumber.put(qpn, qp);
+        qps = Arrays.copyOf(qps, qps.length + 1);
+        qps[qps.length - 1] = qp;
+        return qp;
+    }
+
+    public QueuePair queuePair(final int qpn)
+    {
+        return qpsByNumber.get(qpn);
+    }
+
+    public MemoryRegistry memory()
+    {
+        return memory;
+    }
+
+    /**
+     * Shorthand for {@code memory().register(length)}.
+     */
+    public MemoryRegion registerMemory(final int length)
+    {
+        return memory.register(length);
+    }
+
+    public InetAddress localIp()
+    {
+        return localIp;
+    }
+
+    public long localMac()
+    {
+        return localMac;
+    }
+
+    public RcConfig config()
+    {
+        return config;
+    }
+
+    public FaultInjector faults()
+    {
+        return faults;
+    }
+
+    public PacketPort port()
+    {
+        return port;
+    }
+
+    @Override
+    public String roleName()
+    {
+        return "rc-endpoint-" + port.name();
+    }
+
+    @Override
+    public int doWork()
+    {
+        nowNs = clock.nanoTime();
+        int work = port.receive(frameHandler, config.receiveBatch());
+        for (final QueuePair qp : qps)
+        {
+            work += qp.doWork(nowNs);
+        }
+        work += port.flush();
+        return work;
+    }
+
+    private void onFrame(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
+    {
+        framesReceived++;
+        final int status = frame.wrap(buffer, offset, length);
+        if (status != RoceFrame.OK)
+        {
+            if (status == RoceFrame.NOT_ROCE)
+            {
+                notRoce++;
+            }
+            else
+            {
+                malformed++;
+            }
+            return;
+        }
+        final long dstMac = EthernetHeader.dstMac(buffer, offset);
+        if (localMac != 0 && dstMac != localMac)
+        {
+            // Our own transmissions looped back by a packet socket, or traffic for another host on the segment.
+            notForUs++;
+            return;
+        }
+        final QueuePair qp = qpsByNumber.get(frame.destQp());
+        if (qp == null)
+        {
+            unknownQp++;
+            return;
+        }
+        if (faults.dropOnReceive())
+        {
+            qp.counters().receiveDrops++;
+            return;
+        }
+        if (!icrc.verify(frame))
+        {
+            icrcErrors++;
+            qp.counters().icrcErrors++;
+            return;
+        }
+        qp.onFrame(frame, nowNs);
+    }
+
+    UnsafeBuffer txBuffer()
+    {
+        return txBuffer;
+    }
+
+    /**
+     * Send the frame built in {@link #txBuffer()}, unless the fault injector drops it.
+     */
+    int transmit(final QpCounters counters, final int length)
+    {
+        if (faults.dropOnSend())
+        {
+            counters.sendDrops++;
+            return TX_DROPPED;
+        }
+        if (!port.send(txBuffer, 0, length))
+        {
+            counters.transmitRingFull++;
+            return TX_RING_FULL;
+        }
+        counters.packetsSent++;
+        return TX_SENT;
+    }
+
+    public long framesReceived()
+    {
+        return framesReceived;
+    }
+
+    /** Frames that were not RoCEv2 (ARP, ICMP, TCP...). */
+    public long notRoce()
+    {
+        return notRoce;
+    }
+
+    /** RoCEv2 frames that failed to parse (truncated, malformed, unknown opcode). */
+    public long malformed()
+    {
+        return malformed;
+    }
+
+    /** RoCEv2 frames addressed to another MAC. */
+    public long notForUs()
+    {
+        return notForUs;
+    }
+
+    /** RoCEv2 frames for a QPN this endpoint does not have. */
+    public long unknownQp()
+    {
+        return unknownQp;
+    }
+
+    /** Frames dropped for a bad ICRC (all queue pairs). */
+    public long icrcErrors()
+    {
+        return icrcErrors;
+    }
+
+    @Override
+    public void onClose()
+    {
+        port.close();
+    }
+
+    @Override
+    public void close()
+    {
+        port.close();
+    }
+}

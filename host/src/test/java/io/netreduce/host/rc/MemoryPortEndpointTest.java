@@ -1,0 +1,68 @@
+package io.netreduce.host.rc;
+
+import io.netreduce.dataplane.port.MemoryPort;
+import org.agrona.concurrent.CachedNanoClock;
+import org.junit.jupiter.api.Test;
+
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class MemoryPortEndpointTest
+{
+    @Test
+    void shouldMoveWritesAndSendsByteExactOverWiredMemoryPorts()
+    {
+        final MemoryPort portA = new MemoryPort("a");
+        final MemoryPort portB = new MemoryPort("b");
+        MemoryPort.wire(portA, portB);
+        final CachedNanoClock clock = new CachedNanoClock();
+        final RcConfig config = new RcConfig().pmtu(4096);
+        final RcEndpoint a = new RcEndpoint(portA, config, clock, RcPair.ip("10.0.0.1"), RcPair.MAC_A);
+        final RcEndpoint b = new RcEndpoint(portB, config, clock, RcPair.ip("10.0.0.2"), RcPair.MAC_B);
+        final CompletionQueue cqA = new CompletionQueue(64);
+        final CompletionQueue cqB = new CompletionQueue(64);
+        final QueuePair qpA = a.createQueuePair(cqA, cqA);
+        final QueuePair qpB = b.createQueuePair(cqB, cqB);
+        final MemoryRegion src = a.registerMemory(1 << 20);
+        final MemoryRegion dst = b.registerMemory(1 << 20);
+        final MemoryRegion rx = b.registerMemory(1 << 20);
+        final SplittableRandom random = new SplittableRandom(3);
+        for (int i = 0; i < src.length(); i++)
+        {
+            src.buffer().putByte(i, (byte)random.nextInt());
+        }
+        qpA.connect(qpB.localInfo(dst));
+        qpB.connect(qpA.localInfo(src));
+        qpB.postRecv(5, rx, 0, 1 << 20);
+
+        qpA.postSend(new WorkRequest().wrId(1).opcode(WorkRequest.RDMA_WRITE).local(src, 0, 1 << 20)
+            .remote(dst.virtualAddress(), dst.rkey()));
+        qpA.postSend(new WorkRequest().wrId(2).opcode(WorkRequest.SEND_WITH_IMM).local(src, 0, 300_001)
+            .immediate(99));
+        final int[] sends = new int[1];
+        final int[] recvs = new int[1];
+        for (int i = 0; i < 100_000 && (sends[0] < 2 || recvs[0] < 1); i++)
+        {
+            clock.advance(1_000);
+            a.doWork();
+            b.doWork();
+            cqA.poll(c -> sends[0] += c.isSuccess() ? 1 : 100, 8);
+            cqB.poll(c -> recvs[0] += c.isSuccess() && c.immediate() == 99 && c.byteLength() == 300_001 ? 1 : 100, 8);
+        }
+
+        assertThat(sends[0]).isEqualTo(2);
+        assertThat(recvs[0]).isEqualTo(1);
+        final byte[] expected = new byte[1 << 20];
+        final byte[] actual = new byte[1 << 20];
+        src.buffer().getBytes(0, expected);
+        dst.buffer().getBytes(0, actual);
+        assertThat(actual).isEqualTo(expected);
+        final byte[] received = new byte[300_001];
+        final byte[] sent = new byte[300_001];
+        rx.buffer().getBytes(0, received);
+        src.buffer().getBytes(0, sent);
+        assertThat(received).isEqualTo(sent);
+        assertThat(qpA.counters().retransmittedPackets()).isZero();
+    }
+}
