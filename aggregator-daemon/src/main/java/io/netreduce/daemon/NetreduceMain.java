@@ -17,8 +17,8 @@ import picocli.CommandLine.Command;
         CommandLine.HelpCommand.class,
         DaemonCommand.class,
         PcapCommand.class,
-        WorkerCommand.class,
-        io.netreduce.daemon.ctl.CtlCommand.class
+        io.netreduce.daemon.ctl.CtlCommand.class,
+        WorkerCommand.class
     })
 public final class NetreduceMain implements Runnable
 {

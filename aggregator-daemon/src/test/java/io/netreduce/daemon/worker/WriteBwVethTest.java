@@ -145,6 +145,10 @@ class WriteBwVethTest
             }
             assertThat(verified).isEqualTo(fields.size());
 
+            // ...with `netreduce pcap verify`...
+            final List<String> verify = output(javaCommand("pcap", "verify", pcap.toString()).toArray(String[]::new));
+            assertThat(verify.getLast()).contains("icrc_ok=" + verified, "icrc_bad=0", "malformed=0");
+
             // ...and with scapy's RoCE layer.
             final List<String> scapy = output("/usr/bin/python3", "-c", String.join("\n",
                 "import sys",
@@ -215,7 +219,16 @@ class WriteBwVethTest
 
     private static Process worker(final String namespace, final String... args) throws IOException
     {
-        final List<String> command = new ArrayList<>(List.of("ip", "netns", "exec", namespace,
+        final List<String> command = new ArrayList<>(List.of("ip", "netns", "exec", namespace));
+        command.addAll(javaCommand("worker", "write-bw"));
+        command.addAll(Arrays.asList(args));
+        return new ProcessBuilder(command).redirectErrorStream(true).start();
+    }
+
+    /** A child JVM running the netreduce command with this test's class path and JVM flags. */
+    private static List<String> javaCommand(final String... args)
+    {
+        final List<String> command = new ArrayList<>(List.of(
             Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         final String flags = System.getProperty("netreduce.jvm.flags", "").trim();
         if (!flags.isEmpty())
@@ -227,10 +240,9 @@ class WriteBwVethTest
             // Same flags as this JVM got from Surefire's argLine (which is netreduce.jvm.flags).
             command.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments());
         }
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"),
-            "io.netreduce.daemon.NetreduceMain", "worker", "write-bw"));
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.netreduce.daemon.NetreduceMain"));
         command.addAll(Arrays.asList(args));
-        return new ProcessBuilder(command).redirectErrorStream(true).start();
+        return command;
     }
 
     private static Map<String, String> parse(final String line)

@@ -1,0 +1,141 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.port.PacketPort;
+import org.HdrHistogram.SingleWriterRecorder;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+
+/**
+ * The dataplane duty cycle: apply a few pending control commands, receive a batch from every port through the
+ * {@link PacketProcessor}, flush every port. Run it on an {@link org.agrona.concurrent.AgentRunner} (or call
+ * {@link #doWork()} from a test). The agent's thread is the only writer of the tables, the aggregator memory,
+ * the counters and the latency recorder.
+ */
+public final class DataplaneAgent implements Agent
+{
+    private final PacketPort[] ports;
+    private final int batchSize;
+    private final int commandsPerCycle;
+    private final ManyToOneConcurrentArrayQueue<DataplaneCommand> commands;
+    private final DataplaneTables tables;
+    private final DataplaneCounters counters;
+    private final SingleWriterRecorder latency;
+    private final PacketProcessor processor;
+    private final DataplaneProxy proxy;
+
+    public DataplaneAgent(final DataplaneContext context)
+    {
+        context.conclude();
+        this.ports = context.ports().toArray(new PacketPort[0]);
+        this.batchSize = context.batchSize();
+        this.commandsPerCycle = context.commandsPerCycle();
+        this.commands = new ManyToOneConcurrentArrayQueue<>(context.commandQueueCapacity());
+        this.counters = context.counters();
+        this.tables = new DataplaneTables(context.cltEntries(), context.memoryBudget(), counters);
+        this.latency = new SingleWriterRecorder(1, context.highestLatencyNs(), 3);
+        this.processor = new PacketProcessor(tables, counters, ports, context.peers(), latency,
+            context.highestLatencyNs());
+        this.proxy = new DataplaneProxy(commands, counters, latency);
+    }
+
+    /**
+     * @return the control plane's handle on this agent (thread-safe).
+     */
+    public DataplaneProxy proxy()
+    {
+        return proxy;
+    }
+
+    public DataplaneCounters counters()
+    {
+        return counters;
+    }
+
+    /**
+     * @return the tables, for tests and benchmarks running on the agent's thread.
+     */
+    public DataplaneTables tables()
+    {
+        return tables;
+    }
+
+    @Override
+    public int doWork()
+    {
+        int work = applyCommands();
+        final long now = System.nanoTime();
+        for (int i = 0; i < ports.length; i++)
+        {
+            processor.beginBatch(i, now);
+            work += ports[i].receive(processor, batchSize);
+        }
+        for (final PacketPort port : ports)
+        {
+            port.flush();
+        }
+        return work;
+    }
+
+    private int applyCommands()
+    {
+        int applied = 0;
+        DataplaneCommand command;
+        while (applied < commandsPerCycle && (command = commands.poll()) != null)
+        {
+            apply(command);
+            applied++;
+        }
+        return applied;
+    }
+
+    private void apply(final DataplaneCommand command)
+    {
+        try
+        {
+            switch (command)
+            {
+                case DataplaneCommand.InstallRing install -> install.reply().complete(tables.install(install.config()));
+                case DataplaneCommand.RemoveRing remove -> remove.reply().complete(tables.remove(remove.ringId()));
+                case DataplaneCommand.SnapshotConnections snapshot -> snapshot.reply().complete(tables.connections());
+                case DataplaneCommand.SnapshotRing snapshot -> snapshot.reply().complete(
+                    tables.occupancy(snapshot.ringId(), snapshot.limit(), System.nanoTime()));
+                case DataplaneCommand.ListRings list -> list.reply().complete(tables.list());
+            }
+        }
+        catch (final RuntimeException ex)
+        {
+            // A refused command is an answer, not a dataplane failure: the control thread gets the reason.
+            replyOf(command).completeExceptionally(ex);
+        }
+    }
+
+    private static java.util.concurrent.CompletableFuture<?> replyOf(final DataplaneCommand command)
+    {
+        return switch (command)
+        {
+            case DataplaneCommand.InstallRing install -> install.reply();
+            case DataplaneCommand.RemoveRing remove -> remove.reply();
+            case DataplaneCommand.SnapshotConnections snapshot -> snapshot.reply();
+            case DataplaneCommand.SnapshotRing snapshot -> snapshot.reply();
+            case DataplaneCommand.ListRings list -> list.reply();
+        };
+    }
+
+    @Override
+    public void onClose()
+    {
+        DataplaneCommand command;
+        while ((command = commands.poll()) != null)
+        {
+            replyOf(command).completeExceptionally(new IllegalStateException("dataplane closed"));
+        }
+        tables.close();
+    }
+
+    @Override
+    public String roleName()
+    {
+        return "netreduce-dataplane";
+    }
+}

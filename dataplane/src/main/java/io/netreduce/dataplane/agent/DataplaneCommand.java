@@ -1,0 +1,50 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.ring.RingConfig;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A request from the control thread to the dataplane thread, applied between two receive batches. Each
+ * carries the future the dataplane completes with its reply (or exceptionally, with a message saying why it
+ * refused). Commands are created by the control thread; the dataplane only reads them.
+ */
+public sealed interface DataplaneCommand
+{
+    /**
+     * Install a ring: allocate its aggregator array, register its edges. Refused if the ring id is in use,
+     * the configuration is invalid or its memory does not fit the budget.
+     */
+    record InstallRing(RingConfig config, CompletableFuture<RingInstalled> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * Remove a ring: its CLT entries, edges and memory go; its traffic then passes through.
+     */
+    record RemoveRing(int ringId, CompletableFuture<RingRemoved> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * Dump the CLT.
+     */
+    record SnapshotConnections(CompletableFuture<List<ConnectionEntry>> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * Report a ring's aggregator occupancy with up to {@code limit} of its oldest incomplete aggregators.
+     */
+    record SnapshotRing(int ringId, int limit, CompletableFuture<RingOccupancy> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * List installed rings.
+     */
+    record ListRings(CompletableFuture<List<RingInstalled>> reply) implements DataplaneCommand
+    {
+    }
+}

@@ -1,0 +1,194 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.port.PacketPort;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Configuration of a {@link DataplaneAgent}, with defaults (Aeron's Context style: set what you need, the rest
+ * is sensible).
+ */
+public final class DataplaneContext
+{
+    public static final int DEFAULT_BATCH_SIZE = 64;
+    public static final int DEFAULT_CLT_ENTRIES = 16 * 1024;
+    public static final long DEFAULT_MEMORY_BUDGET = 1L << 30;
+    public static final int DEFAULT_COMMAND_QUEUE_CAPACITY = 256;
+    public static final int DEFAULT_COMMANDS_PER_CYCLE = 4;
+    public static final long DEFAULT_HIGHEST_LATENCY_NS = 60_000_000_000L;
+
+    private List<PacketPort> ports = List.of();
+    private int[] peers;
+    private int batchSize = DEFAULT_BATCH_SIZE;
+    private int cltEntries = DEFAULT_CLT_ENTRIES;
+    private long memoryBudget = DEFAULT_MEMORY_BUDGET;
+    private int commandQueueCapacity = DEFAULT_COMMAND_QUEUE_CAPACITY;
+    private int commandsPerCycle = DEFAULT_COMMANDS_PER_CYCLE;
+    private long highestLatencyNs = DEFAULT_HIGHEST_LATENCY_NS;
+    private DataplaneCounters counters;
+
+    /**
+     * The ports the agent polls, by index. Default peers: one-armed (every frame leaves on its own port).
+     */
+    public DataplaneContext ports(final List<PacketPort> ports)
+    {
+        this.ports = List.copyOf(ports);
+        return this;
+    }
+
+    /**
+     * One-armed: frames leave on the port they arrived on.
+     */
+    public DataplaneContext oneArmed()
+    {
+        peers = null;
+        return this;
+    }
+
+    /**
+     * Bump-in-the-wire between ports 0 and 1: what comes in on one leaves on the other.
+     */
+    public DataplaneContext bumpInTheWire()
+    {
+        peers = new int[]{ 1, 0 };
+        return this;
+    }
+
+    /**
+     * @param peers for each port index, the port its frames leave on.
+     */
+    public DataplaneContext peers(final int... peers)
+    {
+        this.peers = peers.clone();
+        return this;
+    }
+
+    public DataplaneContext batchSize(final int batchSize)
+    {
+        this.batchSize = batchSize;
+        return this;
+    }
+
+    public DataplaneContext cltEntries(final int cltEntries)
+    {
+        this.cltEntries = cltEntries;
+        return this;
+    }
+
+    /**
+     * @param bytes aggregator memory all rings together may use; an install beyond it is refused.
+     */
+    public DataplaneContext memoryBudget(final long bytes)
+    {
+        this.memoryBudget = bytes;
+        return this;
+    }
+
+    public DataplaneContext commandQueueCapacity(final int capacity)
+    {
+        this.commandQueueCapacity = capacity;
+        return this;
+    }
+
+    public DataplaneContext commandsPerCycle(final int commands)
+    {
+        this.commandsPerCycle = commands;
+        return this;
+    }
+
+    public DataplaneContext highestLatencyNs(final long highestLatencyNs)
+    {
+        this.highestLatencyNs = highestLatencyNs;
+        return this;
+    }
+
+    public DataplaneContext counters(final DataplaneCounters counters)
+    {
+        this.counters = counters;
+        return this;
+    }
+
+    public List<PacketPort> ports()
+    {
+        return ports;
+    }
+
+    /**
+     * @return the peer of each port (one-armed unless set).
+     */
+    public int[] peers()
+    {
+        if (peers != null)
+        {
+            return peers.clone();
+        }
+        final int[] identity = new int[ports.size()];
+        for (int i = 0; i < identity.length; i++)
+        {
+            identity[i] = i;
+        }
+        return identity;
+    }
+
+    public int batchSize()
+    {
+        return batchSize;
+    }
+
+    public int cltEntries()
+    {
+        return cltEntries;
+    }
+
+    public long memoryBudget()
+    {
+        return memoryBudget;
+    }
+
+    public int commandQueueCapacity()
+    {
+        return commandQueueCapacity;
+    }
+
+    public int commandsPerCycle()
+    {
+        return commandsPerCycle;
+    }
+
+    public long highestLatencyNs()
+    {
+        return highestLatencyNs;
+    }
+
+    public DataplaneCounters counters()
+    {
+        if (counters == null)
+        {
+            counters = new DataplaneCounters();
+        }
+        return counters;
+    }
+
+    /**
+     * @throws IllegalArgumentException when a value is out of range.
+     */
+    public void conclude()
+    {
+        Objects.requireNonNull(ports, "ports");
+        if (ports.isEmpty())
+        {
+            throw new IllegalArgumentException("at least one port is needed");
+        }
+        if (peers != null && peers.length != ports.size())
+        {
+            throw new IllegalArgumentException("peers: " + peers.length + " entries for " + ports.size() + " ports");
+        }
+        if (batchSize < 1 || commandsPerCycle < 1 || commandQueueCapacity < 2 || memoryBudget < 0)
+        {
+            throw new IllegalArgumentException("batchSize, commandsPerCycle must be >= 1, commandQueueCapacity >= 2, " +
+                "memoryBudget >= 0");
+        }
+    }
+}

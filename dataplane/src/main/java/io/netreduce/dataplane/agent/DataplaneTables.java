@@ -1,0 +1,275 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.aggregator.AggregatorRegion;
+import io.netreduce.dataplane.clt.AddressPairSet;
+import io.netreduce.dataplane.clt.ConnectionTable;
+import io.netreduce.dataplane.clt.IpKey;
+import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.ring.Ring;
+import io.netreduce.dataplane.ring.RingConfig;
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * The dataplane's tables: the ring table (indexed by RingID), the CLT and the set of ring edges, plus the
+ * aggregator memory budget. Changed only by the dataplane thread, when it applies a control command; the
+ * packet path reads the public fields directly.
+ */
+public final class DataplaneTables implements AutoCloseable
+{
+    public static final int MAX_RINGS = 256;
+
+    final Ring[] rings = new Ring[MAX_RINGS];
+    final ConnectionTable clt;
+    final AddressPairSet edges;
+    private final DataplaneCounters counters;
+    private final long memoryBudget;
+    private long memoryUsed;
+
+    public DataplaneTables(final int cltEntries, final long memoryBudget, final DataplaneCounters counters)
+    {
+        this.clt = new ConnectionTable(cltEntries);
+        this.edges = new AddressPairSet(MAX_RINGS * 8);
+        this.memoryBudget = memoryBudget;
+        this.counters = counters;
+    }
+
+    public Ring ring(final int ringId)
+    {
+        return rings[ringId & 0xFF];
+    }
+
+    public ConnectionTable clt()
+    {
+        return clt;
+    }
+
+    public long memoryUsed()
+    {
+        return memoryUsed;
+    }
+
+    public long memoryBudget()
+    {
+        return memoryBudget;
+    }
+
+    /**
+     * Install a ring.
+     *
+     * @throws IllegalArgumentException if the configuration is invalid, the id is taken or the ring does not fit
+     *                                  the memory budget; the message says which.
+     */
+    public RingInstalled install(final RingConfig config)
+    {
+        config.validate();
+        if (rings[config.ringId()] != null)
+        {
+            throw new IllegalArgumentException("ring " + config.ringId() + " is already installed (job " +
+                rings[config.ringId()].config().jobName() + "); remove it first");
+        }
+        final int aggregators = config.aggregatorCount();
+        final long bytes = AggregatorRegion.bytesFor(config.worldSize(), aggregators, config.payloadSize());
+        if (memoryUsed + bytes > memoryBudget)
+        {
+            throw new IllegalArgumentException(String.format(
+                "ring %d does not fit the aggregator memory budget: it needs %s (2N x MsgLen = %d aggregators of %d " +
+                "bytes for %d ranks x %d-byte payloads) but only %s of the %s budget is free",
+                config.ringId(), bytesText(bytes), aggregators,
+                AggregatorRegion.strideFor(config.worldSize(), config.payloadSize()), config.worldSize(),
+                config.payloadSize(), bytesText(memoryBudget - memoryUsed), bytesText(memoryBudget)));
+        }
+        final AggregatorRegion region = AggregatorRegion.allocate(config.worldSize(), aggregators, config.payloadSize());
+        final AtomicCounter completed = counters.newRingCounter(config.ringId(), "aggregations completed");
+        final AtomicCounter results = counters.newRingCounter(config.ringId(), "result packets");
+        final Ring ring = new Ring(config, region, completed, results);
+        for (int rank = 0; rank < ring.ranks(); rank++)
+        {
+            final int next = ring.successor(rank);
+            edges.add(ring.memberHigh(rank), ring.memberLow(rank), ring.memberHigh(next), ring.memberLow(next));
+        }
+        rings[config.ringId()] = ring;
+        memoryUsed += region.bytes();
+        return describe(ring);
+    }
+
+    /**
+     * Remove a ring: CLT entries, edges, counters, memory.
+     *
+     * @throws IllegalArgumentException if no such ring is installed.
+     */
+    public RingRemoved remove(final int ringId)
+    {
+        final Ring ring = ringId >= 0 && ringId < MAX_RINGS ? rings[ringId] : null;
+        if (ring == null)
+        {
+            throw new IllegalArgumentException("ring " + ringId + " is not installed");
+        }
+        rings[ringId] = null;
+        final int removed = clt.removeRing(ringId);
+        for (int rank = 0; rank < ring.ranks(); rank++)
+        {
+            final int next = ring.successor(rank);
+            edges.remove(ring.memberHigh(rank), ring.memberLow(rank), ring.memberHigh(next), ring.memberLow(next));
+        }
+        removeForeignOffEdges();
+        final long bytes = ring.region().bytes();
+        memoryUsed -= bytes;
+        ring.completedCounter().close();
+        ring.resultsCounter().close();
+        ring.close();
+        return new RingRemoved(ringId, bytes, removed);
+    }
+
+    public List<RingInstalled> list()
+    {
+        final List<RingInstalled> list = new ArrayList<>();
+        for (final Ring ring : rings)
+        {
+            if (ring != null)
+            {
+                list.add(describe(ring));
+            }
+        }
+        return list;
+    }
+
+    public List<ConnectionEntry> connections()
+    {
+        final List<ConnectionEntry> list = new ArrayList<>();
+        for (int slot = 0; slot < clt.capacity(); slot++)
+        {
+            if (!clt.isUsed(slot))
+            {
+                continue;
+            }
+            final boolean foreign = clt.kind(slot) == ConnectionTable.KIND_FOREIGN;
+            final Ring ring = foreign ? null : rings[clt.ring(slot)];
+            final boolean current = ring != null && ring.generation(clt.rank(slot)) == clt.generation(slot);
+            list.add(new ConnectionEntry(
+                IpKey.toAddress(clt.srcHigh(slot), clt.srcLow(slot)),
+                IpKey.toAddress(clt.dstHigh(slot), clt.dstLow(slot)),
+                clt.qp(slot), foreign,
+                foreign ? -1 : clt.ring(slot), foreign ? -1 : clt.rank(slot),
+                clt.msgId(slot), clt.psn0(slot), foreign || current));
+        }
+        return list;
+    }
+
+    /**
+     * @throws IllegalArgumentException if no such ring is installed.
+     */
+    public RingOccupancy occupancy(final int ringId, final int limit, final long nowNs)
+    {
+        final Ring ring = ringId >= 0 && ringId < MAX_RINGS ? rings[ringId] : null;
+        if (ring == null)
+        {
+            throw new IllegalArgumentException("ring " + ringId + " is not installed");
+        }
+        final AggregatorRegion region = ring.region();
+        int free = 0;
+        int complete = 0;
+        final List<PendingAggregator> pending = new ArrayList<>();
+        int newest = -1;
+        for (int index = 0; index < region.aggregators(); index++)
+        {
+            final int agg = region.offset(index);
+            final int msg = region.boundMsg(agg);
+            if (msg == AggregatorRegion.FREE)
+            {
+                free++;
+            }
+            else if (region.isComplete(agg))
+            {
+                complete++;
+                newest = newer(newest, msg);
+            }
+            else
+            {
+                newest = newer(newest, msg);
+                final List<Integer> missing = new ArrayList<>();
+                final long arrived = region.arrived(agg);
+                for (int rank = 0; rank < ring.ranks(); rank++)
+                {
+                    if ((arrived & (1L << rank)) == 0)
+                    {
+                        missing.add(rank);
+                    }
+                }
+                pending.add(new PendingAggregator(msg, index % ring.msgLen(), List.copyOf(missing),
+                    nowNs - region.firstArrival(agg)));
+            }
+        }
+        final int reference = newest;
+        pending.sort(Comparator
+            .comparingInt((PendingAggregator p) -> reference < 0 ? 0 : -(byte)(reference - p.msgId()))
+            .thenComparingInt(PendingAggregator::position));
+        final int incomplete = pending.size();
+        return new RingOccupancy(ringId, region.aggregators(), free, complete, incomplete,
+            List.copyOf(pending.subList(0, Math.min(Math.max(0, limit), incomplete))));
+    }
+
+    @Override
+    public void close()
+    {
+        for (int i = 0; i < MAX_RINGS; i++)
+        {
+            if (rings[i] != null)
+            {
+                rings[i].close();
+                rings[i] = null;
+            }
+        }
+        memoryUsed = 0;
+    }
+
+    private static int newer(final int current, final int candidate)
+    {
+        return current < 0 || (byte)(candidate - current) > 0 ? candidate : current;
+    }
+
+    private void removeForeignOffEdges()
+    {
+        boolean again = true;
+        while (again)
+        {
+            again = false;
+            for (int slot = 0; slot < clt.capacity(); slot++)
+            {
+                if (clt.isUsed(slot) && clt.kind(slot) == ConnectionTable.KIND_FOREIGN &&
+                    !edges.contains(clt.srcHigh(slot), clt.srcLow(slot), clt.dstHigh(slot), clt.dstLow(slot)))
+                {
+                    clt.removeAt(slot);
+                    again = true;
+                }
+            }
+        }
+    }
+
+    private RingInstalled describe(final Ring ring)
+    {
+        final AggregatorRegion region = ring.region();
+        return new RingInstalled(ring.id(), ring.config().jobName(), region.aggregators(), region.stride(),
+            region.bytes(), memoryUsed, memoryBudget);
+    }
+
+    static String bytesText(final long bytes)
+    {
+        if (bytes >= 1L << 30)
+        {
+            return String.format("%.1f GiB", bytes / (double)(1L << 30));
+        }
+        if (bytes >= 1L << 20)
+        {
+            return String.format("%.1f MiB", bytes / (double)(1L << 20));
+        }
+        if (bytes >= 1L << 10)
+        {
+            return String.format("%.1f KiB", bytes / 1024.0);
+        }
+        return bytes + " B";
+    }
+}

@@ -1,0 +1,234 @@
+package io.netreduce.dataplane.aggregator;
+
+import org.agrona.BitUtil;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+
+/**
+ * One ring's aggregator array, off-heap: 2N x MsgLen aggregators of identical layout, laid out back to back.
+ * <pre>
+ *   aggregator (stride bytes, 64-byte aligned)
+ *     0   int  boundMsg      MsgID the aggregator holds, or FREE
+ *     4   int  state         COMPLETE when the result is stored
+ *     8   long firstArrival  nanoTime of the first packet (latency histogram)
+ *     16  long arrived       bit per rank whose payload is stored
+ *     24  long released      bit per rank that has moved one window past this aggregator
+ *     32  int  resultCrc     CRC-32 of the stored result payload
+ *     64  per-rank meta, 16 bytes each:
+ *           0 int headerCrc (CRC of masked pseudo-header .. gradient start), 4 short headerLength,
+ *           6 byte arrival port, 7 byte UDP offset and 8 byte IP offset in the header
+ *     headersOffset   per-rank headers, HEADER_SLOT bytes each: the rank's own frame bytes from the Ethernet
+ *                     header to the start of its gradient data (for first packets: including the INA header)
+ *     payloadsOffset  per-rank gradient data, payloadSlot bytes each
+ *     resultOffset    the sum, payloadSlot bytes
+ * </pre>
+ * Accessed through an {@link UnsafeBuffer} (scalar fields, header copies, CRCs over the wrapped
+ * {@link ByteBuffer}) and a {@link MemorySegment} (vector summation) over the same memory.
+ */
+public final class AggregatorRegion implements AutoCloseable
+{
+    public static final int FREE = -1;
+    public static final int COMPLETE = 1;
+
+    public static final int BOUND_MSG_OFFSET = 0;
+    public static final int STATE_OFFSET = 4;
+    public static final int FIRST_ARRIVAL_OFFSET = 8;
+    public static final int ARRIVED_OFFSET = 16;
+    public static final int RELEASED_OFFSET = 24;
+    public static final int RESULT_CRC_OFFSET = 32;
+    public static final int RANK_META_OFFSET = 64;
+    public static final int RANK_META_LENGTH = 16;
+    public static final int META_HEADER_CRC = 0;
+    public static final int META_HEADER_LENGTH = 4;
+    public static final int META_PORT = 6;
+    public static final int META_UDP_OFFSET = 7;
+    public static final int META_L3_OFFSET = 8;
+    /** Room for Ethernet + 2 VLAN tags + IPv6 + UDP + BTH + RETH + ImmDt + INA header (110 bytes). */
+    public static final int HEADER_SLOT = 128;
+
+    private final int ranks;
+    private final int aggregators;
+    private final int payloadSlot;
+    private final int headersOffset;
+    private final int payloadsOffset;
+    private final int resultOffset;
+    private final int stride;
+    private final Arena arena;
+    private final MemorySegment segment;
+    private final UnsafeBuffer buffer;
+
+    private AggregatorRegion(final int ranks, final int aggregators, final int payloadSize)
+    {
+        this.ranks = ranks;
+        this.aggregators = aggregators;
+        this.payloadSlot = BitUtil.align(payloadSize, BitUtil.CACHE_LINE_LENGTH);
+        this.headersOffset = BitUtil.align(RANK_META_OFFSET + ranks * RANK_META_LENGTH, BitUtil.CACHE_LINE_LENGTH);
+        this.payloadsOffset = headersOffset + ranks * HEADER_SLOT;
+        this.resultOffset = payloadsOffset + ranks * payloadSlot;
+        this.stride = resultOffset + payloadSlot;
+        final long total = (long)stride * aggregators;
+        this.arena = Arena.ofShared();
+        this.segment = arena.allocate(total, BitUtil.CACHE_LINE_LENGTH);
+        this.buffer = new UnsafeBuffer(segment.asByteBuffer());
+        for (int i = 0; i < aggregators; i++)
+        {
+            buffer.putInt(offset(i) + BOUND_MSG_OFFSET, FREE);
+        }
+    }
+
+    /**
+     * @return bytes one aggregator takes.
+     */
+    public static int strideFor(final int ranks, final int payloadSize)
+    {
+        final int meta = BitUtil.align(RANK_META_OFFSET + ranks * RANK_META_LENGTH, BitUtil.CACHE_LINE_LENGTH);
+        final int slot = BitUtil.align(payloadSize, BitUtil.CACHE_LINE_LENGTH);
+        return meta + ranks * HEADER_SLOT + (ranks + 1) * slot;
+    }
+
+    /**
+     * @return bytes a region of this shape takes.
+     */
+    public static long bytesFor(final int ranks, final int aggregators, final int payloadSize)
+    {
+        return (long)strideFor(ranks, payloadSize) * aggregators;
+    }
+
+    /**
+     * Allocate a region. The memory is zeroed and every aggregator free.
+     *
+     * @throws IllegalArgumentException when the region would exceed 2 GiB (one ByteBuffer must span it).
+     */
+    public static AggregatorRegion allocate(final int ranks, final int aggregators, final int payloadSize)
+    {
+        final long bytes = bytesFor(ranks, aggregators, payloadSize);
+        if (bytes > Integer.MAX_VALUE)
+        {
+            throw new IllegalArgumentException("aggregator region of " + bytes + " bytes exceeds 2 GiB");
+        }
+        return new AggregatorRegion(ranks, aggregators, payloadSize);
+    }
+
+    public UnsafeBuffer buffer()
+    {
+        return buffer;
+    }
+
+    public MemorySegment segment()
+    {
+        return segment;
+    }
+
+    public int ranks()
+    {
+        return ranks;
+    }
+
+    public int aggregators()
+    {
+        return aggregators;
+    }
+
+    public int stride()
+    {
+        return stride;
+    }
+
+    public int payloadSlot()
+    {
+        return payloadSlot;
+    }
+
+    public long bytes()
+    {
+        return segment.byteSize();
+    }
+
+    /**
+     * @return offset of aggregator {@code index} in {@link #buffer()}.
+     */
+    public int offset(final int index)
+    {
+        return index * stride;
+    }
+
+    public int rankMetaOffset(final int aggregator, final int rank)
+    {
+        return aggregator + RANK_META_OFFSET + rank * RANK_META_LENGTH;
+    }
+
+    public int headerOffset(final int aggregator, final int rank)
+    {
+        return aggregator + headersOffset + rank * HEADER_SLOT;
+    }
+
+    public int payloadOffset(final int aggregator, final int rank)
+    {
+        return aggregator + payloadsOffset + rank * payloadSlot;
+    }
+
+    public int resultOffset(final int aggregator)
+    {
+        return aggregator + resultOffset;
+    }
+
+    public int boundMsg(final int aggregator)
+    {
+        return buffer.getInt(aggregator + BOUND_MSG_OFFSET);
+    }
+
+    public boolean isComplete(final int aggregator)
+    {
+        return buffer.getInt(aggregator + STATE_OFFSET) == COMPLETE;
+    }
+
+    public long arrived(final int aggregator)
+    {
+        return buffer.getLong(aggregator + ARRIVED_OFFSET);
+    }
+
+    public long released(final int aggregator)
+    {
+        return buffer.getLong(aggregator + RELEASED_OFFSET);
+    }
+
+    public long firstArrival(final int aggregator)
+    {
+        return buffer.getLong(aggregator + FIRST_ARRIVAL_OFFSET);
+    }
+
+    /**
+     * Bind a free aggregator to a message.
+     */
+    public void bind(final int aggregator, final int msgId, final long nowNs)
+    {
+        buffer.putInt(aggregator + BOUND_MSG_OFFSET, msgId);
+        buffer.putInt(aggregator + STATE_OFFSET, 0);
+        buffer.putLong(aggregator + FIRST_ARRIVAL_OFFSET, nowNs);
+        buffer.putLong(aggregator + ARRIVED_OFFSET, 0L);
+        buffer.putLong(aggregator + RELEASED_OFFSET, 0L);
+    }
+
+    public void free(final int aggregator)
+    {
+        buffer.putInt(aggregator + BOUND_MSG_OFFSET, FREE);
+        buffer.putInt(aggregator + STATE_OFFSET, 0);
+        buffer.putLong(aggregator + ARRIVED_OFFSET, 0L);
+        buffer.putLong(aggregator + RELEASED_OFFSET, 0L);
+    }
+
+    /**
+     * Release the memory. The region must not be used afterwards.
+     */
+    @Override
+    public void close()
+    {
+        if (arena.scope().isAlive())
+        {
+            arena.close();
+        }
+    }
+}

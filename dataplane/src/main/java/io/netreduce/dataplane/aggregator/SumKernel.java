@@ -1,0 +1,198 @@
+package io.netreduce.dataplane.aggregator;
+
+import io.netreduce.dataplane.ring.ElementType;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/**
+ * Element-wise sum of W rank payloads that lie {@code stride} bytes apart, in rank order: every element is
+ * {@code ((x0 + x1) + x2) + ...}, so the result is the same bit pattern whatever order the packets arrived in.
+ * Elements are little-endian (RDMA writes host memory as it is).
+ * <p>
+ * fp32 and int32 use the Vector API (lane-wise IEEE adds, never fused or reassociated across ranks, so
+ * vector and scalar give identical bits). fp16 and bf16 are widened to fp32, summed in rank order and rounded
+ * once to nearest-even.
+ */
+public final class SumKernel
+{
+    private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Integer> INTS = IntVector.SPECIES_PREFERRED;
+    private static final ValueLayout.OfFloat FLOAT_LE =
+        ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfShort SHORT_LE =
+        ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private SumKernel()
+    {
+    }
+
+    /**
+     * @param segment memory holding the inputs and the output.
+     * @param first   offset of rank 0's data.
+     * @param stride  bytes from one rank's data to the next.
+     * @param ranks   W.
+     * @param result  offset of the output.
+     * @param length  bytes of data per rank (a multiple of the element size).
+     */
+    public static void sum(
+        final ElementType type,
+        final MemorySegment segment,
+        final long first,
+        final long stride,
+        final int ranks,
+        final long result,
+        final int length)
+    {
+        switch (type)
+        {
+            case FP32 -> sumFloat(segment, first, stride, ranks, result, length);
+            case INT32 -> sumInt(segment, first, stride, ranks, result, length);
+            case FP16 -> sumFloat16(segment, first, stride, ranks, result, length);
+            case BF16 -> sumBfloat16(segment, first, stride, ranks, result, length);
+        }
+    }
+
+    static void sumFloat(
+        final MemorySegment segment, final long first, final long stride, final int ranks, final long result,
+        final int length)
+    {
+        final int vectorBytes = FLOATS.vectorByteSize();
+        final int upper = length - (length % vectorBytes);
+        int i = 0;
+        for (; i < upper; i += vectorBytes)
+        {
+            FloatVector acc = FloatVector.fromMemorySegment(FLOATS, segment, first + i, ByteOrder.LITTLE_ENDIAN);
+            for (int r = 1; r < ranks; r++)
+            {
+                acc = acc.add(FloatVector.fromMemorySegment(
+                    FLOATS, segment, first + r * stride + i, ByteOrder.LITTLE_ENDIAN));
+            }
+            acc.intoMemorySegment(segment, result + i, ByteOrder.LITTLE_ENDIAN);
+        }
+        for (; i < length; i += 4)
+        {
+            float acc = segment.get(FLOAT_LE, first + i);
+            for (int r = 1; r < ranks; r++)
+            {
+                acc += segment.get(FLOAT_LE, first + r * stride + i);
+            }
+            segment.set(FLOAT_LE, result + i, acc);
+        }
+    }
+
+    static void sumInt(
+        final MemorySegment segment, final long first, final long stride, final int ranks, final long result,
+        final int length)
+    {
+        final int vectorBytes = INTS.vectorByteSize();
+        final int upper = length - (length % vectorBytes);
+        int i = 0;
+        for (; i < upper; i += vectorBytes)
+        {
+            IntVector acc = IntVector.fromMemorySegment(INTS, segment, first + i, ByteOrder.LITTLE_ENDIAN);
+            for (int r = 1; r < ranks; r++)
+            {
+                acc = acc.add(IntVector.fromMemorySegment(
+                    INTS, segment, first + r * stride + i, ByteOrder.LITTLE_ENDIAN));
+            }
+            acc.intoMemorySegment(segment, result + i, ByteOrder.LITTLE_ENDIAN);
+        }
+        for (; i < length; i += 4)
+        {
+            int acc = segment.get(INT_LE, first + i);
+            for (int r = 1; r < ranks; r++)
+            {
+                acc += segment.get(INT_LE, first + r * stride + i);
+            }
+            segment.set(INT_LE, result + i, acc);
+        }
+    }
+
+    /** Widening scratch: one fp32 accumulator per element of the largest payload. */
+    private static final ThreadLocal<float[]> SCRATCH = ThreadLocal.withInitial(() -> new float[4096]);
+
+    static void sumFloat16(
+        final MemorySegment segment, final long first, final long stride, final int ranks, final long result,
+        final int length)
+    {
+        // Rank-outer over an fp32 accumulator: each element still sees ((x0 + x1) + x2) + ..., and every loop is
+        // a simple counted loop the JIT vectorises (F16C conversions).
+        final int elements = length >> 1;
+        final float[] acc = scratch(elements);
+        for (int e = 0; e < elements; e++)
+        {
+            acc[e] = Float.float16ToFloat(segment.get(SHORT_LE, first + 2L * e));
+        }
+        for (int r = 1; r < ranks; r++)
+        {
+            final long base = first + r * stride;
+            for (int e = 0; e < elements; e++)
+            {
+                acc[e] += Float.float16ToFloat(segment.get(SHORT_LE, base + 2L * e));
+            }
+        }
+        for (int e = 0; e < elements; e++)
+        {
+            segment.set(SHORT_LE, result + 2L * e, Float.floatToFloat16(acc[e]));
+        }
+    }
+
+    static void sumBfloat16(
+        final MemorySegment segment, final long first, final long stride, final int ranks, final long result,
+        final int length)
+    {
+        final int elements = length >> 1;
+        final float[] acc = scratch(elements);
+        for (int e = 0; e < elements; e++)
+        {
+            acc[e] = Float.intBitsToFloat((segment.get(SHORT_LE, first + 2L * e) & 0xFFFF) << 16);
+        }
+        for (int r = 1; r < ranks; r++)
+        {
+            final long base = first + r * stride;
+            for (int e = 0; e < elements; e++)
+            {
+                acc[e] += Float.intBitsToFloat((segment.get(SHORT_LE, base + 2L * e) & 0xFFFF) << 16);
+            }
+        }
+        for (int e = 0; e < elements; e++)
+        {
+            segment.set(SHORT_LE, result + 2L * e, floatToBfloat16(acc[e]));
+        }
+    }
+
+    private static float[] scratch(final int elements)
+    {
+        float[] acc = SCRATCH.get();
+        if (acc.length < elements)
+        {
+            acc = new float[elements];
+            SCRATCH.set(acc);
+        }
+        return acc;
+    }
+
+    public static float bfloat16ToFloat(final short bits)
+    {
+        return Float.intBitsToFloat((bits & 0xFFFF) << 16);
+    }
+
+    /**
+     * @return the bf16 nearest to {@code value}, ties to even; NaN stays a (quiet) NaN.
+     */
+    public static short floatToBfloat16(final float value)
+    {
+        // Branch-free so that the summation loop vectorises: NaN lanes keep their sign and payload top bits and
+        // become quiet; every other value is rounded by adding 0x7FFF plus the lowest kept bit.
+        final int bits = Float.floatToRawIntBits(value);
+        final int rounded = bits + 0x7FFF + ((bits >>> 16) & 1);
+        final int nanMask = (0x7F80_0000 - (bits & 0x7FFF_FFFF)) >> 31;
+        return (short)(((rounded & ~nanMask) | ((bits | 0x0040_0000) & nanMask)) >>> 16);
+    }
+}

@@ -1,0 +1,286 @@
+package io.netreduce.dataplane.clt;
+
+/**
+ * The Connection Lookup Table (paper 000, §3.2): (srcIP, dstIP, dstQP) → (ring, rank, MsgID, PSN0).
+ * <p>
+ * First packets (those whose payload starts with the INA header) insert or update an entry; every other
+ * packet of the connection reads it to find its message and its position in the message. Besides ring
+ * connections the table remembers <em>foreign</em> connections: RDMA WRITE connections between two ring
+ * members that are not ring traffic (their first packet carried no InetTag, or a tag for a ring that is not
+ * installed), so that their middle packets can be told apart from ring packets whose connection is unknown.
+ * <p>
+ * Open addressing with linear probing over primitive arrays, power-of-two capacity, load capped at 3/4;
+ * deletion shifts the following run back so there are no tombstones. Slot indices are stable while no entry
+ * is removed, and removals only happen on control commands, between batches. Owned by the dataplane thread.
+ */
+public final class ConnectionTable
+{
+    public static final int KIND_EMPTY = 0;
+    public static final int KIND_RING = 1;
+    public static final int KIND_FOREIGN = 2;
+
+    private static final int KEY_LONGS = 5;
+    private static final long USED = 1L << 32;
+
+    private final int capacity;
+    private final int mask;
+    private final int limit;
+    private final long[] keys;
+    private final byte[] kinds;
+    private final short[] rings;
+    private final byte[] ranks;
+    private final short[] msgIds;
+    private final int[] psn0s;
+    private final int[] generations;
+    private int size;
+
+    /**
+     * @param maxEntries entries the table must hold; the capacity is the next power of two of 4/3 of that.
+     */
+    public ConnectionTable(final int maxEntries)
+    {
+        if (maxEntries < 1 || maxEntries > (1 << 28))
+        {
+            throw new IllegalArgumentException("CLT size " + maxEntries + " is not in 1..2^28");
+        }
+        capacity = Integer.highestOneBit(Math.max(4, (maxEntries * 4 + 2) / 3) - 1) << 1;
+        mask = capacity - 1;
+        limit = maxEntries;
+        keys = new long[capacity * KEY_LONGS];
+        kinds = new byte[capacity];
+        rings = new short[capacity];
+        ranks = new byte[capacity];
+        msgIds = new short[capacity];
+        psn0s = new int[capacity];
+        generations = new int[capacity];
+    }
+
+    public int capacity()
+    {
+        return capacity;
+    }
+
+    /**
+     * @return the number of entries the table accepts before {@link #insert} reports it full.
+     */
+    public int limit()
+    {
+        return limit;
+    }
+
+    public int size()
+    {
+        return size;
+    }
+
+    /**
+     * @return the slot holding the key, or -1.
+     */
+    public int find(final long srcHigh, final long srcLow, final long dstHigh, final long dstLow, final int qp)
+    {
+        final long qpKey = USED | (qp & 0xFFFF_FFFFL);
+        int slot = (int)IpKey.hash(srcHigh, srcLow, dstHigh, dstLow, qpKey) & mask;
+        while (true)
+        {
+            final int k = slot * KEY_LONGS;
+            final long stored = keys[k + 4];
+            if (stored == 0)
+            {
+                return -1;
+            }
+            if (stored == qpKey && keys[k] == srcHigh && keys[k + 1] == srcLow && keys[k + 2] == dstHigh &&
+                keys[k + 3] == dstLow)
+            {
+                return slot;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /**
+     * Insert a key that is not in the table.
+     *
+     * @return the new entry's slot, or -1 when the table is full.
+     */
+    public int insert(
+        final long srcHigh, final long srcLow, final long dstHigh, final long dstLow, final int qp, final int kind)
+    {
+        if (size >= limit)
+        {
+            return -1;
+        }
+        final long qpKey = USED | (qp & 0xFFFF_FFFFL);
+        int slot = (int)IpKey.hash(srcHigh, srcLow, dstHigh, dstLow, qpKey) & mask;
+        while (keys[slot * KEY_LONGS + 4] != 0)
+        {
+            slot = (slot + 1) & mask;
+        }
+        final int k = slot * KEY_LONGS;
+        keys[k] = srcHigh;
+        keys[k + 1] = srcLow;
+        keys[k + 2] = dstHigh;
+        keys[k + 3] = dstLow;
+        keys[k + 4] = qpKey;
+        kinds[slot] = (byte)kind;
+        rings[slot] = 0;
+        ranks[slot] = 0;
+        msgIds[slot] = 0;
+        psn0s[slot] = 0;
+        generations[slot] = 0;
+        size++;
+        return slot;
+    }
+
+    /**
+     * Make the entry at {@code slot} a ring connection's entry.
+     */
+    public void setRing(
+        final int slot, final int ring, final int rank, final int msgId, final int psn0, final int generation)
+    {
+        kinds[slot] = KIND_RING;
+        rings[slot] = (short)ring;
+        ranks[slot] = (byte)rank;
+        msgIds[slot] = (short)msgId;
+        psn0s[slot] = psn0;
+        generations[slot] = generation;
+    }
+
+    /**
+     * Advance the entry to a newer message.
+     */
+    public void setLatest(final int slot, final int msgId, final int psn0)
+    {
+        msgIds[slot] = (short)msgId;
+        psn0s[slot] = psn0;
+    }
+
+    public void setForeign(final int slot)
+    {
+        kinds[slot] = KIND_FOREIGN;
+    }
+
+    public int kind(final int slot)
+    {
+        return kinds[slot];
+    }
+
+    public int ring(final int slot)
+    {
+        return rings[slot];
+    }
+
+    public int rank(final int slot)
+    {
+        return ranks[slot] & 0xFF;
+    }
+
+    public int msgId(final int slot)
+    {
+        return msgIds[slot];
+    }
+
+    public int psn0(final int slot)
+    {
+        return psn0s[slot];
+    }
+
+    public int generation(final int slot)
+    {
+        return generations[slot];
+    }
+
+    public long srcHigh(final int slot)
+    {
+        return keys[slot * KEY_LONGS];
+    }
+
+    public long srcLow(final int slot)
+    {
+        return keys[slot * KEY_LONGS + 1];
+    }
+
+    public long dstHigh(final int slot)
+    {
+        return keys[slot * KEY_LONGS + 2];
+    }
+
+    public long dstLow(final int slot)
+    {
+        return keys[slot * KEY_LONGS + 3];
+    }
+
+    public int qp(final int slot)
+    {
+        return (int)keys[slot * KEY_LONGS + 4];
+    }
+
+    public boolean isUsed(final int slot)
+    {
+        return keys[slot * KEY_LONGS + 4] != 0;
+    }
+
+    /**
+     * Remove the entry at {@code slot}, shifting back the entries of the probe run that follows it.
+     */
+    public void removeAt(final int slot)
+    {
+        int hole = slot;
+        int next = (hole + 1) & mask;
+        while (keys[next * KEY_LONGS + 4] != 0)
+        {
+            final int k = next * KEY_LONGS;
+            final int home = (int)IpKey.hash(keys[k], keys[k + 1], keys[k + 2], keys[k + 3], keys[k + 4]) & mask;
+            // Move the entry into the hole unless its home lies cyclically in (hole, next].
+            final boolean homeAfterHole = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
+            if (!homeAfterHole)
+            {
+                move(next, hole);
+                hole = next;
+            }
+            next = (next + 1) & mask;
+        }
+        final int k = hole * KEY_LONGS;
+        for (int i = 0; i < KEY_LONGS; i++)
+        {
+            keys[k + i] = 0;
+        }
+        kinds[hole] = KIND_EMPTY;
+        size--;
+    }
+
+    /**
+     * Remove every ring entry of {@code ring} (control path).
+     *
+     * @return entries removed.
+     */
+    public int removeRing(final int ring)
+    {
+        int removed = 0;
+        boolean again = true;
+        while (again)
+        {
+            again = false;
+            for (int slot = 0; slot < capacity; slot++)
+            {
+                if (isUsed(slot) && kinds[slot] == KIND_RING && rings[slot] == ring)
+                {
+                    removeAt(slot);
+                    removed++;
+                    again = true;
+                }
+            }
+        }
+        return removed;
+    }
+
+    private void move(final int from, final int to)
+    {
+        System.arraycopy(keys, from * KEY_LONGS, keys, to * KEY_LONGS, KEY_LONGS);
+        kinds[to] = kinds[from];
+        rings[to] = rings[from];
+        ranks[to] = ranks[from];
+        msgIds[to] = msgIds[from];
+        psn0s[to] = psn0s[from];
+        generations[to] = generations[from];
+    }
+}

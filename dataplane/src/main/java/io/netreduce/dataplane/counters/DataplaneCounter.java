@@ -1,0 +1,53 @@
+package io.netreduce.dataplane.counters;
+
+/**
+ * Every counter the dataplane publishes. Each drop reason has its own counter; a dropped frame is counted
+ * under exactly one {@code DROP_*} reason.
+ */
+public enum DataplaneCounter
+{
+    FRAMES_RECEIVED("frames received"),
+    FRAMES_SENT("frames sent"),
+    TX_FULL("frames lost: transmit ring full"),
+    PASS_THROUGH("frames passed through"),
+    PASS_THROUGH_CHECKSUM_COMPLETED("pass-through frames whose L4 checksum was completed"),
+    PASS_THROUGH_UNKNOWN_RING("first packets tagged for a ring that is not installed (passed through)"),
+    RING_PACKETS("ring packets accepted for aggregation"),
+    AGGREGATIONS_COMPLETED("aggregations completed"),
+    RESULT_PACKETS("result packets sent"),
+    DUPLICATES_ANSWERED("duplicates of completed aggregations answered with the stored result"),
+    DUPLICATES_PENDING("duplicates of incomplete aggregations (no effect on the result)"),
+    AGGREGATORS_RELEASED("aggregators freed one window later"),
+    CLT_INSERTS("CLT inserts"),
+    CLT_UPDATES("CLT updates"),
+    CLT_MISSES("CLT misses"),
+    CLT_FOREIGN("CLT foreign connections learned"),
+    CLT_FULL("CLT full"),
+    DROP_CLT_FULL("drop: CLT full, ring connection not recorded"),
+    DROP_UNKNOWN_CONNECTION("drop: unknown connection on a ring edge"),
+    DROP_STALE_CONNECTION("drop: connection superseded by a newer one of the same rank (CLT stale)"),
+    DROP_FIRST_PACKET_LOST("drop: first packet of the message not seen (PSN - PSN0 >= MsgLen)"),
+    DROP_STALE_PACKET("drop: packet of a message whose aggregator has been released"),
+    DROP_AGGREGATOR_BUSY("drop: aggregator still held by an older message (window exceeded)"),
+    DROP_SPOOFED("drop: first packet not from the member of the rank it claims"),
+    DROP_BAD_RANK("drop: rank outside the ring"),
+    DROP_WRONG_MSG_LEN("drop: MsgLen differs from the ring's"),
+    DROP_WRONG_SIZE("drop: payload size differs from the ring's"),
+    DROP_BAD_ICRC("drop: ICRC check failed"),
+    DROP_UNEXPECTED_OPCODE("drop: opcode not allowed on a ring connection"),
+    DROP_OPCODE_MISMATCH("drop: opcode does not fit the packet's position in its message"),
+    DROP_MISSING_INA_HEADER("drop: first packet on a ring connection without INA header"),
+    DROP_MALFORMED("drop: malformed or truncated packet on a ring connection");
+
+    private final String label;
+
+    DataplaneCounter(final String label)
+    {
+        this.label = label;
+    }
+
+    public String label()
+    {
+        return label;
+    }
+}

@@ -1,0 +1,242 @@
+package io.netreduce.dataplane.ring;
+
+import io.netreduce.dataplane.aggregator.AggregatorRegion;
+import io.netreduce.dataplane.clt.IpKey;
+import io.netreduce.dataplane.icrc.Crc32Combine;
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.util.Arrays;
+
+/**
+ * An installed ring: its configuration unpacked into primitive fields for the packet path, its aggregator
+ * region, and per-rank connection state.
+ * <p>
+ * Per rank and per array slot (MsgID % 2N) the ring records the MsgID and PSN0 of the message the rank's
+ * connection last started in that slot, so that a packet retransmitted from the middle of an older message
+ * (go-back-N, after the CLT has moved on to a newer message) still finds its message and position. Per rank
+ * it also records the generation of the connection currently carrying the rank, so that packets of a
+ * superseded connection (the worker re-created its QP) are recognised. Owned by the dataplane thread.
+ */
+public final class Ring implements AutoCloseable
+{
+    /** Gradient bytes in a first packet are the payload minus the INA header. */
+    public static final int INA_LENGTH = io.netreduce.dataplane.wire.InaHeader.LENGTH;
+
+    private final RingConfig config;
+    private final int id;
+    private final int ranks;
+    private final int window;
+    private final int slots;
+    private final int msgLen;
+    private final int payloadSize;
+    private final ElementType elementType;
+    private final long fullMask;
+    private final long[] memberHigh;
+    private final long[] memberLow;
+    private final int[] memberReceiveQp;
+    private final long[] memberMac;
+    private final int[] generation;
+    private final int[] slotMsg;
+    private final int[] slotPsn0;
+    private final int firstShiftOperator;
+    private final int otherShiftOperator;
+    private final AggregatorRegion region;
+    private final AtomicCounter completed;
+    private final AtomicCounter results;
+
+    public Ring(
+        final RingConfig config,
+        final AggregatorRegion region,
+        final AtomicCounter completed,
+        final AtomicCounter results)
+    {
+        this.config = config;
+        this.id = config.ringId();
+        this.ranks = config.worldSize();
+        this.window = config.window();
+        this.slots = 2 * config.window();
+        this.msgLen = config.msgLen();
+        this.payloadSize = config.payloadSize();
+        this.elementType = config.elementType();
+        this.fullMask = ranks == 64 ? -1L : (1L << ranks) - 1;
+        this.memberHigh = new long[ranks];
+        this.memberLow = new long[ranks];
+        this.memberReceiveQp = new int[ranks];
+        this.memberMac = new long[ranks];
+        for (final RingMember member : config.members())
+        {
+            memberHigh[member.rank()] = IpKey.high(member.address());
+            memberLow[member.rank()] = IpKey.low(member.address());
+            memberReceiveQp[member.rank()] = member.receiveQp();
+            memberMac[member.rank()] = member.mac();
+        }
+        this.generation = new int[ranks];
+        this.slotMsg = new int[ranks * slots];
+        this.slotPsn0 = new int[ranks * slots];
+        Arrays.fill(slotMsg, -1);
+        this.firstShiftOperator = Crc32Combine.shiftOperator(payloadSize - INA_LENGTH);
+        this.otherShiftOperator = Crc32Combine.shiftOperator(payloadSize);
+        this.region = region;
+        this.completed = completed;
+        this.results = results;
+    }
+
+    public RingConfig config()
+    {
+        return config;
+    }
+
+    public int id()
+    {
+        return id;
+    }
+
+    public int ranks()
+    {
+        return ranks;
+    }
+
+    public int window()
+    {
+        return window;
+    }
+
+    /**
+     * @return 2N, the messages the aggregator array holds.
+     */
+    public int slots()
+    {
+        return slots;
+    }
+
+    public int msgLen()
+    {
+        return msgLen;
+    }
+
+    public int payloadSize()
+    {
+        return payloadSize;
+    }
+
+    public ElementType elementType()
+    {
+        return elementType;
+    }
+
+    public long fullMask()
+    {
+        return fullMask;
+    }
+
+    public AggregatorRegion region()
+    {
+        return region;
+    }
+
+    public AtomicCounter completedCounter()
+    {
+        return completed;
+    }
+
+    public AtomicCounter resultsCounter()
+    {
+        return results;
+    }
+
+    public boolean isMember(final int rank, final long high, final long low)
+    {
+        return memberHigh[rank] == high && memberLow[rank] == low;
+    }
+
+    public long memberHigh(final int rank)
+    {
+        return memberHigh[rank];
+    }
+
+    public long memberLow(final int rank)
+    {
+        return memberLow[rank];
+    }
+
+    /**
+     * @return the QP on which {@code rank} receives ring traffic, or {@link RingMember#ANY}.
+     */
+    public int memberReceiveQp(final int rank)
+    {
+        return memberReceiveQp[rank];
+    }
+
+    public long memberMac(final int rank)
+    {
+        return memberMac[rank];
+    }
+
+    public int successor(final int rank)
+    {
+        return rank + 1 == ranks ? 0 : rank + 1;
+    }
+
+    public int generation(final int rank)
+    {
+        return generation[rank];
+    }
+
+    /**
+     * A new connection now carries {@code rank}: older connections of the rank become stale.
+     *
+     * @return the new generation.
+     */
+    public int nextGeneration(final int rank)
+    {
+        return ++generation[rank];
+    }
+
+    public int slotMsg(final int rank, final int slot)
+    {
+        return slotMsg[rank * slots + slot];
+    }
+
+    public int slotPsn0(final int rank, final int slot)
+    {
+        return slotPsn0[rank * slots + slot];
+    }
+
+    public void recordMessageStart(final int rank, final int msgId, final int psn0)
+    {
+        final int index = rank * slots + (msgId & (slots - 1));
+        slotMsg[index] = msgId;
+        slotPsn0[index] = psn0;
+    }
+
+    /**
+     * @return the aggregator index of position {@code position} of message {@code msgId}:
+     * {@code MsgID % 2N * MsgLen + position}.
+     */
+    public int aggregatorIndex(final int msgId, final int position)
+    {
+        return (msgId & (slots - 1)) * msgLen + position;
+    }
+
+    /**
+     * @return bytes of gradient data a packet at {@code position} carries.
+     */
+    public int gradientLength(final int position)
+    {
+        return position == 0 ? payloadSize - INA_LENGTH : payloadSize;
+    }
+
+    /**
+     * @return the CRC-32 shift operator over {@link #gradientLength(int)} bytes.
+     */
+    public int shiftOperator(final int position)
+    {
+        return position == 0 ? firstShiftOperator : otherShiftOperator;
+    }
+
+    @Override
+    public void close()
+    {
+        region.close();
+    }
+}

@@ -1,0 +1,87 @@
+package io.netreduce.dataplane.clt;
+
+import io.netreduce.dataplane.testing.SeededCases;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetAddress;
+import java.util.HashMap;
+import java.util.SplittableRandom;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class ConnectionTableTest
+{
+    @Test
+    void shouldKeepIpv4AndIpv6KeysApart() throws Exception
+    {
+        final ConnectionTable table = new ConnectionTable(16);
+        final InetAddress v4 = InetAddress.getByName("10.0.0.1");
+        final InetAddress v6 = InetAddress.getByName("fd00::1");
+        final int a = table.insert(IpKey.high(v4), IpKey.low(v4), IpKey.high(v6), IpKey.low(v6), 7,
+            ConnectionTable.KIND_RING);
+        assertThat(table.find(IpKey.high(v4), IpKey.low(v4), IpKey.high(v6), IpKey.low(v6), 7)).isEqualTo(a);
+        assertThat(table.find(IpKey.high(v6), IpKey.low(v6), IpKey.high(v4), IpKey.low(v4), 7)).isEqualTo(-1);
+        assertThat(table.find(IpKey.high(v4), IpKey.low(v4), IpKey.high(v6), IpKey.low(v6), 8)).isEqualTo(-1);
+        assertThat(IpKey.toAddress(table.srcHigh(a), table.srcLow(a))).isEqualTo(v4);
+        assertThat(IpKey.toAddress(table.dstHigh(a), table.dstLow(a))).isEqualTo(v6);
+    }
+
+    @Test
+    void shouldReportFullAtItsLimit()
+    {
+        final ConnectionTable table = new ConnectionTable(3);
+        for (int qp = 0; qp < 3; qp++)
+        {
+            assertThat(table.insert(0, 1, 0, 2, qp, ConnectionTable.KIND_RING)).isNotNegative();
+        }
+        assertThat(table.insert(0, 1, 0, 2, 99, ConnectionTable.KIND_RING)).isEqualTo(-1);
+    }
+
+    @Test
+    void shouldFindEveryEntryAfterAnyInsertsAndRemovals()
+    {
+        SeededCases.run("CLT inserts and removals", 200, (random, index) -> checkInsertsAndRemovals(random));
+    }
+
+    private static void checkInsertsAndRemovals(final SplittableRandom random)
+    {
+        final int[] keys = random.ints(random.nextInt(61), 0, 41).toArray();
+        final int[] removals = random.ints(random.nextInt(61), 0, 41).toArray();
+        final ConnectionTable table = new ConnectionTable(64);
+        final Map<Integer, Integer> model = new HashMap<>();
+        for (final int key : keys)
+        {
+            if (table.find(0, key, 0, key * 31L, key) < 0)
+            {
+                final int slot = table.insert(0, key, 0, key * 31L, key, ConnectionTable.KIND_RING);
+                table.setRing(slot, key, key % 7, key, key * 3, 1);
+                model.put(key, key * 3);
+            }
+        }
+        for (final int key : removals)
+        {
+            final int slot = table.find(0, key, 0, key * 31L, key);
+            if (slot >= 0)
+            {
+                table.removeAt(slot);
+                model.remove(key);
+            }
+        }
+        assertThat(table.size()).isEqualTo(model.size());
+        for (int key = 0; key <= 40; key++)
+        {
+            final int slot = table.find(0, key, 0, key * 31L, key);
+            if (model.containsKey(key))
+            {
+                assertThat(slot).isNotNegative();
+                assertThat(table.psn0(slot)).isEqualTo(model.get(key));
+                assertThat(table.ring(slot)).isEqualTo(key);
+            }
+            else
+            {
+                assertThat(slot).isEqualTo(-1);
+            }
+        }
+    }
+}

@@ -1,0 +1,130 @@
+package io.netreduce.dataplane.support;
+
+import io.netreduce.dataplane.agent.DataplaneAgent;
+import io.netreduce.dataplane.agent.DataplaneContext;
+import io.netreduce.dataplane.agent.DataplaneProxy;
+import io.netreduce.dataplane.agent.RingInstalled;
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.port.MemoryPort;
+import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.dataplane.ring.RingConfig;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A dataplane agent over memory ports, driven synchronously from the test thread (which is the agent thread).
+ */
+public final class DataplaneHarness implements AutoCloseable
+{
+    private final List<MemoryPort> ports = new ArrayList<>();
+    private final DataplaneAgent agent;
+
+    public DataplaneHarness(final int portCount, final boolean bumpInTheWire, final long memoryBudget)
+    {
+        for (int i = 0; i < portCount; i++)
+        {
+            ports.add(new MemoryPort("test" + i, MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096, 1 << 23));
+        }
+        final DataplaneContext context = new DataplaneContext()
+            .ports(new ArrayList<PacketPort>(ports))
+            .memoryBudget(memoryBudget)
+            .batchSize(64);
+        if (bumpInTheWire)
+        {
+            context.bumpInTheWire();
+        }
+        agent = new DataplaneAgent(context);
+    }
+
+    public DataplaneHarness()
+    {
+        this(1, false, 1L << 30);
+    }
+
+    public MemoryPort port(final int index)
+    {
+        return ports.get(index);
+    }
+
+    public DataplaneProxy proxy()
+    {
+        return agent.proxy();
+    }
+
+    public DataplaneAgent agent()
+    {
+        return agent;
+    }
+
+    public RingInstalled install(final RingConfig config)
+    {
+        return await(proxy().installRing(config));
+    }
+
+    /**
+     * Run duty cycles until the command has been applied, then return its reply.
+     */
+    public <T> T await(final CompletableFuture<T> reply)
+    {
+        for (int i = 0; i < 100 && !reply.isDone(); i++)
+        {
+            agent.doWork();
+        }
+        try
+        {
+            return reply.get(1, TimeUnit.SECONDS);
+        }
+        catch (final java.util.concurrent.ExecutionException ex)
+        {
+            if (ex.getCause() instanceof RuntimeException runtime)
+            {
+                throw runtime;
+            }
+            throw new IllegalStateException(ex);
+        }
+        catch (final Exception ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /**
+     * Process everything injected into port 0 and return what port 0 sent.
+     */
+    public List<byte[]> process(final byte[] frame)
+    {
+        ports.getFirst().inject(frame);
+        return runAndDrain(0);
+    }
+
+    /**
+     * Run until no port has input left, then return the frames port {@code index} sent.
+     */
+    public List<byte[]> runAndDrain(final int index)
+    {
+        runUntilIdle();
+        return ports.get(index).drainSent();
+    }
+
+    public void runUntilIdle()
+    {
+        while (agent.doWork() > 0)
+        {
+            // keep going until every port is drained
+        }
+    }
+
+    public long counter(final DataplaneCounter counter)
+    {
+        return agent.counters().get(counter);
+    }
+
+    @Override
+    public void close()
+    {
+        agent.onClose();
+    }
+}

@@ -1,0 +1,291 @@
+package io.netreduce.dataplane.support;
+
+import io.netreduce.dataplane.icrc.Icrc;
+import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.testing.RingWorker;
+import io.netreduce.dataplane.wire.BthHeader;
+import io.netreduce.dataplane.wire.InaHeader;
+import io.netreduce.dataplane.wire.RoceFrame;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+/**
+ * A whole ring of simulated workers around a dataplane harness, with a lossy network and RC go-back-N.
+ * <p>
+ * Each rank sends its messages in order through a NetReduce window of N messages (it may start message m once
+ * it has received the whole result of message m - N from its predecessor). Frames may be lost on the way to the
+ * appliance, duplicated, or lost on the way back; a receiver accepts only the next expected PSN (RC), and when
+ * nothing can move a sender goes back to its receiver's first missing PSN (timeout, go-back-N); senders also
+ * time out spuriously now and then. The run ends when every connection has delivered every message.
+ */
+public final class RingSimulation
+{
+    private final DataplaneHarness harness;
+    private final RingConfig config;
+    private final int messages;
+    private final Random random;
+    private final double dropIn;
+    private final double duplicate;
+    private final double dropOut;
+    private final double spuriousTimeout;
+    private final int ranks;
+    private final RingWorker[] workers;
+    private final int[] firstPsn;
+    private final byte[][][] gradients;
+    private final List<List<byte[]>> frames = new ArrayList<>();
+    private final int[] sendIndex;
+    private final int[] received;
+    private final List<List<byte[]>> delivered = new ArrayList<>();
+    private final List<byte[]> allResults = new ArrayList<>();
+    private final RoceFrame frame = new RoceFrame();
+    private final Icrc icrc = new Icrc();
+    private int badIcrc;
+    private int injected;
+
+    public RingSimulation(
+        final DataplaneHarness harness,
+        final RingConfig config,
+        final int messages,
+        final long dataSeed,
+        final long networkSeed,
+        final double dropIn,
+        final double duplicate,
+        final double dropOut,
+        final double spuriousTimeout)
+    {
+        this.harness = harness;
+        this.config = config;
+        this.messages = messages;
+        this.random = new Random(networkSeed);
+        this.dropIn = dropIn;
+        this.duplicate = duplicate;
+        this.dropOut = dropOut;
+        this.spuriousTimeout = spuriousTimeout;
+        this.ranks = config.worldSize();
+        this.workers = new RingWorker[ranks];
+        this.firstPsn = new int[ranks];
+        this.sendIndex = new int[ranks];
+        this.received = new int[ranks];
+        final Random data = new Random(dataSeed);
+        for (int r = 0; r < ranks; r++)
+        {
+            // Some connections start just below the 24-bit PSN wrap.
+            firstPsn[r] = data.nextBoolean() ? data.nextInt(1 << 24) : (1 << 24) - 1 - data.nextInt(50);
+            workers[r] = RingWorker.of(config, r, firstPsn[r]);
+        }
+        gradients = new byte[messages][ranks][];
+        for (int m = 0; m < messages; m++)
+        {
+            for (int r = 0; r < ranks; r++)
+            {
+                gradients[m][r] = Gradients.random(config.elementType(), workers[r].gradientBytes(), data);
+            }
+        }
+        for (int r = 0; r < ranks; r++)
+        {
+            final List<byte[]> list = new ArrayList<>();
+            for (int m = 0; m < messages; m++)
+            {
+                list.addAll(workers[r].message(m, gradients[m][r]));
+            }
+            frames.add(list);
+            delivered.add(new ArrayList<>());
+        }
+    }
+
+    public static RingSimulation lossless(
+        final DataplaneHarness harness, final RingConfig config, final int messages, final long seed)
+    {
+        return new RingSimulation(harness, config, messages, seed, seed + 1, 0, 0, 0, 0);
+    }
+
+    /**
+     * Run to completion.
+     *
+     * @throws IllegalStateException if the ring stops making progress (a livelock).
+     */
+    public RingSimulation run()
+    {
+        final int total = messages * config.msgLen();
+        final int[] candidates = new int[ranks];
+        int idleRounds = 0;
+        long steps = 0;
+        while (true)
+        {
+            if (++steps > 50L * total * ranks + 100_000)
+            {
+                throw new IllegalStateException("ring made no progress: " + progress());
+            }
+            int count = 0;
+            for (int r = 0; r < ranks; r++)
+            {
+                if (sendIndex[r] < total && mayStart(r, sendIndex[r] / config.msgLen()))
+                {
+                    candidates[count++] = r;
+                }
+            }
+            if (count == 0)
+            {
+                if (allDelivered(total))
+                {
+                    return this;
+                }
+                boolean changed = false;
+                for (int r = 0; r < ranks; r++)
+                {
+                    if (received[r] < sendIndex[r])
+                    {
+                        sendIndex[r] = received[r];
+                        changed = true;
+                    }
+                }
+                if (!changed || ++idleRounds > 10 * total + 1000)
+                {
+                    throw new IllegalStateException("ring livelocked: " + progress());
+                }
+                continue;
+            }
+            if (spuriousTimeout > 0 && random.nextDouble() < spuriousTimeout)
+            {
+                final int r = random.nextInt(ranks);
+                sendIndex[r] = received[r];
+                continue;
+            }
+            final int r = candidates[random.nextInt(count)];
+            final byte[] next = frames.get(r).get(sendIndex[r]++);
+            if (dropIn > 0 && random.nextDouble() < dropIn)
+            {
+                continue;
+            }
+            inject(next);
+            if (duplicate > 0 && random.nextDouble() < duplicate)
+            {
+                inject(next);
+            }
+        }
+    }
+
+    private boolean mayStart(final int rank, final int message)
+    {
+        final int predecessor = (rank + ranks - 1) % ranks;
+        return message < config.window() + received[predecessor] / config.msgLen();
+    }
+
+    private boolean allDelivered(final int total)
+    {
+        for (int r = 0; r < ranks; r++)
+        {
+            if (received[r] < total)
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void inject(final byte[] bytes)
+    {
+        injected++;
+        for (final byte[] out : harness.process(bytes))
+        {
+            allResults.add(out);
+            final UnsafeBuffer buffer = new UnsafeBuffer(out);
+            if (frame.wrap(buffer, 0, out.length) != RoceFrame.OK || !icrc.verify(frame))
+            {
+                badIcrc++;
+                continue;
+            }
+            final int successor = frame.destQp() - RingWorker.defaultReceiveQp(0);
+            final int connection = (successor + ranks - 1) % ranks;
+            final int index = BthHeader.psnDelta(frame.psn(), firstPsn[connection]);
+            if (dropOut > 0 && random.nextDouble() < dropOut)
+            {
+                continue;
+            }
+            if (index == received[connection])
+            {
+                delivered.get(connection).add(out);
+                received[connection]++;
+            }
+        }
+    }
+
+    private String progress()
+    {
+        return "sent " + java.util.Arrays.toString(sendIndex) + " received " + java.util.Arrays.toString(received);
+    }
+
+    /**
+     * @return the frames each connection (by sending rank) accepted, in PSN order.
+     */
+    public List<List<byte[]>> delivered()
+    {
+        return delivered;
+    }
+
+    /**
+     * @return every frame the appliance emitted.
+     */
+    public List<byte[]> results()
+    {
+        return allResults;
+    }
+
+    public int badIcrcResults()
+    {
+        return badIcrc;
+    }
+
+    public int injected()
+    {
+        return injected;
+    }
+
+    /**
+     * @return what connection {@code rank} must deliver for message {@code m}: the rank's own INA header
+     * followed by the reference sum.
+     */
+    public byte[] expectedMessage(final int rank, final int m)
+    {
+        final byte[] sum = Gradients.referenceSum(config.elementType(), gradients[m]);
+        final byte[] message = new byte[InaHeader.LENGTH + sum.length];
+        InaHeader.write(new UnsafeBuffer(message), 0, config.ringId(), m & 0xFF, config.msgLen(), rank);
+        System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
+        return message;
+    }
+
+    /**
+     * @return the bytes connection {@code rank} delivered for message {@code m} (the RC payloads concatenated).
+     */
+    public byte[] deliveredMessage(final int rank, final int m)
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final List<byte[]> list = delivered.get(rank);
+        for (int p = 0; p < config.msgLen(); p++)
+        {
+            final byte[] bytes = list.get(m * config.msgLen() + p);
+            frame.wrap(new UnsafeBuffer(bytes), 0, bytes.length);
+            out.write(bytes, frame.payloadOffset(), frame.payloadLength());
+        }
+        return out.toByteArray();
+    }
+
+    public int messages()
+    {
+        return messages;
+    }
+
+    public RingWorker worker(final int rank)
+    {
+        return workers[rank];
+    }
+
+    public List<byte[]> framesOf(final int rank)
+    {
+        return frames.get(rank);
+    }
+}
