@@ -21,6 +21,8 @@ final class RingHarness implements AutoCloseable
     final RingLink[] links;
     final int world;
     long stepNs = 5_000;
+    /** Another agent on the fabric (the appliance), run every step after the switch. */
+    java.util.function.IntSupplier extraWork = () -> 0;
 
     RingHarness(final int world, final IntFunction<RcConfig> configs, final int sendBytes, final int receiveBytes)
     {
@@ -69,6 +71,8 @@ final class RingHarness implements AutoCloseable
         {
             endpoint.doWork();
         }
+        fabric.doWork();
+        extraWork.getAsInt();
         fabric.doWork();
         for (final AllReduce op : ops)
         {

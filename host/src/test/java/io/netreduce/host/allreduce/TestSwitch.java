@@ -35,7 +35,7 @@ final class TestSwitch
      */
     int attach(final MemoryPort device, final long mac)
     {
-        final MemoryPort port = new MemoryPort("sw" + ports.size());
+        final MemoryPort port = new MemoryPort("sw" + ports.size(), MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 1024, 1 << 23);
         MemoryPort.wire(port, device);
         ports.add(port);
         if (mac != 0)
