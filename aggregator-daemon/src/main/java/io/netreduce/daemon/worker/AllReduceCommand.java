@@ -205,8 +205,12 @@ public final class AllReduceCommand implements Callable<Integer>
                 Bootstrap predecessorChannel = awaitBootstrap(fromPredecessor, setupTimeout))
             {
                 listener.join();
-                final ConnectionInfo successorInfo = toSuccessor.exchange(link.sendInfo());
-                final ConnectionInfo predecessorInfo = predecessorChannel.exchange(link.receiveInfo());
+                // Send on both channels before reading either: with sequential exchanges the ring would deadlock.
+                toSuccessor.sendLine(link.sendInfo().toLine());
+                predecessorChannel.sendLine(link.receiveInfo().toLine());
+                final ConnectionInfo successorInfo = ConnectionInfo.parse(requireLine(toSuccessor, setupTimeout));
+                final ConnectionInfo predecessorInfo =
+                    ConnectionInfo.parse(requireLine(predecessorChannel, setupTimeout));
                 link.connect(successorInfo, predecessorInfo);
                 toSuccessor.sendLine("ready");
                 predecessorChannel.sendLine("ready");
@@ -377,6 +381,16 @@ public final class AllReduceCommand implements Callable<Integer>
         {
             throw new IOException("predecessor did not connect within " + timeout, ex);
         }
+    }
+
+    private static String requireLine(final Bootstrap bootstrap, final Duration timeout) throws IOException
+    {
+        final String line = bootstrap.readLine(timeout);
+        if (line == null)
+        {
+            throw new IOException("a neighbour closed the bootstrap connection before sending its parameters");
+        }
+        return line;
     }
 
     private static void expectLine(final Bootstrap bootstrap, final String expected, final Duration timeout)
