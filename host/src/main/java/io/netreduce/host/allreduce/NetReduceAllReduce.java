@@ -262,7 +262,14 @@ public final class NetReduceAllReduce implements AllReduce
             return;
         }
         final int slotOffset = (int)(seq % slots) * messageBytes;
-        if (InaHeader.inetTag(receiveMemory, slotOffset) != InaHeader.INET_TAG ||
+        if (InaHeader.inetTag(receiveMemory, slotOffset) == InaHeader.INET_TAG)
+        {
+            fail("message " + seq + " from rank " + link.predecessor() + " arrived unaggregated (INA tag NRED, not " +
+                "the appliance's result tag NRES): ring " + config.ringId() + " is not installed on the appliance, " +
+                "or the traffic bypasses it");
+            return;
+        }
+        if (InaHeader.inetTag(receiveMemory, slotOffset) != InaHeader.RESULT_TAG ||
             InaHeader.ringId(receiveMemory, slotOffset) != config.ringId() ||
             InaHeader.msgId(receiveMemory, slotOffset) != (int)(seq & 0xFF) ||
             InaHeader.msgLen(receiveMemory, slotOffset) != config.msgLen() ||

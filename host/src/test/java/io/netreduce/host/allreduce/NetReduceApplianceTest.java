@@ -9,6 +9,7 @@ import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.host.rc.RcConfig;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -20,6 +21,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Whole rings through the real appliance: W software RC endpoints on MemoryPorts behind the in-test switch, which
@@ -124,6 +126,41 @@ class NetReduceApplianceTest
                 }
                 assertThat(dropped).as("packets (requests or ACKs) dropped at the endpoints").isPositive();
             }
+        }
+    }
+
+    @Test
+    void shouldFailWithAClearReasonWhenTheApplianceDoesNotKnowTheRing()
+    {
+        final int world = 3;
+        final int payload = 1024;
+        final NetReduceConfig config = new NetReduceConfig(RING, 2, 4, payload, 2_000_000_000L);
+        final int elements = 8 * config.dataBytesPerMessage() / Float.BYTES;
+        try (RingHarness ring = new RingHarness(world, r -> new RcConfig().pmtu(payload),
+            config.regionBytes(), config.regionBytes()))
+        {
+            final MemoryPort appliancePort = new MemoryPort("appliance", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096,
+                1 << 23);
+            // The appliance runs but has no ring installed: ring traffic passes through unaggregated.
+            final DataplaneAgent appliance = new DataplaneAgent(new DataplaneContext()
+                .ports(new ArrayList<PacketPort>(List.of(appliancePort)))
+                .memoryBudget(64L << 20));
+            ring.fabric.redirectRoceTo(ring.fabric.attach(appliancePort, 0));
+            ring.extraWork = appliance::doWork;
+            final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
+            for (int r = 0; r < world; r++)
+            {
+                ops[r] = new NetReduceAllReduce(ring.links[r], config);
+                final Tensor tensor = new Tensor(ElementType.FP32,
+                    new UnsafeBuffer(ByteBuffer.allocateDirect(elements * Float.BYTES)), 0, elements);
+                TensorPattern.fill(tensor, SEED, r, 0);
+                ops[r].begin(tensor);
+            }
+            assertThatThrownBy(() -> ring.runToCompletion(ops, 3_000_000))
+                .isInstanceOf(AllReduceException.class)
+                .hasMessageContaining("arrived unaggregated")
+                .hasMessageContaining("ring " + RING + " is not installed on the appliance");
+            assertThat(appliance.counters().get(DataplaneCounter.PASS_THROUGH_UNKNOWN_RING)).isPositive();
         }
     }
 
