@@ -95,7 +95,7 @@ def netreduce_allreduce(dev: Device, tcp: TcpRing, data: bytes, payload: int, ms
         for m in range(msgs):
             raw = result_mr.read(layout.message_bytes, layout.message_offset(m))
             got = ina.unpack(raw)
-            want = (ina.INET_TAG, ring_id, m & 0xFF, msg_len, pred_rank)
+            want = (ina.RESULT_TAG, ring_id, m & 0xFF, msg_len, pred_rank)
             if got != want and len(header_errors) < 5:
                 header_errors.append((m, got, want))
             out += raw[ina.LENGTH:]

@@ -7,6 +7,9 @@ Same layout as io.netreduce.dataplane.wire.InaHeader:
 import struct
 
 INET_TAG = 0x4E524544
+# The appliance rewrites the tag of result messages to "NRES"; a received "NRED" means the message passed
+# through unaggregated.
+RESULT_TAG = 0x4E524553
 LENGTH = 8
 _FORMAT = "!IBBBB"
 

@@ -518,7 +518,10 @@ public final class PacketProcessor implements FrameHandler
             return;
         }
         ring.recordMessageStart(rank, msgId, psn);
-        aggregate(ring, rank, msgId, 0, age, buffer, offset, gradient, headerCrc);
+        // Results carry the result tag so the receiving worker can tell a sum from a message that passed through
+        // unaggregated. The rank's stored header (and so its header CRC) is the marked one.
+        InaHeader.inetTag(buffer, ina, InaHeader.RESULT_TAG);
+        aggregate(ring, rank, msgId, 0, age, buffer, offset, gradient, frameIcrc.crcUpTo(frame, gradient));
     }
 
     private void onRingPacket(final MutableDirectBuffer buffer, final int offset, final int slot)

@@ -26,8 +26,15 @@ public final class InaHeader
     public static final int RANK_OFFSET = 7;
     public static final int LENGTH = 8;
 
-    /** "NRED": the InetTag netreduce writes and recognises. */
+    /** "NRED": the InetTag a worker writes on the messages it sends for aggregation. */
     public static final int INET_TAG = 0x4E52_4544;
+
+    /**
+     * "NRES": the InetTag the appliance writes into result messages. A worker that finds {@link #INET_TAG} in a
+     * message it receives knows the message passed through unaggregated (ring not installed, or the traffic
+     * bypassed the appliance) instead of taking its predecessor's gradient for the sum.
+     */
+    public static final int RESULT_TAG = 0x4E52_4553;
 
     private InaHeader()
     {
@@ -56,6 +63,11 @@ public final class InaHeader
     public static int rank(final DirectBuffer buffer, final int offset)
     {
         return buffer.getByte(offset + RANK_OFFSET) & 0xFF;
+    }
+
+    public static void inetTag(final MutableDirectBuffer buffer, final int offset, final int tag)
+    {
+        buffer.putInt(offset + INET_TAG_OFFSET, tag, BIG_ENDIAN);
     }
 
     public static void write(

@@ -1,0 +1,324 @@
+package io.netreduce.host.allreduce;
+
+import io.netreduce.dataplane.wire.InaHeader;
+import io.netreduce.host.rc.Completion;
+import io.netreduce.host.rc.CompletionHandler;
+import io.netreduce.host.rc.CompletionStatus;
+import io.netreduce.host.rc.QueuePair;
+import io.netreduce.host.rc.WorkRequest;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.util.Locale;
+
+/**
+ * The NetReduce flow-control module (paper 000, §3.1-3.2), worker side.
+ * <p>
+ * A tensor is cut into messages of {@link NetReduceConfig#dataBytesPerMessage()} tensor bytes. Message k of the
+ * ring's life (MsgID = k mod 256; the sequence continues across calls) is laid out in send slot k mod 2N as the
+ * 8-byte INA header (InetTag, RingID, MsgID, MsgLen, Rank) followed by its tensor bytes, zero-padded to exactly
+ * MsgLen x payloadSize bytes, and posted as one RDMA WRITE WITH IMMEDIATE (immediate = k) into the successor's
+ * receive slot k mod 2N. With PMTU = payloadSize the RC layer sends it as MsgLen packets of payloadSize bytes
+ * each, the first one starting with the INA header.
+ * <p>
+ * The appliance sums the W ranks' packets and writes the sum, in place of each rank's data, to that rank's
+ * successor. So the result of message k reaches this worker as the WRITE WITH IMMEDIATE completion of its
+ * predecessor's message k on the receive queue pair; its data sits in receive slot k mod 2N behind the
+ * predecessor's INA header, and is copied into the tensor. Each result advances the window: at most N messages
+ * are posted and not yet answered. A send slot is refilled only after its previous message's send completion,
+ * so a retransmission never reads a slot that has been overwritten.
+ * <p>
+ * If no result arrives for {@link NetReduceConfig#timeoutNs()} (appliance gone, ring removed from it, a rank
+ * dead), or a queue pair fails, the call throws {@link AllReduceException}; it never hangs.
+ */
+public final class NetReduceAllReduce implements AllReduce
+{
+    private final RingLink link;
+    private final NetReduceConfig config;
+    private final QueuePair sendQp;
+    private final QueuePair receiveQp;
+    private final UnsafeBuffer sendMemory;
+    private final UnsafeBuffer receiveMemory;
+    private final WorkRequest wr = new WorkRequest();
+    private final CompletionHandler onSend = this::onSendCompletion;
+    private final CompletionHandler onReceive = this::onReceiveCompletion;
+    private final int messageBytes;
+    private final int dataBytes;
+    private final int slots;
+    private final int receiveDepth;
+
+    private long posted;
+    private long sendsCompleted;
+    private long resultsReceived;
+    private long callFirst;
+    private long callEnd;
+    private Tensor tensor;
+    private long lastProgressNs;
+    private long bytesPosted;
+    private long calls;
+    private String failure;
+
+    /**
+     * @param link   a connected ring link whose regions hold at least {@link NetReduceConfig#regionBytes()}.
+     * @param config the ring's parameters; {@code payloadSize} must equal the endpoint's PMTU.
+     */
+    public NetReduceAllReduce(final RingLink link, final NetReduceConfig config)
+    {
+        if (!link.isConnected())
+        {
+            throw new IllegalStateException("ring link is not connected");
+        }
+        if (config.payloadSize() != link.endpoint().config().pmtu())
+        {
+            throw new IllegalArgumentException("payloadSize " + config.payloadSize() + " must equal the PMTU " +
+                link.endpoint().config().pmtu() + " so that each message is exactly MsgLen packets");
+        }
+        if (link.world() > 64)
+        {
+            throw new IllegalArgumentException("NetReduce rings have at most 64 ranks: " + link.world());
+        }
+        if (link.sendRegion().length() < config.regionBytes() || link.receiveRegion().length() < config.regionBytes() ||
+            link.successorLength() < config.regionBytes())
+        {
+            throw new IllegalArgumentException("ring link regions must hold " + config.regionBytes() + " bytes (2N x " +
+                "MsgLen x payloadSize)");
+        }
+        this.link = link;
+        this.config = config;
+        this.sendQp = link.sendQp();
+        this.receiveQp = link.receiveQp();
+        this.sendMemory = link.sendRegion().buffer();
+        this.receiveMemory = link.receiveRegion().buffer();
+        this.messageBytes = config.messageBytes();
+        this.dataBytes = config.dataBytesPerMessage();
+        this.slots = config.slots();
+        this.receiveDepth = link.endpoint().config().receiveQueueDepth();
+        wr.opcode(WorkRequest.RDMA_WRITE_WITH_IMM);
+        topUpReceives();
+    }
+
+    public NetReduceConfig config()
+    {
+        return config;
+    }
+
+    @Override
+    public RingLink link()
+    {
+        return link;
+    }
+
+    /**
+     * @return messages needed for a tensor of {@code bytes} bytes.
+     */
+    public int messagesFor(final int bytes)
+    {
+        return (bytes + dataBytes - 1) / dataBytes;
+    }
+
+    @Override
+    public void begin(final Tensor tensor)
+    {
+        if (failure != null)
+        {
+            throw new IllegalStateException("NetReduce all-reduce failed earlier: " + failure);
+        }
+        if (!isDone())
+        {
+            throw new IllegalStateException("previous all-reduce has not finished");
+        }
+        this.tensor = tensor;
+        callFirst = posted;
+        callEnd = posted + messagesFor(tensor.byteLength());
+        lastProgressNs = link.clock().nanoTime();
+        calls++;
+        poll();
+    }
+
+    @Override
+    public boolean isDone()
+    {
+        return resultsReceived == callEnd;
+    }
+
+    @Override
+    public int poll()
+    {
+        if (failure != null)
+        {
+            throw new AllReduceException(failure);
+        }
+        int work = link.sendCq().poll(onSend, 64);
+        work += link.receiveCq().poll(onReceive, 64);
+        if (failure != null)
+        {
+            throw new AllReduceException(failure);
+        }
+        work += topUpReceives();
+        work += postMessages();
+        if (work > 0)
+        {
+            lastProgressNs = link.clock().nanoTime();
+        }
+        else if (!isDone() && link.clock().nanoTime() - lastProgressNs > config.timeoutNs())
+        {
+            fail(String.format(Locale.ROOT, "no result from the appliance for %d ms on ring %d: %d of %d " +
+                "messages of this call answered (message %d awaited); appliance gone, ring not installed or " +
+                "removed, or a rank stopped? %s", config.timeoutNs() / 1_000_000, config.ringId(),
+                resultsReceived - callFirst, callEnd - callFirst, resultsReceived, link.describe()));
+            throw new AllReduceException(failure);
+        }
+        return work;
+    }
+
+    private int postMessages()
+    {
+        int work = 0;
+        while (posted < callEnd && posted - resultsReceived < config.window() && posted - sendsCompleted < slots)
+        {
+            final int slot = (int)(posted % slots);
+            final int slotOffset = slot * messageBytes;
+            final int index = (int)(posted - callFirst);
+            final int tensorOffset = index * dataBytes;
+            final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
+            InaHeader.write(sendMemory, slotOffset, config.ringId(), (int)(posted & 0xFF), config.msgLen(),
+                link.rank());
+            sendMemory.putBytes(slotOffset + InaHeader.LENGTH, tensor.buffer(), tensor.offset() + tensorOffset,
+                length);
+            if (length < dataBytes)
+            {
+                sendMemory.setMemory(slotOffset + InaHeader.LENGTH + length, dataBytes - length, (byte)0);
+            }
+            wr.wrId(posted)
+                .local(link.sendRegion(), slotOffset, messageBytes)
+                .remote(link.successorVa() + slotOffset, link.successorRkey())
+                .immediate((int)posted);
+            final int status = sendQp.postSend(wr);
+            if (status == QueuePair.POST_QUEUE_FULL)
+            {
+                break;
+            }
+            if (status != QueuePair.POST_OK)
+            {
+                fail("posting message " + posted + " failed (status " + status + "): " + link.describe());
+                throw new AllReduceException(failure);
+            }
+            posted++;
+            bytesPosted += messageBytes;
+            work++;
+        }
+        return work;
+    }
+
+    private int topUpReceives()
+    {
+        int work = 0;
+        while (receiveQp.postedReceives() < receiveDepth &&
+            receiveQp.postRecv(0, link.receiveRegion(), 0, 0) == QueuePair.POST_OK)
+        {
+            work++;
+        }
+        return work;
+    }
+
+    private void onSendCompletion(final Completion completion)
+    {
+        if (!completion.isSuccess())
+        {
+            fail("send of message " + completion.wrId() + " failed: " + CompletionStatus.name(completion.status()) +
+                " (" + link.describe() + ")");
+            return;
+        }
+        if (completion.wrId() != sendsCompleted)
+        {
+            fail("send completion for message " + completion.wrId() + " where " + sendsCompleted + " was expected");
+            return;
+        }
+        sendsCompleted++;
+    }
+
+    private void onReceiveCompletion(final Completion completion)
+    {
+        if (failure != null)
+        {
+            return;
+        }
+        if (!completion.isSuccess())
+        {
+            fail("receive on the connection from rank " + link.predecessor() + " failed: " +
+                CompletionStatus.name(completion.status()) + " (" + link.describe() + ")");
+            return;
+        }
+        final long seq = resultsReceived;
+        if (completion.opcode() != Completion.OP_RECV_RDMA_WITH_IMM || completion.immediate() != (int)seq ||
+            completion.byteLength() != messageBytes)
+        {
+            fail("expected the result of message " + seq + " (RDMA WRITE WITH IMMEDIATE " + (int)seq + ", " +
+                messageBytes + " bytes), got " + completion);
+            return;
+        }
+        if (seq >= callEnd)
+        {
+            fail("result of message " + seq + " arrived before this worker sent it");
+            return;
+        }
+        final int slotOffset = (int)(seq % slots) * messageBytes;
+        if (InaHeader.inetTag(receiveMemory, slotOffset) == InaHeader.INET_TAG)
+        {
+            fail("message " + seq + " from rank " + link.predecessor() + " arrived unaggregated (INA tag NRED, not " +
+                "the appliance's result tag NRES): ring " + config.ringId() + " is not installed on the appliance, " +
+                "or the traffic bypasses it");
+            return;
+        }
+        if (InaHeader.inetTag(receiveMemory, slotOffset) != InaHeader.RESULT_TAG ||
+            InaHeader.ringId(receiveMemory, slotOffset) != config.ringId() ||
+            InaHeader.msgId(receiveMemory, slotOffset) != (int)(seq & 0xFF) ||
+            InaHeader.msgLen(receiveMemory, slotOffset) != config.msgLen() ||
+            InaHeader.rank(receiveMemory, slotOffset) != link.predecessor())
+        {
+            fail(String.format(Locale.ROOT, "result of message %d carries INA header tag=0x%08x ring=%d msg=%d " +
+                "len=%d rank=%d; expected ring %d msg %d len %d rank %d", seq,
+                InaHeader.inetTag(receiveMemory, slotOffset), InaHeader.ringId(receiveMemory, slotOffset),
+                InaHeader.msgId(receiveMemory, slotOffset), InaHeader.msgLen(receiveMemory, slotOffset),
+                InaHeader.rank(receiveMemory, slotOffset), config.ringId(), seq & 0xFF, config.msgLen(),
+                link.predecessor()));
+            return;
+        }
+        final int tensorOffset = (int)(seq - callFirst) * dataBytes;
+        final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
+        tensor.buffer().putBytes(tensor.offset() + tensorOffset, receiveMemory, slotOffset + InaHeader.LENGTH,
+            length);
+        resultsReceived++;
+    }
+
+    private void fail(final String reason)
+    {
+        if (failure == null)
+        {
+            failure = reason;
+        }
+    }
+
+    /**
+     * @return messages posted over the ring's life (the next MsgID is this mod 256).
+     */
+    public long messagesPosted()
+    {
+        return posted;
+    }
+
+    public long resultsReceived()
+    {
+        return resultsReceived;
+    }
+
+    @Override
+    public long bytesPosted()
+    {
+        return bytesPosted;
+    }
+
+    public long calls()
+    {
+        return calls;
+    }
+}

@@ -1,0 +1,75 @@
+package io.netreduce.host.allreduce;
+
+/**
+ * Parameters of a NetReduce ring on the worker side; the appliance's ring configuration must carry the same
+ * RingID, window, MsgLen, payload size and element type.
+ *
+ * @param ringId      RingID in the INA header, 0..255.
+ * @param window      N: messages in flight; a power of two in 1..128 (the appliance indexes its 2N-message
+ *                    aggregator array by MsgID mod 2N and MsgID is 8 bits).
+ * @param msgLen      MsgLen: packets per message, 1..255.
+ * @param payloadSize RC payload bytes of every packet: a multiple of 4 in 16..4096, and equal to the queue
+ *                    pair's PMTU so that the RC layer cuts a message into exactly MsgLen packets.
+ * @param timeoutNs   longest wait for the next result before the all-reduce fails.
+ */
+public record NetReduceConfig(int ringId, int window, int msgLen, int payloadSize, long timeoutNs)
+{
+    /** Bytes of the INA header at the start of every message. */
+    public static final int INA_HEADER_LENGTH = 8;
+
+    public NetReduceConfig
+    {
+        if (ringId < 0 || ringId > 255)
+        {
+            throw new IllegalArgumentException("ringId must be 0..255: " + ringId);
+        }
+        if (window < 1 || window > 128 || Integer.bitCount(window) != 1)
+        {
+            throw new IllegalArgumentException("window must be a power of two in 1..128: " + window);
+        }
+        if (msgLen < 1 || msgLen > 255)
+        {
+            throw new IllegalArgumentException("msgLen must be 1..255: " + msgLen);
+        }
+        if (payloadSize < 16 || payloadSize > 4096 || (payloadSize & 3) != 0)
+        {
+            throw new IllegalArgumentException("payloadSize must be a multiple of 4 in 16..4096: " + payloadSize);
+        }
+        if (timeoutNs <= 0)
+        {
+            throw new IllegalArgumentException("timeoutNs must be positive: " + timeoutNs);
+        }
+    }
+
+    /**
+     * @return bytes of one message on the wire: MsgLen x payloadSize (INA header and padding included).
+     */
+    public int messageBytes()
+    {
+        return msgLen * payloadSize;
+    }
+
+    /**
+     * @return tensor bytes one message carries: {@link #messageBytes()} - 8.
+     */
+    public int dataBytesPerMessage()
+    {
+        return messageBytes() - INA_HEADER_LENGTH;
+    }
+
+    /**
+     * @return message slots in the send and receive regions: 2N.
+     */
+    public int slots()
+    {
+        return 2 * window;
+    }
+
+    /**
+     * @return bytes the link's send and receive regions need.
+     */
+    public int regionBytes()
+    {
+        return slots() * messageBytes();
+    }
+}

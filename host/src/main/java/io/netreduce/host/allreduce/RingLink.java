@@ -1,0 +1,195 @@
+package io.netreduce.host.allreduce;
+
+import io.netreduce.host.rc.CompletionQueue;
+import io.netreduce.host.rc.ConnectionInfo;
+import io.netreduce.host.rc.MemoryRegion;
+import io.netreduce.host.rc.QueuePair;
+import io.netreduce.host.rc.RcEndpoint;
+import org.agrona.concurrent.NanoClock;
+
+/**
+ * One worker's place in a ring: the RC connection to its successor (send queue pair, data flows out) and the one
+ * from its predecessor (receive queue pair, data flows in), each with its completion queue, plus two registered
+ * regions: the send region messages are posted from and the receive region the predecessor (or the appliance, on
+ * the predecessor's connection) writes into.
+ * <p>
+ * Set-up: create, exchange {@link #sendInfo()} with the successor and {@link #receiveInfo()} with the predecessor
+ * out of band (e.g. {@link io.netreduce.host.rc.Bootstrap}), then {@link #connect}. Both all-reduce algorithms
+ * run over the same link; only one may use it at a time, because they share the regions and queues.
+ */
+public final class RingLink
+{
+    private final RcEndpoint endpoint;
+    private final NanoClock clock;
+    private final int rank;
+    private final int world;
+    private final CompletionQueue sendCq;
+    private final CompletionQueue receiveCq;
+    private final QueuePair sendQp;
+    private final QueuePair receiveQp;
+    private final MemoryRegion sendRegion;
+    private final MemoryRegion receiveRegion;
+    private long successorVa;
+    private int successorRkey;
+    private long successorLength;
+    private boolean connected;
+
+    /**
+     * @param endpoint     the worker's RC endpoint; the link drives its duty cycle while an all-reduce runs.
+     * @param clock        the endpoint's clock (timeouts are measured on it).
+     * @param sendBytes    size of the send region (see the algorithms' {@code sendRegionBytes}).
+     * @param receiveBytes size of the receive region (see the algorithms' {@code receiveRegionBytes}).
+     */
+    public RingLink(
+        final RcEndpoint endpoint,
+        final NanoClock clock,
+        final int rank,
+        final int world,
+        final int sendBytes,
+        final int receiveBytes)
+    {
+        if (world < 2 || rank < 0 || rank >= world)
+        {
+            throw new IllegalArgumentException("need 0 <= rank < world and world >= 2: rank=" + rank +
+                " world=" + world);
+        }
+        this.endpoint = endpoint;
+        this.clock = clock;
+        this.rank = rank;
+        this.world = world;
+        final int depth = Math.max(endpoint.config().sendQueueDepth(), endpoint.config().receiveQueueDepth());
+        this.sendCq = new CompletionQueue(2 * depth);
+        this.receiveCq = new CompletionQueue(2 * depth);
+        this.sendQp = endpoint.createQueuePair(sendCq, sendCq);
+        this.receiveQp = endpoint.createQueuePair(receiveCq, receiveCq);
+        this.sendRegion = endpoint.registerMemory(sendBytes);
+        this.receiveRegion = endpoint.registerMemory(receiveBytes);
+    }
+
+    /**
+     * @return what the successor needs to connect its receive queue pair to our send queue pair.
+     */
+    public ConnectionInfo sendInfo()
+    {
+        return sendQp.localInfo(null);
+    }
+
+    /**
+     * @return what the predecessor needs: our receive queue pair and the receive region it writes into.
+     */
+    public ConnectionInfo receiveInfo()
+    {
+        return receiveQp.localInfo(receiveRegion);
+    }
+
+    /**
+     * @param successor   the successor's {@link #receiveInfo()}.
+     * @param predecessor the predecessor's {@link #sendInfo()}.
+     */
+    public void connect(final ConnectionInfo successor, final ConnectionInfo predecessor)
+    {
+        if (connected)
+        {
+            throw new IllegalStateException("ring link already connected");
+        }
+        if (successor.rkey() == 0 || successor.length() <= 0)
+        {
+            throw new IllegalArgumentException("successor advertised no receive region: " + successor.toLine());
+        }
+        sendQp.connect(successor);
+        receiveQp.connect(predecessor);
+        successorVa = successor.va();
+        successorRkey = successor.rkey();
+        successorLength = successor.length();
+        connected = true;
+    }
+
+    public boolean isConnected()
+    {
+        return connected;
+    }
+
+    public RcEndpoint endpoint()
+    {
+        return endpoint;
+    }
+
+    public NanoClock clock()
+    {
+        return clock;
+    }
+
+    public int rank()
+    {
+        return rank;
+    }
+
+    public int world()
+    {
+        return world;
+    }
+
+    public int successor()
+    {
+        return (rank + 1) % world;
+    }
+
+    public int predecessor()
+    {
+        return (rank + world - 1) % world;
+    }
+
+    public QueuePair sendQp()
+    {
+        return sendQp;
+    }
+
+    public QueuePair receiveQp()
+    {
+        return receiveQp;
+    }
+
+    public CompletionQueue sendCq()
+    {
+        return sendCq;
+    }
+
+    public CompletionQueue receiveCq()
+    {
+        return receiveCq;
+    }
+
+    public MemoryRegion sendRegion()
+    {
+        return sendRegion;
+    }
+
+    public MemoryRegion receiveRegion()
+    {
+        return receiveRegion;
+    }
+
+    public long successorVa()
+    {
+        return successorVa;
+    }
+
+    public int successorRkey()
+    {
+        return successorRkey;
+    }
+
+    public long successorLength()
+    {
+        return successorLength;
+    }
+
+    /**
+     * @return both queue pairs' state and counters, for error messages.
+     */
+    public String describe()
+    {
+        return "rank " + rank + "/" + world + " send " + sendQp + " " + sendQp.counters() + "; receive " +
+            receiveQp + " " + receiveQp.counters();
+    }
+}

@@ -1,0 +1,84 @@
+package io.netreduce.host.allreduce;
+
+import io.netreduce.dataplane.port.FrameHandler;
+import io.netreduce.dataplane.port.MemoryPort;
+import io.netreduce.dataplane.wire.EthernetHeader;
+import io.netreduce.dataplane.wire.RoceFrame;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.collections.Long2LongHashMap;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * An in-test Ethernet switch over {@link MemoryPort}s: forwards by destination MAC (static table), and can
+ * redirect RoCEv2 (UDP 4791) frames arriving on worker ports to one "appliance" port, as the test bed's tc
+ * u32 + mirred ACL does. Frames from the appliance port are forwarded by MAC. MemoryPort.wire joins only two
+ * ports, hence this.
+ */
+final class TestSwitch
+{
+    private final List<MemoryPort> ports = new ArrayList<>();
+    private final Long2LongHashMap macToPort = new Long2LongHashMap(-1);
+    private final RoceFrame frame = new RoceFrame();
+    private final FrameHandler handler = this::onFrame;
+    private int redirectPort = -1;
+    private int inPort;
+    long unknownMac;
+    long redirected;
+
+    /**
+     * Add a port facing {@code device} (wired to it) for a host with MAC {@code mac} (0: no MAC, e.g. the
+     * appliance).
+     *
+     * @return the switch-side port index.
+     */
+    int attach(final MemoryPort device, final long mac)
+    {
+        final MemoryPort port = new MemoryPort("sw" + ports.size(), MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 1024, 1 << 23);
+        MemoryPort.wire(port, device);
+        ports.add(port);
+        if (mac != 0)
+        {
+            macToPort.put(mac, ports.size() - 1);
+        }
+        return ports.size() - 1;
+    }
+
+    void redirectRoceTo(final int portIndex)
+    {
+        redirectPort = portIndex;
+    }
+
+    int doWork()
+    {
+        int work = 0;
+        for (int i = 0; i < ports.size(); i++)
+        {
+            inPort = i;
+            work += ports.get(i).receive(handler, 64);
+            for (final MemoryPort port : ports)
+            {
+                port.flush();
+            }
+        }
+        return work;
+    }
+
+    private void onFrame(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
+    {
+        if (redirectPort >= 0 && inPort != redirectPort && frame.wrap(buffer, offset, length) != RoceFrame.NOT_ROCE)
+        {
+            redirected++;
+            ports.get(redirectPort).send(buffer, offset, length);
+            return;
+        }
+        final long out = macToPort.get(EthernetHeader.dstMac(buffer, offset));
+        if (out < 0)
+        {
+            unknownMac++;
+            return;
+        }
+        ports.get((int)out).send(buffer, offset, length);
+    }
+}
