@@ -146,7 +146,10 @@ up() {
       -device virtio-9p-pci,fsdev=src,mount_tag=nrsrc \
       -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
       -device "virtio-net-pci,netdev=n0,mac=$(vm_mac "$i")"
-    ip netns exec "$sw" ip link set "$tap" mtu "$mtu" master br0 up
+    # A long tap queue stands in for a lossless (PFC) fabric: a TCG guest drains its tap slowly, and with the
+    # default 1000 frames a burst (ib_write_bw keeps 128 x 64 KiB in flight; the appliance forwards in batches)
+    # overflowed it, so rxe spent seconds in timeouts and go-back-N, or stalled (docs/interop.md).
+    ip netns exec "$sw" ip link set "$tap" mtu "$mtu" txqueuelen 20000 master br0 up
     ip netns exec "$sw" bridge fdb replace "$(vm_mac "$i")" dev "$tap" master static
     if [ "$redirect" = 1 ]; then redirect_on "$tap"; fi
   done

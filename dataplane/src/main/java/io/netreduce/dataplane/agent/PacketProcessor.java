@@ -82,6 +82,7 @@ public final class PacketProcessor implements FrameHandler
     private final AtomicCounter duplicatesAnswered;
     private final AtomicCounter duplicatesPending;
     private final AtomicCounter released;
+    private final AtomicCounter ringRestarts;
     private final AtomicCounter cltInserts;
     private final AtomicCounter cltUpdates;
     private final AtomicCounter cltMisses;
@@ -147,6 +148,7 @@ public final class PacketProcessor implements FrameHandler
         duplicatesAnswered = counters.counter(DataplaneCounter.DUPLICATES_ANSWERED);
         duplicatesPending = counters.counter(DataplaneCounter.DUPLICATES_PENDING);
         released = counters.counter(DataplaneCounter.AGGREGATORS_RELEASED);
+        ringRestarts = counters.counter(DataplaneCounter.RING_RESTARTS);
         cltInserts = counters.counter(DataplaneCounter.CLT_INSERTS);
         cltUpdates = counters.counter(DataplaneCounter.CLT_UPDATES);
         cltMisses = counters.counter(DataplaneCounter.CLT_MISSES);
@@ -487,20 +489,29 @@ public final class PacketProcessor implements FrameHandler
                 return;
             }
             cltInserts.incrementRelease();
-            clt.setRing(slot, ring.id(), rank, msgId, psn, ring.nextGeneration(rank));
+            clt.setRing(slot, ring.id(), rank, msgId, psn, connect(ring, rank));
             age = 0;
         }
         else if (clt.kind(slot) != ConnectionTable.KIND_RING || clt.ring(slot) != ring.id() ||
-            clt.rank(slot) != rank || clt.generation(slot) != ring.generation(rank))
+            clt.rank(slot) != rank || !continuesPsnSequence(slot, msgId, psn, ring.msgLen()))
         {
+            // Not this connection's PSN sequence: a new QP that got the same number as an old one (rxe hands
+            // QP numbers out again) and a fresh random start PSN.
             cltUpdates.incrementRelease();
-            clt.setRing(slot, ring.id(), rank, msgId, psn, ring.nextGeneration(rank));
+            clt.setRing(slot, ring.id(), rank, msgId, psn, connect(ring, rank));
             age = 0;
+        }
+        else if (clt.generation(slot) != ring.generation(rank) || !ring.inCurrentRun(rank))
+        {
+            // A retransmission on a connection that a newer one of the rank, or a newer run of the ring,
+            // superseded: its aggregators are gone, and taking it for a new connection would end the new run.
+            drop(DataplaneCounter.DROP_STALE_CONNECTION);
+            return;
         }
         else
         {
             final int delta = (byte)(msgId - clt.msgId(slot));
-            if (delta > 0 || (delta == 0 && clt.psn0(slot) != psn))
+            if (delta > 0)
             {
                 cltUpdates.incrementRelease();
                 clt.setLatest(slot, msgId, psn);
@@ -524,11 +535,37 @@ public final class PacketProcessor implements FrameHandler
         aggregate(ring, rank, msgId, 0, age, buffer, offset, gradient, frameIcrc.crcUpTo(frame, gradient));
     }
 
+    /**
+     * Whether a tagged first packet (MsgID, PSN) lies on the PSN sequence of the connection in CLT slot
+     * {@code slot}: every message is exactly MsgLen packets, so message MsgID0 + d starts at PSN0 + d * MsgLen.
+     */
+    private boolean continuesPsnSequence(final int slot, final int msgId, final int psn, final int msgLen)
+    {
+        final int delta = (byte)(msgId - clt.msgId(slot));
+        return psn == BthHeader.psnAdd(clt.psn0(slot), delta * msgLen);
+    }
+
+    /**
+     * A new connection carries {@code rank}; if it begins a new run of the ring, the previous run's aggregators
+     * (its last N results, kept for retransmissions, and anything it left incomplete) are discarded.
+     *
+     * @return the connection's generation.
+     */
+    private int connect(final Ring ring, final int rank)
+    {
+        if (ring.connect(rank))
+        {
+            ring.region().freeAll();
+            ringRestarts.incrementRelease();
+        }
+        return ring.generation(rank);
+    }
+
     private void onRingPacket(final MutableDirectBuffer buffer, final int offset, final int slot)
     {
         final Ring ring = rings[clt.ring(slot)];
         final int rank = clt.rank(slot);
-        if (clt.generation(slot) != ring.generation(rank))
+        if (clt.generation(slot) != ring.generation(rank) || !ring.inCurrentRun(rank))
         {
             drop(DataplaneCounter.DROP_STALE_CONNECTION);
             return;

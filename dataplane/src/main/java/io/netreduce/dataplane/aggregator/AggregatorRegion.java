@@ -221,6 +221,17 @@ public final class AggregatorRegion implements AutoCloseable
     }
 
     /**
+     * Free every aggregator (the ring begins a new run: nothing of the previous one may answer or block it).
+     */
+    public void freeAll()
+    {
+        for (int i = 0; i < aggregators; i++)
+        {
+            free(offset(i));
+        }
+    }
+
+    /**
      * Release the memory. The region must not be used afterwards.
      */
     @Override

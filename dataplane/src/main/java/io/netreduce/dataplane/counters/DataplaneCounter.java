@@ -18,6 +18,7 @@ public enum DataplaneCounter
     DUPLICATES_ANSWERED("duplicates of completed aggregations answered with the stored result"),
     DUPLICATES_PENDING("duplicates of incomplete aggregations (no effect on the result)"),
     AGGREGATORS_RELEASED("aggregators freed one window later"),
+    RING_RESTARTS("ring restarts: a rank connected again, the previous run's aggregators discarded"),
     CLT_INSERTS("CLT inserts"),
     CLT_UPDATES("CLT updates"),
     CLT_MISSES("CLT misses"),

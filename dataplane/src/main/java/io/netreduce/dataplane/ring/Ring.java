@@ -15,7 +15,13 @@ import java.util.Arrays;
  * connection last started in that slot, so that a packet retransmitted from the middle of an older message
  * (go-back-N, after the CLT has moved on to a newer message) still finds its message and position. Per rank
  * it also records the generation of the connection currently carrying the rank, so that packets of a
- * superseded connection (the worker re-created its QP) are recognised. Owned by the dataplane thread.
+ * superseded connection (the worker re-created its QP) are recognised.
+ * <p>
+ * A ring is used by a sequence of <em>runs</em>: each run is one connection per rank (workers make new QPs for
+ * each all-reduce, and MsgIDs start again at 0). A rank that connects again while its current connection already
+ * belongs to the current run begins a new run: the previous run is over (see {@link #connect(int)}), and its
+ * aggregators must be discarded, or the results it kept for retransmissions would answer, or block, the new
+ * run's messages with the same MsgID. Owned by the dataplane thread.
  */
 public final class Ring implements AutoCloseable
 {
@@ -36,6 +42,8 @@ public final class Ring implements AutoCloseable
     private final int[] memberReceiveQp;
     private final long[] memberMac;
     private final int[] generation;
+    private final int[] rankRun;
+    private int run;
     private final int[] slotMsg;
     private final int[] slotPsn0;
     private final int firstShiftOperator;
@@ -71,6 +79,8 @@ public final class Ring implements AutoCloseable
             memberMac[member.rank()] = member.mac();
         }
         this.generation = new int[ranks];
+        this.rankRun = new int[ranks];
+        Arrays.fill(rankRun, -1);
         this.slotMsg = new int[ranks * slots];
         this.slotPsn0 = new int[ranks * slots];
         Arrays.fill(slotMsg, -1);
@@ -183,13 +193,46 @@ public final class Ring implements AutoCloseable
     }
 
     /**
-     * A new connection now carries {@code rank}: older connections of the rank become stale.
+     * A new connection now carries {@code rank}: older connections of the rank become stale (the rank's
+     * generation advances, see {@link #generation(int)}) and its message start records are forgotten.
+     * <p>
+     * If the rank's previous connection belonged to the current run, this connection begins a new run: the
+     * other ranks' connections belong to the old run until they connect again, and the caller must discard the
+     * ring's aggregators. Otherwise the connection joins the current run (a rank's first connection, or a rank
+     * following another that began the run). This relies on the workers' discipline that a new run starts only
+     * once every connection of the previous one is finished (every result delivered and acknowledged): after
+     * that, no packet of the old run can need an aggregator.
      *
-     * @return the new generation.
+     * @return true if this connection begins a new run.
      */
-    public int nextGeneration(final int rank)
+    public boolean connect(final int rank)
     {
-        return ++generation[rank];
+        generation[rank]++;
+        Arrays.fill(slotMsg, rank * slots, (rank + 1) * slots, -1);
+        final boolean newRun = rankRun[rank] == run;
+        if (newRun)
+        {
+            run++;
+        }
+        rankRun[rank] = run;
+        return newRun;
+    }
+
+    /**
+     * @return whether the rank's current connection belongs to the current run (false once another rank began a
+     * new run, until this rank connects again).
+     */
+    public boolean inCurrentRun(final int rank)
+    {
+        return rankRun[rank] == run;
+    }
+
+    /**
+     * @return the number of the current run (0 for the first).
+     */
+    public int run()
+    {
+        return run;
     }
 
     public int slotMsg(final int rank, final int slot)

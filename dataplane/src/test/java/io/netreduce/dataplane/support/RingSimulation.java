@@ -33,6 +33,7 @@ public final class RingSimulation
     private final double dropOut;
     private final double spuriousTimeout;
     private final int ranks;
+    private final int receiveQpBase;
     private final RingWorker[] workers;
     private final int[] firstPsn;
     private final byte[][][] gradients;
@@ -57,6 +58,26 @@ public final class RingSimulation
         final double dropOut,
         final double spuriousTimeout)
     {
+        this(harness, config, messages, dataSeed, networkSeed, dropIn, duplicate, dropOut, spuriousTimeout,
+            RingWorker.defaultReceiveQp(0));
+    }
+
+    /**
+     * @param receiveQpBase receive QP of rank 0; rank r receives on {@code receiveQpBase + r} (a ring run again
+     *                      over new QPs uses another base).
+     */
+    public RingSimulation(
+        final DataplaneHarness harness,
+        final RingConfig config,
+        final int messages,
+        final long dataSeed,
+        final long networkSeed,
+        final double dropIn,
+        final double duplicate,
+        final double dropOut,
+        final double spuriousTimeout,
+        final int receiveQpBase)
+    {
         this.harness = harness;
         this.config = config;
         this.messages = messages;
@@ -66,6 +87,7 @@ public final class RingSimulation
         this.dropOut = dropOut;
         this.spuriousTimeout = spuriousTimeout;
         this.ranks = config.worldSize();
+        this.receiveQpBase = receiveQpBase;
         this.workers = new RingWorker[ranks];
         this.firstPsn = new int[ranks];
         this.sendIndex = new int[ranks];
@@ -75,7 +97,10 @@ public final class RingSimulation
         {
             // Some connections start just below the 24-bit PSN wrap.
             firstPsn[r] = data.nextBoolean() ? data.nextInt(1 << 24) : (1 << 24) - 1 - data.nextInt(50);
-            workers[r] = RingWorker.of(config, r, firstPsn[r]);
+            final int successor = (r + 1) % ranks;
+            workers[r] = receiveQpBase == RingWorker.defaultReceiveQp(0) ? RingWorker.of(config, r, firstPsn[r]) :
+                new RingWorker(config, r, receiveQpBase + successor, firstPsn[r], RingWorker.macOf(r),
+                    RingWorker.macOf(successor));
         }
         gradients = new byte[messages][ranks][];
         for (int m = 0; m < messages; m++)
@@ -199,7 +224,7 @@ public final class RingSimulation
                 badIcrc++;
                 continue;
             }
-            final int successor = frame.destQp() - RingWorker.defaultReceiveQp(0);
+            final int successor = frame.destQp() - receiveQpBase;
             final int connection = (successor + ranks - 1) % ranks;
             final int index = BthHeader.psnDelta(frame.psn(), firstPsn[connection]);
             if (dropOut > 0 && random.nextDouble() < dropOut)
