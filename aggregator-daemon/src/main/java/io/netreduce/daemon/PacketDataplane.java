@@ -76,6 +76,8 @@ public final class PacketDataplane implements DataplaneAttachment
 {
     /** How long the control thread waits for the dataplane to apply a command. */
     public static final long COMMAND_TIMEOUT_MS = 5_000;
+    /** Process exit status when the dataplane thread fails with an {@link Error}. */
+    public static final int EXIT_DATAPLANE_FAILED = 70;
     /** How many of a ring's oldest incomplete aggregators the occupancy view lists. */
     public static final int OCCUPANCY_LIMIT = 16;
     /** Latency histogram bucket bounds exported to Prometheus, in seconds. */
@@ -152,8 +154,7 @@ public final class PacketDataplane implements DataplaneAttachment
         }
         agent = new DataplaneAgent(context);
         proxy = agent.proxy();
-        runner = new AgentRunner(idleStrategy(settings.idleStrategy()),
-            error -> LOG.error("dataplane error", error), null, agent);
+        runner = new AgentRunner(idleStrategy(settings.idleStrategy()), this::onDataplaneError, null, agent);
         AgentRunner.startOnThread(runner);
         captures = new CaptureManager(proxy, ports.stream().map(PacketPort::name).toList(),
             Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
@@ -163,6 +164,24 @@ public final class PacketDataplane implements DataplaneAttachment
             ports.size() == 2 ? "bump in the wire" : "one-armed", settings.batchSize(),
             settings.idleStrategy().configName(),
             settings.dropProbability() > 0 ? ", FAULT INJECTION drop probability " + settings.dropProbability() : "");
+    }
+
+    /**
+     * An exception from one duty cycle is logged and the agent goes on. An {@link Error} (a missing class, out of
+     * memory) means the dataplane can no longer be trusted: a daemon that keeps serving its API while forwarding
+     * nothing would hide the failure, so the process exits non-zero and systemd restarts it.
+     */
+    private void onDataplaneError(final Throwable error)
+    {
+        if (error instanceof Error)
+        {
+            LOG.error("dataplane thread failed; the daemon exits (status {})", EXIT_DATAPLANE_FAILED, error);
+            final Thread exit = new Thread(() -> System.exit(EXIT_DATAPLANE_FAILED), "netreduce-dataplane-failed");
+            exit.setDaemon(true);
+            exit.start();
+            return;
+        }
+        LOG.error("dataplane error", error);
     }
 
     private static IdleStrategy idleStrategy(final IdleStrategyKind kind)
