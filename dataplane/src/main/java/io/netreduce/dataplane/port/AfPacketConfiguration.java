@@ -164,8 +164,8 @@ public record AfPacketConfiguration(
     }
 
     /**
-     * @return the V2 slot size to use on an interface with {@code mtu}: {@link #rxFrameSize()} if set, else room
-     *         for the slot header area, an Ethernet header, a VLAN tag and {@code mtu} bytes, 16-byte aligned.
+     * @return the V2 slot size to use on an interface with {@code mtu}: {@link #rxFrameSize()} if set, else
+     *         {@link #rxFrameSizeForFrames} of an Ethernet header, a VLAN tag and {@code mtu} bytes.
      */
     public int rxFrameSizeFor(final int mtu)
     {
@@ -173,8 +173,16 @@ public record AfPacketConfiguration(
         {
             return rxFrameSize;
         }
-        final int needed = LinuxPacketAbi.TPACKET2_RX_ETHERNET_MAC_OFFSET + LinuxPacketAbi.ETH_HLEN +
-            LinuxPacketAbi.VLAN_HLEN + mtu;
+        return rxFrameSizeForFrames(LinuxPacketAbi.ETH_HLEN + LinuxPacketAbi.VLAN_HLEN + mtu);
+    }
+
+    /**
+     * @param maxFrameLength the longest frame (Ethernet header on) the port must receive whole.
+     * @return the smallest V2 slot holding it: the kernel's 66-byte header area in front, 16-byte aligned.
+     */
+    public static int rxFrameSizeForFrames(final int maxFrameLength)
+    {
+        final int needed = LinuxPacketAbi.TPACKET2_RX_ETHERNET_MAC_OFFSET + maxFrameLength;
         return Math.max(MIN_RX_FRAME_SIZE, (needed + LinuxPacketAbi.TPACKET_ALIGNMENT - 1) &
             -LinuxPacketAbi.TPACKET_ALIGNMENT);
     }
