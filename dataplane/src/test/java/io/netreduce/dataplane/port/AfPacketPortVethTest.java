@@ -64,7 +64,7 @@ class AfPacketPortVethTest
         ports.forEach(AfPacketPort::close);
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
     void shouldCarryAMixedSizeBatchByteIdenticalAndInOrder(final RxRingVersion version)
     {
@@ -161,7 +161,7 @@ class AfPacketPortVethTest
         assertThat(java.nio.file.Files.readSymbolicLink(netns).toString()).as("caller unaffected").isEqualTo(outside);
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
     void shouldNotReceiveItsOwnTransmissions(final RxRingVersion version) throws InterruptedException
     {
@@ -196,7 +196,7 @@ class AfPacketPortVethTest
         assertThat(a.counters().rxFrames()).isZero();
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
     void shouldHonourTheReceiveBatchLimitAcrossBlocks(final RxRingVersion version)
     {
@@ -256,7 +256,7 @@ class AfPacketPortVethTest
         assertThat(a.flush()).isZero();
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
     void shouldCountKernelDropsWhenTheReceiveRingOverflows(final RxRingVersion version)
     {
@@ -310,7 +310,7 @@ class AfPacketPortVethTest
         assertThat(received).containsExactlyElementsOf(sent);
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
     void shouldFlagChecksumNotReadyForUdpFromAKernelSocketWithChecksumOffload(final RxRingVersion version)
     {
@@ -364,7 +364,7 @@ class AfPacketPortVethTest
         assertThat(udpFlags[0] & FrameHandler.FLAG_CHECKSUM_NOT_READY).isEqualTo(FrameHandler.FLAG_CHECKSUM_NOT_READY);
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
     void shouldNotAllocateWhenSendingFlushingAndReceiving(final RxRingVersion version)
     {
