@@ -10,7 +10,10 @@ import java.util.Objects;
  *                         that opens the port.
  * @param rxRingVersion    receive ring layout. Default {@link RxRingVersion#V2}: each frame reaches user space as
  *                         soon as the kernel has written it, where V3 can hold a lone frame for its block timer
- *                         (milliseconds); V2 measured no slower at high rates (docs/performance.md).
+ *                         (a round trip of ~3 us against ~1 ms on a veth). Per-frame cost at high rates measured
+ *                         the same within noise, but MTU-sized slots hold fewer frames per MiB than V3's packed
+ *                         blocks: with a jumbo MTU, size {@code rxFrameSize} for the frames expected or add
+ *                         blocks (docs/performance.md, "AF_PACKET receive latency").
  * @param rxBlockSize      bytes per receive block; a multiple of the page size. In V3 a block is handed to user
  *                         space when full or after {@code rxBlockTimeoutMs}; in V2 it is only the unit the ring's
  *                         memory comes in and must hold at least one frame slot. Default
