@@ -2,6 +2,7 @@ package io.netreduce.daemon.worker;
 
 import io.netreduce.dataplane.port.AfPacketConfiguration;
 import io.netreduce.dataplane.port.AfPacketPort;
+import io.netreduce.dataplane.port.RxRingVersion;
 import io.netreduce.host.rc.Bootstrap;
 import io.netreduce.host.rc.Completion;
 import io.netreduce.host.rc.CompletionQueue;
@@ -44,6 +45,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class WriteBwCommand implements Callable<Integer>
 {
     static final int DEFAULT_PORT = 18515;
+    /**
+     * Bytes a RoCE frame carries besides its payload, at most: Ethernet, IPv6, UDP, BTH and extension headers, pad
+     * and ICRC, with room to spare (the endpoint's own transmit buffer allows 192).
+     */
+    static final int MAX_ROCE_HEADERS_LENGTH = 192;
+    /** The largest RoCE path MTU. */
+    static final int MAX_PMTU = 4096;
 
     static final class Role
     {
@@ -85,17 +93,25 @@ public final class WriteBwCommand implements Callable<Integer>
     int txDepth = 16;
 
     @Option(names = "--window", description = "Outstanding PSN limit in packets (default ${DEFAULT-VALUE}).")
-    int window = 4096;
+    int window = 1024;
 
     @Option(names = "--rto-us", description = "Initial retransmission timeout in microseconds (default ${DEFAULT-VALUE}).")
     long rtoMicros = 20000;
 
-    @Option(names = "--rx-block-size", description = "AF_PACKET receive block bytes (default ${DEFAULT-VALUE}). " +
-        "Small blocks retire sooner: ACKs reach the requester without waiting for the block timer.")
-    int rxBlockSize = 16384;
+    @Option(names = "--rx-ring", description = "AF_PACKET receive ring: V2 hands each frame over at once, V3 " +
+        "in blocks that can wait for a timer (default ${DEFAULT-VALUE}).")
+    RxRingVersion rxRing = AfPacketConfiguration.DEFAULT_RX_RING_VERSION;
+
+    @Option(names = "--rx-block-size", description = "AF_PACKET receive block bytes (default ${DEFAULT-VALUE}).")
+    int rxBlockSize = AfPacketConfiguration.DEFAULT_RX_BLOCK_SIZE;
 
     @Option(names = "--rx-blocks", description = "AF_PACKET receive blocks (default ${DEFAULT-VALUE}).")
-    int rxBlocks = 1024;
+    int rxBlocks = AfPacketConfiguration.DEFAULT_RX_BLOCK_COUNT;
+
+    @Option(names = "--rx-frame-size", description = "V2 receive slot bytes; 0 (default) sizes slots for the " +
+        "largest RoCE frame at PMTU 4096 (the server learns the client's --pmtu only later), so on a jumbo-MTU " +
+        "link the ring holds twice the frames MTU-sized slots would.")
+    int rxFrameSize;
 
     @Option(names = "--seed", description = "Pattern and fault-injection seed (default ${DEFAULT-VALUE}).")
     long seed = 42;
@@ -116,10 +132,13 @@ public final class WriteBwCommand implements Callable<Integer>
             .receiveQueueDepth(Math.max(txDepth * 2, 2))
             .sendDropProbability(drop)
             .faultSeed(seed ^ (role.server ? 0x5EL : 0xC1L));
-        // TX slots large enough for a 4096-byte PMTU frame; receive blocks small (see --rx-block-size).
+        // TX slots large enough for a 4096-byte PMTU frame.
         final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
             .withTxRing(8192, 1024)
-            .withRxRing(rxBlockSize, rxBlocks, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
+            .withRxRingVersion(rxRing)
+            .withRxRing(rxBlockSize, rxBlocks, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
+            .withRxFrameSize(rxFrameSize != 0 ? rxFrameSize :
+                AfPacketConfiguration.rxFrameSizeForFrames(MAX_PMTU + MAX_ROCE_HEADERS_LENGTH));
         try (AfPacketPort packetPort = AfPacketPort.open(portConfig))
         {
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);
@@ -127,7 +146,14 @@ public final class WriteBwCommand implements Callable<Integer>
             final RcEndpoint endpoint = new RcEndpoint(packetPort, config, SystemNanoClock.INSTANCE, localIp, localMac);
             final CompletionQueue cq = new CompletionQueue(4096);
             final QueuePair qp = endpoint.createQueuePair(cq, cq);
-            return role.server ? runServer(endpoint, qp, cq) : runClient(endpoint, qp, cq);
+            final int status = role.server ? runServer(endpoint, qp, cq) : runClient(endpoint, qp, cq);
+            packetPort.refreshKernelStatistics();
+            final var port = packetPort.counters();
+            out.printf(Locale.ROOT, "write-bw port role=%s rx_ring=%s rx_frame_size=%d rx_frames=%d rx_dropped=%d " +
+                "rx_truncated=%d tx_frames=%d tx_ring_full=%d tx_errors=%d%n", role.server ? "server" : "client",
+                rxRing, packetPort.rxFrameSize(), port.rxFrames(), port.rxDropped(), port.rxTruncated(),
+                port.txFrames(), port.txRingFull(), port.txErrors());
+            return status;
         }
     }
 

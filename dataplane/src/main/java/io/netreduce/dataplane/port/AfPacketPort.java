@@ -13,10 +13,13 @@ import static io.netreduce.dataplane.port.LinuxPacketAbi.*;
  * A {@link PacketPort} over Linux AF_PACKET sockets with PACKET_MMAP rings, bound to one interface, written with
  * the FFM API (no JNI).
  * <p>
- * Receive uses a TPACKET_V3 ring on one socket bound with ETH_P_ALL: the kernel packs frames into blocks and hands
- * a block over when it is full or its timeout expires; {@link #receive} walks the frames of blocks it owns and
- * gives each block back once every frame in it has been delivered, so a batch limit can stop mid-block. Frames the
- * host sent itself (sll_pkttype PACKET_OUTGOING) are skipped, also asked of the kernel with PACKET_IGNORE_OUTGOING.
+ * Receive uses one socket bound with ETH_P_ALL and a ring of the configured {@link RxRingVersion}. With TPACKET_V2
+ * (the default) the ring is fixed-size frame slots, each handed over on its own as soon as the kernel has written
+ * it ({@link TpacketV2RxRing}). With TPACKET_V3 the kernel packs frames into blocks and hands a block over when it
+ * is full or its timeout expires; {@link #receive} walks the frames of blocks it owns and gives each block back
+ * once every frame in it has been delivered ({@link TpacketV3RxRing}). Either way a batch limit can stop anywhere.
+ * Frames the host sent itself (sll_pkttype PACKET_OUTGOING) are skipped, also asked of the kernel with
+ * PACKET_IGNORE_OUTGOING.
  * <p>
  * Transmit uses a TPACKET_V2 ring on a second socket (the ring version is per socket, and V3 transmit rings are
  * more restrictive); that socket is bound with protocol 0 so it receives nothing. {@link #send} copies a frame
@@ -51,7 +54,8 @@ public final class AfPacketPort implements PacketPort
     private final long rxRingAddress;
     private final long rxRingLength;
     private final UnsafeBuffer rxRing;
-    private final TpacketV3RxRing rxReader;
+    private final int rxFrameSize;
+    private final RxRing rxReader;
 
     private final int txFd;
     private final long txRingAddress;
@@ -84,7 +88,10 @@ public final class AfPacketPort implements PacketPort
         rxRingAddress = b.rxRingAddress;
         rxRingLength = b.rxRingLength;
         rxRing = new UnsafeBuffer(rxRingAddress, (int)rxRingLength);
-        rxReader = new TpacketV3RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), counters);
+        rxFrameSize = b.rxFrameSize;
+        rxReader = configuration.rxRingVersion() == RxRingVersion.V2 ?
+            new TpacketV2RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), rxFrameSize, counters) :
+            new TpacketV3RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), counters);
         txFd = b.txFd;
         txRingAddress = b.txRingAddress;
         txRingLength = b.txRingLength;
@@ -160,6 +167,15 @@ public final class AfPacketPort implements PacketPort
     public byte[] macAddress()
     {
         return macAddress.clone();
+    }
+
+    /**
+     * @return the V2 receive slot size in use (from the MTU unless configured); 0 for a V3 ring, whose frames
+     *         are packed by length.
+     */
+    public int rxFrameSize()
+    {
+        return rxFrameSize;
     }
 
     /**
@@ -266,7 +282,7 @@ public final class AfPacketPort implements PacketPort
     }
 
     /**
-     * Wait, without spinning, until a receive block is ready or {@code timeoutMs} passes: for idle strategies that
+     * Wait, without spinning, until a receive frame (V2) or block (V3) is ready or {@code timeoutMs} passes: for idle strategies that
      * park on the socket instead of busy polling.
      *
      * @return true if {@link #receive} may have frames to deliver.
@@ -349,6 +365,7 @@ public final class AfPacketPort implements PacketPort
         private int rxFd = -1;
         private long rxRingAddress;
         private long rxRingLength;
+        private int rxFrameSize;
         private int txFd = -1;
         private long txRingAddress;
         private long txRingLength;
@@ -373,24 +390,20 @@ public final class AfPacketPort implements PacketPort
                 // Protocol 0 until the ring is ready: bind() with ETH_P_ALL then starts delivery on this interface
                 // only, instead of queueing frames from every interface in the meantime.
                 rxFd = newSocket();
-                setIntOption(scratch, rxFd, PACKET_VERSION, TPACKET_V3, "PACKET_VERSION TPACKET_V3");
+                readInterface(scratch, rxFd);
                 // Best effort (Linux 4.20+): the ring then never holds our own transmissions; receive() filters too.
                 setIntOption(scratch, rxFd, PACKET_IGNORE_OUTGOING, 1, null);
 
                 final int blockSize = configuration.rxBlockSize();
                 final int blockCount = configuration.rxBlockCount();
-                // In V3 the frame size only sizes the kernel's bookkeeping; frames are packed by their real length.
-                final int nominalFrameSize = 2048;
-                final MemorySegment request = scratch.allocate(TPACKET_REQ3_SIZE, 4);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_SIZE_OFFSET, blockSize);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_NR_OFFSET, blockCount);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_SIZE_OFFSET, nominalFrameSize);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_NR_OFFSET, (blockSize / nominalFrameSize) * blockCount);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_RETIRE_BLK_TOV_OFFSET, configuration.rxBlockTimeoutMs());
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_SIZEOF_PRIV_OFFSET, 0);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_FEATURE_REQ_WORD_OFFSET, 0);
-                setOption(rxFd, PACKET_RX_RING, request, TPACKET_REQ3_SIZE,
-                    "PACKET_RX_RING (" + blockCount + " blocks of " + blockSize + " bytes)");
+                if (configuration.rxRingVersion() == RxRingVersion.V2)
+                {
+                    setUpV2ReceiveRing(scratch, blockSize, blockCount);
+                }
+                else
+                {
+                    setUpV3ReceiveRing(scratch, blockSize, blockCount);
+                }
 
                 rxRingLength = (long)blockSize * blockCount;
                 rxRingAddress = map(rxFd, rxRingLength, "RX ring");
@@ -406,6 +419,65 @@ public final class AfPacketPort implements PacketPort
                     setOption(rxFd, PACKET_ADD_MEMBERSHIP, membership, PACKET_MREQ_SIZE, "PACKET_ADD_MEMBERSHIP promiscuous");
                 }
             }
+        }
+
+        private void setUpV2ReceiveRing(final Arena scratch, final int blockSize, final int blockCount)
+        {
+            rxFrameSize = configuration.rxFrameSizeFor(mtu);
+            if (rxFrameSize > blockSize)
+            {
+                throw new PortException("V2 receive slot of " + rxFrameSize + " bytes (MTU " + mtu + ") does not fit " +
+                    "a receive block of " + blockSize + " bytes on '" + name + "': raise rxBlockSize");
+            }
+            setIntOption(scratch, rxFd, PACKET_VERSION, TPACKET_V2, "PACKET_VERSION TPACKET_V2");
+            final int frameCount = TpacketV2RxRing.frameCount(blockSize, blockCount, rxFrameSize);
+            final MemorySegment request = scratch.allocate(TPACKET_REQ_SIZE, 4);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_SIZE_OFFSET, blockSize);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_NR_OFFSET, blockCount);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_SIZE_OFFSET, rxFrameSize);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_NR_OFFSET, frameCount);
+            setOption(rxFd, PACKET_RX_RING, request, TPACKET_REQ_SIZE,
+                "PACKET_RX_RING V2 (" + frameCount + " slots of " + rxFrameSize + " bytes in " + blockCount +
+                " blocks of " + blockSize + ")");
+        }
+
+        private void setUpV3ReceiveRing(final Arena scratch, final int blockSize, final int blockCount)
+        {
+            setIntOption(scratch, rxFd, PACKET_VERSION, TPACKET_V3, "PACKET_VERSION TPACKET_V3");
+            // In V3 the frame size only sizes the kernel's bookkeeping; frames are packed by their real length.
+            final int nominalFrameSize = 2048;
+            final MemorySegment request = scratch.allocate(TPACKET_REQ3_SIZE, 4);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_SIZE_OFFSET, blockSize);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_NR_OFFSET, blockCount);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_SIZE_OFFSET, nominalFrameSize);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_NR_OFFSET, (blockSize / nominalFrameSize) * blockCount);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_RETIRE_BLK_TOV_OFFSET, configuration.rxBlockTimeoutMs());
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_SIZEOF_PRIV_OFFSET, 0);
+            request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_FEATURE_REQ_WORD_OFFSET, 0);
+            setOption(rxFd, PACKET_RX_RING, request, TPACKET_REQ3_SIZE,
+                "PACKET_RX_RING V3 (" + blockCount + " blocks of " + blockSize + " bytes)");
+        }
+
+        /**
+         * Read the MTU and MAC address; any socket will do for these ioctls.
+         */
+        private void readInterface(final Arena scratch, final int fd)
+        {
+            final MemorySegment ifreq = scratch.allocate(IFREQ_SIZE, 8);
+            ifreq.setString(0, name);
+            if (Libc.ioctl(errnoState, fd, SIOCGIFMTU, ifreq) < 0)
+            {
+                throw new PortException("SIOCGIFMTU on '" + name + "'", Libc.errno(errnoState));
+            }
+            mtu = ifreq.get(ValueLayout.JAVA_INT, IFREQ_MTU_OFFSET);
+
+            ifreq.fill((byte)0);
+            ifreq.setString(0, name);
+            if (Libc.ioctl(errnoState, fd, SIOCGIFHWADDR, ifreq) < 0)
+            {
+                throw new PortException("SIOCGIFHWADDR on '" + name + "'", Libc.errno(errnoState));
+            }
+            macAddress = ifreq.asSlice(IFREQ_HWADDR_DATA_OFFSET, ETH_ALEN).toArray(ValueLayout.JAVA_BYTE);
         }
 
         void openTransmitSocket()
@@ -451,22 +523,6 @@ public final class AfPacketPort implements PacketPort
 
                 // Protocol 0: this socket only sends; the kernel derives each frame's protocol from its header.
                 bind(scratch, txFd, 0);
-
-                final MemorySegment ifreq = scratch.allocate(IFREQ_SIZE, 8);
-                ifreq.setString(0, name);
-                if (Libc.ioctl(errnoState, txFd, SIOCGIFMTU, ifreq) < 0)
-                {
-                    throw new PortException("SIOCGIFMTU on '" + name + "'", Libc.errno(errnoState));
-                }
-                mtu = ifreq.get(ValueLayout.JAVA_INT, IFREQ_MTU_OFFSET);
-
-                ifreq.fill((byte)0);
-                ifreq.setString(0, name);
-                if (Libc.ioctl(errnoState, txFd, SIOCGIFHWADDR, ifreq) < 0)
-                {
-                    throw new PortException("SIOCGIFHWADDR on '" + name + "'", Libc.errno(errnoState));
-                }
-                macAddress = ifreq.asSlice(IFREQ_HWADDR_DATA_OFFSET, ETH_ALEN).toArray(ValueLayout.JAVA_BYTE);
             }
         }
 

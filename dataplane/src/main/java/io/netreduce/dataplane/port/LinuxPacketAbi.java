@@ -44,9 +44,9 @@ final class LinuxPacketAbi
     /** Do not deliver the host's outgoing frames to this socket (Linux 4.20+). */
     static final int PACKET_IGNORE_OUTGOING = 23;
 
-    /** Ring header layout version 2: fixed-size frames, used for the TX ring. */
+    /** Ring header layout version 2: fixed-size frame slots, each with its own status; TX and the V2 RX ring. */
     static final int TPACKET_V2 = 1;
-    /** Ring header layout version 3: variable-size frames packed into blocks, used for the RX ring. */
+    /** Ring header layout version 3: variable-size frames packed into blocks, used for the V3 RX ring. */
     static final int TPACKET_V3 = 2;
 
     /** packet_mreq.mr_type: put the interface into promiscuous mode for as long as the socket lives. */
@@ -98,6 +98,10 @@ final class LinuxPacketAbi
     static final int TP_STATUS_KERNEL = 0;
     /** RX: the block (V3) or frame (V2) belongs to user space. */
     static final int TP_STATUS_USER = 1;
+    /** RX (V2): the frame did not fit its slot and a full copy went to the socket queue (only with copy_thresh). */
+    static final int TP_STATUS_COPY = 1 << 1;
+    /** RX (V2): the kernel dropped frames since the statistics were last read. */
+    static final int TP_STATUS_LOSING = 1 << 2;
     /** RX: the L4 checksum is left for offload (only the pseudo-header sum is present). */
     static final int TP_STATUS_CSUMNOTREADY = 1 << 3;
     /** TX: the slot is free for user space to fill. */
@@ -149,11 +153,13 @@ final class LinuxPacketAbi
     static final int TPACKET_REQ3_SIZE = 28;
 
     // ---------------------------------------------------------------------------------------------------------
-    // struct tpacket_stats_v3 (12 bytes)
+    // struct tpacket_stats (8 bytes, V1/V2) and struct tpacket_stats_v3 (12 bytes), sharing their first two fields;
+    // getsockopt copies at most the version's own size, so a 12-byte buffer serves both
     // ---------------------------------------------------------------------------------------------------------
 
     static final int TPACKET_STATS_PACKETS_OFFSET = 0;         // unsigned int tp_packets
     static final int TPACKET_STATS_DROPS_OFFSET = 4;           // unsigned int tp_drops
+    static final int TPACKET_STATS_SIZE = 8;
     static final int TPACKET_STATS_V3_FREEZE_Q_CNT_OFFSET = 8; // unsigned int tp_freeze_q_cnt
     static final int TPACKET_STATS_V3_SIZE = 12;
 
@@ -187,19 +193,32 @@ final class LinuxPacketAbi
     static final int TPACKET3_SOCKADDR_LL_OFFSET = 48;
 
     // ---------------------------------------------------------------------------------------------------------
-    // struct tpacket2_hdr (32 bytes); on TX the frame data follows at TPACKET2_HDRLEN - sizeof(sockaddr_ll) = 32
+    // struct tpacket2_hdr (32 bytes), followed by struct sockaddr_ll at TPACKET_ALIGN(32) = 32.
+    // On TX the frame data follows at TPACKET2_HDRLEN - sizeof(sockaddr_ll) = 32; on RX at tp_mac.
     // ---------------------------------------------------------------------------------------------------------
 
     static final int TPACKET2_HDR_STATUS_OFFSET = 0;           // __u32 tp_status
-    static final int TPACKET2_HDR_LEN_OFFSET = 4;              // __u32 tp_len
-    static final int TPACKET2_HDR_SNAPLEN_OFFSET = 8;          // __u32 tp_snaplen
-    static final int TPACKET2_HDR_MAC_OFFSET = 12;             // __u16 tp_mac
+    static final int TPACKET2_HDR_LEN_OFFSET = 4;              // __u32 tp_len (bytes on the wire)
+    static final int TPACKET2_HDR_SNAPLEN_OFFSET = 8;          // __u32 tp_snaplen (bytes present in the slot)
+    static final int TPACKET2_HDR_MAC_OFFSET = 12;             // __u16 tp_mac (frame start, from the header)
     static final int TPACKET2_HDR_NET_OFFSET = 14;             // __u16 tp_net
-    static final int TPACKET2_HDR_SIZE = 32;
+    static final int TPACKET2_HDR_SEC_OFFSET = 16;             // __u32 tp_sec
+    static final int TPACKET2_HDR_NSEC_OFFSET = 20;            // __u32 tp_nsec
+    static final int TPACKET2_HDR_VLAN_TCI_OFFSET = 24;        // __u16 tp_vlan_tci
+    static final int TPACKET2_HDR_VLAN_TPID_OFFSET = 26;       // __u16 tp_vlan_tpid
+    static final int TPACKET2_HDR_SIZE = 32;                   // + __u8 tp_padding[4]
+    /** Where the sockaddr_ll of a V2 frame starts: TPACKET_ALIGN(sizeof(struct tpacket2_hdr)). */
+    static final int TPACKET2_SOCKADDR_LL_OFFSET = 32;
     /** TPACKET2_HDRLEN: TPACKET_ALIGN(sizeof(struct tpacket2_hdr)) + sizeof(struct sockaddr_ll). */
     static final int TPACKET2_HDRLEN = 32 + SOCKADDR_LL_SIZE;
     /** Where the kernel reads a TX frame from, without PACKET_TX_HAS_OFF: TPACKET2_HDRLEN - sizeof(sockaddr_ll). */
     static final int TPACKET2_TX_DATA_OFFSET = TPACKET2_HDRLEN - SOCKADDR_LL_SIZE;
+    /**
+     * Where an Ethernet frame starts in a V2 RX slot (tpacket_rcv for SOCK_RAW, no tp_reserve, no vnet header):
+     * the network header goes to TPACKET_ALIGN(TPACKET2_HDRLEN + 16) = 80 and the 14-byte MAC header just before.
+     * Only sizes slots; the reader always follows tp_mac.
+     */
+    static final int TPACKET2_RX_ETHERNET_MAC_OFFSET = 80 - 14;
 
     // ---------------------------------------------------------------------------------------------------------
     // struct ifreq (40 bytes): char ifr_name[IFNAMSIZ] then a union holding int ifr_mtu

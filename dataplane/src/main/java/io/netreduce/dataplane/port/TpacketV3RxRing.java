@@ -13,7 +13,7 @@ import static io.netreduce.dataplane.port.LinuxPacketAbi.*;
  * frames truncated to fit the block, and maps TP_STATUS_CSUMNOTREADY to
  * {@link FrameHandler#FLAG_CHECKSUM_NOT_READY}. Single-threaded, allocation-free.
  */
-final class TpacketV3RxRing
+final class TpacketV3RxRing implements RxRing
 {
     private final UnsafeBuffer ring;
     private final int blockSize;
@@ -45,7 +45,8 @@ final class TpacketV3RxRing
      *
      * @return frames delivered.
      */
-    int read(final FrameHandler handler, final int limit)
+    @Override
+    public int read(final FrameHandler handler, final int limit)
     {
         final UnsafeBuffer ring = this.ring;
         int delivered = 0;
@@ -105,7 +106,8 @@ final class TpacketV3RxRing
      * @return true if a block is held or the next one is ready, so {@link #read} would find frames (or an
      *         empty block to return).
      */
-    boolean hasWork()
+    @Override
+    public boolean hasWork()
     {
         return blockHeld ||
             (ring.getIntVolatile(blockIndex * blockSize + BLOCK_DESC_BLOCK_STATUS_OFFSET) & TP_STATUS_USER) != 0;

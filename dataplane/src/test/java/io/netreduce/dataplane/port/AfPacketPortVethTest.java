@@ -5,6 +5,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,10 +20,12 @@ import java.util.Random;
 import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * AfPacketPort over a real veth pair between two network namespaces. Needs root; skipped otherwise.
+ * AfPacketPort over a real veth pair between two network namespaces, receive-side tests once per
+ * {@link RxRingVersion}. Needs root; skipped otherwise.
  */
 class AfPacketPortVethTest
 {
@@ -29,6 +33,10 @@ class AfPacketPortVethTest
     private static final int TEST_ETHER_TYPE = 0x88B5;
     private static final int JUMBO_MTU = 9000;
     private static final int JUMBO_FRAME = JUMBO_MTU + 14;
+    /** How soon a lone frame must reach a V2 ring's reader: far below any V3 block timer used here. */
+    private static final long PROMPT_DELIVERY_NS = 50_000_000L;
+    /** A V3 block timeout long enough that a frame waiting for it is unmistakable. */
+    private static final int SLOW_BLOCK_TIMEOUT_MS = 1000;
 
     private static VethPair veth;
 
@@ -56,12 +64,13 @@ class AfPacketPortVethTest
         ports.forEach(AfPacketPort::close);
     }
 
-    @Test
-    void shouldCarryAMixedSizeBatchByteIdenticalAndInOrder()
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
+    void shouldCarryAMixedSizeBatchByteIdenticalAndInOrder(final RxRingVersion version)
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
             .withTxRing(AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, 256));
-        final AfPacketPort b = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B));
+        final AfPacketPort b = open(veth.namespaceB, receiver(version));
         assertThat(a.mtu()).isEqualTo(JUMBO_MTU);
         assertThat(a.maxTxFrameLength()).isGreaterThanOrEqualTo(JUMBO_FRAME);
 
@@ -152,11 +161,13 @@ class AfPacketPortVethTest
         assertThat(java.nio.file.Files.readSymbolicLink(netns).toString()).as("caller unaffected").isEqualTo(outside);
     }
 
-    @Test
-    void shouldNotReceiveItsOwnTransmissions() throws InterruptedException
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
+    void shouldNotReceiveItsOwnTransmissions(final RxRingVersion version) throws InterruptedException
     {
-        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
-        final AfPacketPort b = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B));
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+            .withRxRingVersion(version));
+        final AfPacketPort b = open(veth.namespaceB, receiver(version));
         final Random random = new Random(7);
         for (int i = 0; i < 50; i++)
         {
@@ -185,12 +196,14 @@ class AfPacketPortVethTest
         assertThat(a.counters().rxFrames()).isZero();
     }
 
-    @Test
-    void shouldHonourTheReceiveBatchLimitAcrossBlocks()
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
+    void shouldHonourTheReceiveBatchLimitAcrossBlocks(final RxRingVersion version)
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
-        final AfPacketPort b = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B)
-            .withRxRing(4096, 64, 1));
+        // V2: two 2 KiB slots per 4 KiB block, so the 100 frames cross many blocks too.
+        final AfPacketPort b = open(veth.namespaceB, receiver(version)
+            .withRxRing(4096, 64, 1).withRxFrameSize(2048));
         final Random random = new Random(3);
         final List<byte[]> sent = new ArrayList<>();
         for (int i = 0; i < 100; i++)
@@ -243,12 +256,13 @@ class AfPacketPortVethTest
         assertThat(a.flush()).isZero();
     }
 
-    @Test
-    void shouldCountKernelDropsWhenTheReceiveRingOverflows()
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
+    void shouldCountKernelDropsWhenTheReceiveRingOverflows(final RxRingVersion version)
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
-        final AfPacketPort b = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B)
-            .withRxRing(4096, 2, 1));
+        final AfPacketPort b = open(veth.namespaceB, receiver(version)
+            .withRxRing(4096, 2, 1).withRxFrameSize(2048));
         final UnsafeBuffer frame = new UnsafeBuffer(testFrame(1, 1000, new Random(1)));
         for (int i = 0; i < 100; i++)
         {
@@ -256,8 +270,8 @@ class AfPacketPortVethTest
         }
         assertThat(a.flush()).isEqualTo(100);
 
-        // Nothing was received while the frames arrived: two 4 KiB blocks hold at most 6 frames of 1000 bytes,
-        // the kernel dropped the rest. Drain and read the statistics until every frame is accounted for.
+        // Nothing was received while the frames arrived: two 4 KiB blocks hold at most 6 frames of 1000 bytes
+        // (V3) or 4 (V2, 2 KiB slots), the kernel dropped the rest. Drain and read the statistics until every frame is accounted for.
         final int[] delivered = {0};
         awaitCondition(() ->
         {
@@ -296,11 +310,12 @@ class AfPacketPortVethTest
         assertThat(received).containsExactlyElementsOf(sent);
     }
 
-    @Test
-    void shouldFlagChecksumNotReadyForUdpFromAKernelSocketWithChecksumOffload()
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
+    void shouldFlagChecksumNotReadyForUdpFromAKernelSocketWithChecksumOffload(final RxRingVersion version)
     {
         VethPair.run("ip", "netns", "exec", veth.namespaceA, "ethtool", "-K", VethPair.DEVICE_A, "tx", "on");
-        final AfPacketPort b = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B));
+        final AfPacketPort b = open(veth.namespaceB, receiver(version));
         final int udpPort = 4791;
         final DatagramChannel channel = NetworkNamespace.callIn(veth.namespaceA, () ->
         {
@@ -349,11 +364,12 @@ class AfPacketPortVethTest
         assertThat(udpFlags[0] & FrameHandler.FLAG_CHECKSUM_NOT_READY).isEqualTo(FrameHandler.FLAG_CHECKSUM_NOT_READY);
     }
 
-    @Test
-    void shouldNotAllocateWhenSendingFlushingAndReceiving()
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
+    void shouldNotAllocateWhenSendingFlushingAndReceiving(final RxRingVersion version)
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
-        final AfPacketPort b = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B));
+        final AfPacketPort b = open(veth.namespaceB, receiver(version));
         final UnsafeBuffer frame = new UnsafeBuffer(testFrame(1, 128, new Random(1)));
         final long[] sink = new long[1];
         final FrameHandler handler = (buffer, offset, length, flags) -> sink[0] += length;
@@ -376,6 +392,120 @@ class AfPacketPortVethTest
         assertThat(AllocationProbe.roundsUntilAllocationFree(cycle, 2_000, 30))
             .as("a window of 2000 cycles without allocation once compiled").isPositive();
 
+    }
+
+    @Test
+    void shouldCountFramesLongerThanAV2SlotAsTruncated()
+    {
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+            .withTxRing(AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, 16));
+        final AfPacketPort b = open(veth.namespaceB, receiver(RxRingVersion.V2).withRxFrameSize(2048));
+        final Random random = new Random(11);
+        final byte[] jumbo = testFrame(1, JUMBO_FRAME, random);
+        final byte[] small = testFrame(2, 100, random);
+        a.send(new UnsafeBuffer(jumbo), 0, jumbo.length);
+        a.send(new UnsafeBuffer(small), 0, small.length);
+        assertThat(a.flush()).isEqualTo(2);
+
+        final List<byte[]> received = new ArrayList<>();
+        awaitCondition(() ->
+        {
+            b.receive(collectTestFrames(received), 64);
+            return !received.isEmpty();
+        });
+
+        assertThat(b.rxFrameSize()).isEqualTo(2048);
+        assertThat(received).containsExactly(small);
+        assertThat(b.counters().rxTruncated()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldSizeV2SlotsFromTheMtuByDefault()
+    {
+        final AfPacketPort b = open(veth.namespaceB, receiver(RxRingVersion.V2));
+        final AfPacketPort v3 = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+            .withRxRingVersion(RxRingVersion.V3));
+
+        assertThat(b.rxFrameSize()).isEqualTo(AfPacketConfiguration.defaults("x").rxFrameSizeFor(JUMBO_MTU));
+        assertThat(v3.rxFrameSize()).isZero();
+    }
+
+    @Test
+    void shouldRefuseAV2RingWhoseBlocksCannotHoldAnMtuSizedSlot()
+    {
+        final AfPacketConfiguration tooSmall = receiver(RxRingVersion.V2).withRxRing(8192, 4, 1);
+
+        assertThatThrownBy(() -> open(veth.namespaceB, tooSmall))
+            .isInstanceOf(PortException.class)
+            .hasMessageContaining("9088")
+            .hasMessageContaining("rxBlockSize");
+    }
+
+    /**
+     * The point of V2: a lone frame is in user space as soon as the kernel has written it. A V3 block timeout of
+     * a second is configured too, to show V2 does not wait for it.
+     */
+    @Test
+    void shouldHandALoneFrameToAV2ReaderAtOnceWithoutWaitingForABlockTimer()
+    {
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
+        final AfPacketPort b = open(veth.namespaceB, receiver(RxRingVersion.V2)
+            .withRxRing(AfPacketConfiguration.DEFAULT_RX_BLOCK_SIZE, 4, SLOW_BLOCK_TIMEOUT_MS));
+        final Random random = new Random(13);
+
+        for (int i = 0; i < 5; i++)
+        {
+            final long nanos = sendOneAndTimeDelivery(a, b, testFrame(i, 90, random), 2 * SLOW_BLOCK_TIMEOUT_MS);
+            assertThat(nanos).as("frame %d delivered after %d us", i, nanos / 1000).isLessThan(PROMPT_DELIVERY_NS);
+        }
+    }
+
+    /**
+     * The contrast that makes the V2 check meaningful: in a V3 ring a lone frame waits for its block's timer.
+     * The first frame lines up with the timer (its block retires on expiry and the next block opens with a fresh
+     * period); the second is then held for most of a period.
+     */
+    @Test
+    void shouldHoldALoneFrameInAV3BlockUntilItsTimerFires()
+    {
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
+        final AfPacketPort b = open(veth.namespaceB, receiver(RxRingVersion.V3)
+            .withRxRing(AfPacketConfiguration.DEFAULT_RX_BLOCK_SIZE, 4, SLOW_BLOCK_TIMEOUT_MS));
+        final Random random = new Random(17);
+        sendOneAndTimeDelivery(a, b, testFrame(0, 90, random), 3 * SLOW_BLOCK_TIMEOUT_MS);
+
+        final long nanos = sendOneAndTimeDelivery(a, b, testFrame(1, 90, random), 3 * SLOW_BLOCK_TIMEOUT_MS);
+
+        assertThat(nanos).as("held for the block timer").isGreaterThan(PROMPT_DELIVERY_NS);
+    }
+
+    /**
+     * Send {@code frame} from {@code a}, then busy-poll {@code b} until it arrives.
+     *
+     * @return nanoseconds from just after the send returned to the frame's delivery.
+     */
+    private static long sendOneAndTimeDelivery(
+        final AfPacketPort a, final AfPacketPort b, final byte[] frame, final int timeoutMs)
+    {
+        final List<byte[]> received = new ArrayList<>();
+        final FrameHandler collect = collectTestFrames(received);
+        assertThat(a.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
+        assertThat(a.flush()).isEqualTo(1);
+        final long sent = System.nanoTime();
+        final long deadline = sent + timeoutMs * 1_000_000L;
+        while (received.isEmpty())
+        {
+            b.receive(collect, 16);
+            assertThat(System.nanoTime()).as("frame not delivered within %d ms", timeoutMs).isLessThan(deadline);
+        }
+        final long nanos = System.nanoTime() - sent;
+        assertThat(received).containsExactly(frame);
+        return nanos;
+    }
+
+    private static AfPacketConfiguration receiver(final RxRingVersion version)
+    {
+        return AfPacketConfiguration.defaults(VethPair.DEVICE_B).withRxRingVersion(version);
     }
 
     private AfPacketPort open(final String namespace, final AfPacketConfiguration configuration)
