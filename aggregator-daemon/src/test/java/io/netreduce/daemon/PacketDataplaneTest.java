@@ -100,28 +100,7 @@ class PacketDataplaneTest
             sent.forEach(port::inject);
             final List<byte[]> results = awaitFrames(sent.size());
             assertThat(results).hasSize(sent.size());
-            // Per connection (destination QP), the data parts of the result packets, in order, are the sum.
-            final java.util.Map<Integer, java.io.ByteArrayOutputStream> data = new java.util.TreeMap<>();
-            for (final byte[] result : results)
-            {
-                final RoceFrame frame = new RoceFrame();
-                assertThat(frame.wrap(new UnsafeBuffer(result), 0, result.length)).isEqualTo(RoceFrame.OK);
-                assertThat(icrc.verify(frame)).isTrue();
-                final int start = frame.payloadOffset() +
-                    (Opcode.has(frame.opcode(), Opcode.IS_FIRST) ? InaHeader.LENGTH : 0);
-                data.computeIfAbsent(frame.destQp(), qp -> new java.io.ByteArrayOutputStream())
-                    .write(result, start, frame.payloadOffset() + frame.payloadLength() - start);
-            }
-            assertThat(data).hasSize(2);
-            for (final java.io.ByteArrayOutputStream connection : data.values())
-            {
-                final ByteBuffer sum = ByteBuffer.wrap(connection.toByteArray()).order(ByteOrder.LITTLE_ENDIAN);
-                assertThat(sum.remaining()).isEqualTo(elements * Float.BYTES);
-                for (int i = 0; i < elements; i++)
-                {
-                    assertThat(sum.getFloat()).as("element %d", i).isEqualTo(3.0f * (i % 100));
-                }
-            }
+            assertEveryConnectionGotTheSum(results, 2, elements, 3.0f);
             assertThat(metrics.send("GET", "/metrics", null, null).body())
                 .contains("netreduce_ring_aggregations_completed_total{job=\"drop\",ring=\"8\"} " +
                     (sent.size() / 2) + ".0");
@@ -143,6 +122,77 @@ class PacketDataplaneTest
             assertThat(api.send("GET", "/v1/rings/7", null, null).status()).isEqualTo(200);
             assertThat(api.send("GET", "/v1/rings/7/occupancy", null, null).status()).isEqualTo(200);
             assertThat(api.send("GET", "/v1/tables/clt", null, null).body()).doesNotContain("10.0.1.1");
+        }
+    }
+
+    @Test
+    void shouldKeepAnotherRingsInFlightAggregationAcrossAReloadThatChangesOneRing(@TempDir final Path dir)
+        throws Exception
+    {
+        final Path file = dir.resolve("netreduce.yaml");
+        Files.writeString(file, CONFIG);
+        final NetreduceConfig config = ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY);
+        final PacketDataplane dataplane = new PacketDataplane(portConfig -> port);
+
+        try (Daemon daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY),
+                ValidationOptions.DOCUMENT_ONLY, dataplane))
+        {
+            final RingConfig ring = PacketDataplane.toDataplane(
+                new RingRef("keep", config.job("keep").orElseThrow().rings().getFirst()));
+            final RingWorker[] workers =
+                { RingWorker.of(ring, 0, 10), RingWorker.of(ring, 1, 20), RingWorker.of(ring, 2, 30) };
+            final int elements = workers[0].gradientBytes() / Float.BYTES;
+
+            // Ranks 0 and 1 of ring 7 have sent message 0; rank 2 has not: the aggregation is in flight.
+            final List<byte[]> early = new ArrayList<>();
+            early.addAll(workers[0].message(0, gradient(elements, 1)));
+            early.addAll(workers[1].message(0, gradient(elements, 2)));
+            early.forEach(port::inject);
+            Thread.sleep(200);
+            assertThat(port.drainSent()).isEmpty();
+
+            // Reload with ring 8 changed (window 2 -> 4): ring 8 is re-installed, ring 7 must not be touched.
+            Files.writeString(file, CONFIG.replaceFirst("(id: 8\\n\\s+elementType: fp32\\n\\s+)window: 2",
+                "$1window: 4"));
+            assertThat(daemon.reload()).isNotNull();
+            assertThat(daemon.config().job("drop").orElseThrow().rings().getFirst().window()).isEqualTo(4);
+
+            final List<byte[]> late = workers[2].message(0, gradient(elements, 3));
+            late.forEach(port::inject);
+            final List<byte[]> results = awaitFrames(3 * late.size());
+            assertThat(results).hasSize(3 * late.size());
+            assertEveryConnectionGotTheSum(results, 3, elements, 6.0f);
+        }
+    }
+
+    /**
+     * Per connection (destination QP), the data parts of the result packets, in order, are the element-wise sum
+     * of the gradients built by {@link #gradient}: element i is {@code factor * (i % 100)}.
+     */
+    private void assertEveryConnectionGotTheSum(
+        final List<byte[]> results, final int connections, final int elements, final float factor)
+        throws java.io.IOException
+    {
+        final java.util.Map<Integer, java.io.ByteArrayOutputStream> data = new java.util.TreeMap<>();
+        for (final byte[] result : results)
+        {
+            final RoceFrame frame = new RoceFrame();
+            assertThat(frame.wrap(new UnsafeBuffer(result), 0, result.length)).isEqualTo(RoceFrame.OK);
+            assertThat(icrc.verify(frame)).isTrue();
+            final int start = frame.payloadOffset() +
+                (Opcode.has(frame.opcode(), Opcode.IS_FIRST) ? InaHeader.LENGTH : 0);
+            data.computeIfAbsent(frame.destQp(), qp -> new java.io.ByteArrayOutputStream())
+                .write(result, start, frame.payloadOffset() + frame.payloadLength() - start);
+        }
+        assertThat(data).hasSize(connections);
+        for (final java.io.ByteArrayOutputStream connection : data.values())
+        {
+            final ByteBuffer sum = ByteBuffer.wrap(connection.toByteArray()).order(ByteOrder.LITTLE_ENDIAN);
+            assertThat(sum.remaining()).isEqualTo(elements * Float.BYTES);
+            for (int i = 0; i < elements; i++)
+            {
+                assertThat(sum.getFloat()).as("element %d", i).isEqualTo(factor * (i % 100));
+            }
         }
     }
 
