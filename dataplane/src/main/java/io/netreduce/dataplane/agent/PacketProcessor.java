@@ -403,7 +403,7 @@ public final class PacketProcessor implements FrameHandler
         else
         {
             final int delta = (byte)(msgId - clt.msgId(slot));
-            if (delta > 0 || (delta == 0 && clt.psn0(slot) != psn))
+            if (delta > 0)
             {
                 cltUpdates.incrementRelease();
                 clt.setLatest(slot, msgId, psn);
@@ -411,7 +411,19 @@ public final class PacketProcessor implements FrameHandler
             }
             else
             {
-                // A retransmitted first packet of an older message (go-back-N): the CLT keeps its newest message.
+                // The same or an older MsgID is legitimate only as a go-back-N retransmission within this
+                // connection's PSN sequence, where every message is MsgLen packets: message newest + delta begins
+                // at PSN0 + delta x MsgLen. Another PSN means the connection restarted its sequence (a new job on
+                // the same QPs while the ring still holds the old job's aggregators): answering it from, or summing
+                // it into, the old job's state would give the new job wrong sums that look valid. The ring must be
+                // re-installed for a new job.
+                final boolean sameSequence = psn == BthHeader.psnAdd(clt.psn0(slot), delta * ring.msgLen());
+                if (!sameSequence)
+                {
+                    drop(DataplaneCounter.DROP_RESTARTED_SEQUENCE);
+                    return;
+                }
+                // A retransmitted first packet (go-back-N): the CLT keeps its newest message.
                 age = delta;
             }
         }

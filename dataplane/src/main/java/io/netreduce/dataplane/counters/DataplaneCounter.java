@@ -38,7 +38,8 @@ public enum DataplaneCounter
     DROP_OPCODE_MISMATCH("drop: opcode does not fit the packet's position in its message"),
     DROP_MISSING_INA_HEADER("drop: first packet on a ring connection without INA header"),
     DROP_MALFORMED("drop: malformed or truncated packet on a ring connection"),
-    DROP_INJECTED("drop: fault injection (dataplane.dropProbability)");
+    DROP_INJECTED("drop: fault injection (dataplane.dropProbability)"),
+    DROP_RESTARTED_SEQUENCE("drop: first packet restarts a connection's PSN sequence while the ring holds its messages");
 
     private final String label;
 

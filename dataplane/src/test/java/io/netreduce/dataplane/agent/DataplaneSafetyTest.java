@@ -75,6 +75,39 @@ class DataplaneSafetyTest
     }
 
     @Test
+    void shouldNotAnswerANewJobOnTheSameConnectionsWithTheOldJobsStoredResults()
+    {
+        // A job ends with its last messages' aggregators still complete (nothing releases them); a second job on
+        // the same QPs restarts at MsgID 0 with a new PSN sequence. Its first packets must not be taken for
+        // retransmissions and answered with the first job's sums (valid ICRC, result tag: silently wrong).
+        final RingConfig ring = Rings.ring(6, 2, ElementType.FP32, 4, 3, 128);
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.install(ring);
+            final RingWorker[] first = { RingWorker.of(ring, 0, 100), RingWorker.of(ring, 1, 9000) };
+            for (int m = 0; m < 3; m++)
+            {
+                for (final RingWorker worker : first)
+                {
+                    worker.message(m, Gradients.random(ElementType.FP32, worker.gradientBytes(), new Random(m)))
+                        .forEach(harness.port(0)::inject);
+                }
+            }
+            assertThat(harness.runAndDrain(0)).hasSize(3 * 2 * 3);
+
+            final RingWorker[] second = { RingWorker.of(ring, 0, 40_000), RingWorker.of(ring, 1, 70_000) };
+            for (final RingWorker worker : second)
+            {
+                worker.message(0, Gradients.random(ElementType.FP32, worker.gradientBytes(), new Random(99)))
+                    .forEach(harness.port(0)::inject);
+            }
+            assertThat(harness.runAndDrain(0)).as("no result from the first job's aggregators").isEmpty();
+            assertThat(harness.counter(DataplaneCounter.DROP_RESTARTED_SEQUENCE)).isEqualTo(2);
+            assertThat(harness.counter(DataplaneCounter.DUPLICATES_ANSWERED)).isZero();
+        }
+    }
+
+    @Test
     void shouldDropFirstPacketsOnAnotherQpThanTheRegisteredOne()
     {
         final List<RingMember> members = new ArrayList<>();
