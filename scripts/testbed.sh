@@ -14,6 +14,8 @@
 # usage: scripts/testbed.sh up   [-w WORKERS] [--mtu 1500|9000] [--rate RATE] [--prefix P] [--outsider]
 #        scripts/testbed.sh down [--prefix P]
 #        scripts/testbed.sh status [--prefix P]
+#        scripts/testbed.sh redirect on|off [--prefix P]   (add/remove the UDP 4791 redirect on every worker port,
+#                                                           e.g. for a ring all-reduce baseline that bypasses the appliance)
 #   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link in both directions.
 #   P must be at most 10 characters (interface names are P-w<i>e and P-app0, at most 15).
 # Idempotent: `up` removes an existing bed with the same prefix first; `down` removes everything it made.
@@ -21,6 +23,11 @@ set -euo pipefail
 
 cmd="${1:-}"
 [ -n "$cmd" ] && shift
+redirect_state=""
+if [ "$cmd" = redirect ]; then
+  redirect_state="${1:-}"
+  [ -n "$redirect_state" ] && shift
+fi
 workers=4
 mtu=1500
 rate=""
@@ -140,8 +147,21 @@ up() {
   [ "$outsider" -eq 0 ] || echo "  ${prefix}-out eth0 10.77.0.100 02:77:00:00:00:64 (not a ring member)"
 }
 
+redirect() { # on|off for every worker (and outsider) port of an existing bed
+  local ports
+  ports="$(ip netns exec "$sw" ls /sys/class/net | grep -E '^sw-(w[0-9]+|out)$' || true)"
+  [ -n "$ports" ] || { echo "testbed ${prefix}: not up" >&2; exit 1; }
+  for dev in $ports; do
+    ip netns exec "$sw" tc qdisc del dev "$dev" ingress 2>/dev/null || true
+    [ "$redirect_state" = on ] && redirect_roce "$dev"
+  done
+  echo "testbed ${prefix}: redirect ${redirect_state}"
+}
+
 case "$cmd" in
   up) up ;;
+  redirect)
+    case "$redirect_state" in on|off) redirect ;; *) echo "testbed: redirect on|off" >&2; exit 2 ;; esac ;;
   down) down; echo "testbed ${prefix}: down" ;;
   status) status ;;
   *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
