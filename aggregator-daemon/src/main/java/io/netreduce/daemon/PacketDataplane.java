@@ -109,17 +109,24 @@ public final class PacketDataplane implements DataplaneAttachment
      */
     public static PacketDataplane onAfPacketPorts()
     {
-        return new PacketDataplane(port ->
+        return new PacketDataplane(PacketDataplane::openAfPacketPort);
+    }
+
+    /**
+     * Open one configured port as the daemon does: AF_PACKET with default ring sizes, jumbo transmit slots when the
+     * MTU needs them. Public so that a harness can open the port inside another network namespace
+     * ({@code NetworkNamespace.callIn}) and still get the daemon's exact port set-up.
+     */
+    public static PacketPort openAfPacketPort(final PortConfig port)
+    {
+        AfPacketConfiguration configuration = AfPacketConfiguration.defaults(port.name());
+        if (port.mtu() + EthernetHeader.LENGTH + EthernetHeader.VLAN_TAG_LENGTH >
+            AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE - 64)
         {
-            AfPacketConfiguration configuration = AfPacketConfiguration.defaults(port.name());
-            if (port.mtu() + EthernetHeader.LENGTH + EthernetHeader.VLAN_TAG_LENGTH >
-                AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE - 64)
-            {
-                configuration = configuration.withTxRing(
-                    AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
-            }
-            return AfPacketPort.open(configuration);
-        });
+            configuration = configuration.withTxRing(
+                AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
+        }
+        return AfPacketPort.open(configuration);
     }
 
     @Override

@@ -519,7 +519,8 @@ public final class PacketProcessor implements FrameHandler
             }
             else
             {
-                // A retransmitted first packet of an older message (go-back-N): the CLT keeps its newest message.
+                // Same or older MsgID on this connection's PSN sequence (checked above): a go-back-N retransmission.
+                // A retransmitted first packet (go-back-N): the CLT keeps its newest message.
                 age = delta;
             }
         }

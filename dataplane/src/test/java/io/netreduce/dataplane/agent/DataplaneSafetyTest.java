@@ -12,7 +12,9 @@ import io.netreduce.dataplane.support.RingSimulation;
 import io.netreduce.dataplane.support.Rings;
 import io.netreduce.dataplane.support.ScapyIcrc;
 import io.netreduce.dataplane.testing.RingWorker;
+import io.netreduce.dataplane.wire.InaHeader;
 import io.netreduce.dataplane.wire.L4Checksum;
+import io.netreduce.dataplane.wire.RoceFrame;
 import io.netreduce.dataplane.wire.TestPcap;
 import io.netreduce.dataplane.wire.UdpHeader;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -71,6 +73,56 @@ class DataplaneSafetyTest
                 }
             }
             assertThat(harness.counter(DataplaneCounter.DROP_SPOOFED)).isEqualTo(5);
+        }
+    }
+
+    @Test
+    void shouldNotAnswerANewJobOnTheSameConnectionsWithTheOldJobsStoredResults()
+    {
+        // A job ends with its last messages' aggregators still complete (nothing releases them); a second job on
+        // the same QPs restarts at MsgID 0 with a new PSN sequence. Its first packets must not be taken for
+        // retransmissions and answered with the first job's sums (valid ICRC, result tag: silently wrong).
+        final RingConfig ring = Rings.ring(6, 2, ElementType.FP32, 4, 3, 128);
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.install(ring);
+            final RingWorker[] first = { RingWorker.of(ring, 0, 100), RingWorker.of(ring, 1, 9000) };
+            for (int m = 0; m < 3; m++)
+            {
+                for (final RingWorker worker : first)
+                {
+                    worker.message(m, Gradients.random(ElementType.FP32, worker.gradientBytes(), new Random(m)))
+                        .forEach(harness.port(0)::inject);
+                }
+            }
+            assertThat(harness.runAndDrain(0)).hasSize(3 * 2 * 3);
+
+            final RingWorker[] second = { RingWorker.of(ring, 0, 40_000), RingWorker.of(ring, 1, 70_000) };
+            final byte[][] inputs = new byte[2][];
+            for (int rank = 0; rank < 2; rank++)
+            {
+                inputs[rank] = Gradients.random(ElementType.FP32, second[rank].gradientBytes(), new Random(99 + rank));
+                second[rank].message(0, inputs[rank]).forEach(harness.port(0)::inject);
+            }
+            // The new sequence starts a new run of the ring: the first job's kept results are discarded and the
+            // second job's message 0 is aggregated afresh.
+            final List<byte[]> results = harness.runAndDrain(0);
+            assertThat(results).hasSize(2 * 3);
+            final byte[] expected = Gradients.referenceSum(ElementType.FP32, inputs);
+            final java.io.ByteArrayOutputStream connection0 = new java.io.ByteArrayOutputStream();
+            final RoceFrame frame = new RoceFrame();
+            for (final byte[] result : results)
+            {
+                frame.wrap(new UnsafeBuffer(result), 0, result.length);
+                if (frame.destQp() == second[0].destQp())
+                {
+                    final int start = frame.payloadOffset() + (frame.psn() == 40_000 ? InaHeader.LENGTH : 0);
+                    connection0.write(result, start, frame.payloadOffset() + frame.payloadLength() - start);
+                }
+            }
+            assertThat(connection0.toByteArray()).isEqualTo(expected);
+            assertThat(harness.counter(DataplaneCounter.AGGREGATIONS_COMPLETED)).isEqualTo(3 * 3 + 3);
+            assertThat(harness.counter(DataplaneCounter.DUPLICATES_ANSWERED)).isZero();
         }
     }
 

@@ -184,7 +184,9 @@ class RingRestartTest
     private static byte[] message(final RingConfig config, final int rank, final int m, final byte[] sum)
     {
         final byte[] message = new byte[InaHeader.LENGTH + sum.length];
-        InaHeader.write(new UnsafeBuffer(message), 0, config.ringId(), m & 0xFF, config.msgLen(), rank);
+        final UnsafeBuffer header = new UnsafeBuffer(message);
+        InaHeader.write(header, 0, config.ringId(), m & 0xFF, config.msgLen(), rank);
+        InaHeader.inetTag(header, 0, InaHeader.RESULT_TAG);
         System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
         return message;
     }

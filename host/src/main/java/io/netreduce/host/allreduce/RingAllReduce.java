@@ -60,6 +60,8 @@ public final class RingAllReduce implements AllReduce
     private int sent;
     private int sendsCompleted;
     private int received;
+    /** Segments of the next call that arrived after this call had received all of its own (see onReceive). */
+    private int early;
     private int callTag;
     private long lastProgressNs;
     private boolean running;
@@ -161,6 +163,14 @@ public final class RingAllReduce implements AllReduce
         received = 0;
         callTag = (callTag + 1) & 0xFF;
         running = true;
+        // The predecessor may have started this call while we were still waiting for our previous sends' ACKs:
+        // its first segments are already in the receive region, in order; take them now that work is set up.
+        final int alreadyArrived = early;
+        early = 0;
+        for (int i = 0; i < alreadyArrived; i++)
+        {
+            accept();
+        }
         lastProgressNs = link.clock().nanoTime();
         poll();
     }
@@ -281,6 +291,16 @@ public final class RingAllReduce implements AllReduce
                 CompletionStatus.name(completion.status()) + " (" + link.describe() + ")");
             return;
         }
+        if (received == total && completion.opcode() == Completion.OP_RECV_RDMA_WITH_IMM &&
+            completion.immediate() == (((callTag + 1) & 0xFF) << 24 | early))
+        {
+            // Everything of this call has arrived, but our own last sends are not acknowledged yet, and the
+            // predecessor, done, has started the next call. Its writes land in the reduce-scatter area, whose data
+            // of this call has all been consumed, and the next call's writes cannot reach the all-gather area
+            // before this rank sends again; so they wait there, counted, for begin().
+            early++;
+            return;
+        }
         final int expected = callTag << 24 | received;
         if (completion.opcode() != Completion.OP_RECV_RDMA_WITH_IMM || completion.immediate() != expected ||
             received >= total)
@@ -288,6 +308,14 @@ public final class RingAllReduce implements AllReduce
             fail("expected ring segment " + received + " of call tag " + callTag + ", got " + completion);
             return;
         }
+        accept();
+    }
+
+    /**
+     * Take segment {@code received} of the current call from the receive region.
+     */
+    private void accept()
+    {
         final int step = received / segments;
         if (step < world - 1)
         {

@@ -85,6 +85,77 @@ class RingAllReduceTest
         }
     }
 
+    @ParameterizedTest(name = "W={0} drop={1}")
+    @CsvSource({ "3, 0", "4, 0", "3, 0.01", "4, 0.01" })
+    void shouldAcceptThePredecessorsNextCallStartingBeforeThisRanksCallHasFinished(
+        final int world, final double drop)
+    {
+        // Each rank starts its next call as soon as its own call is done, as independent workers do. A rank whose
+        // last sends are still unacknowledged has already received everything of its call, and its predecessor,
+        // done, may already be writing the next call's first segments: those must wait for the next call, not fail
+        // the current one.
+        final int elements = 30_000;
+        final int bytes = elements * Float.BYTES;
+        final int calls = 6;
+        try (RingHarness ring = new RingHarness(world,
+            r -> new RcConfig().pmtu(1024).sendDropProbability(drop).faultSeed(SEED * 7 + r),
+            RingAllReduce.sendRegionBytes(bytes, world), RingAllReduce.receiveRegionBytes(bytes, world)))
+        {
+            final RingAllReduce[] ops = new RingAllReduce[world];
+            final Tensor[][] tensors = new Tensor[world][calls];
+            final int[] call = new int[world];
+            for (int r = 0; r < world; r++)
+            {
+                ops[r] = new RingAllReduce(ring.links[r], 8 * 1024, 2_000_000_000L);
+                for (int c = 0; c < calls; c++)
+                {
+                    tensors[r][c] = new Tensor(ElementType.FP32,
+                        new UnsafeBuffer(ByteBuffer.allocateDirect(bytes)), 0, elements);
+                    TensorPattern.fill(tensors[r][c], SEED, r, c);
+                }
+                ops[r].begin(tensors[r][0]);
+            }
+            int finished = 0;
+            for (int step = 0; finished < world && step < 3_000_000; step++)
+            {
+                ring.step(ops);
+                for (int r = 0; r < world; r++)
+                {
+                    if (call[r] < calls && ops[r].isDone())
+                    {
+                        if (++call[r] < calls)
+                        {
+                            ops[r].begin(tensors[r][call[r]]);
+                        }
+                        else
+                        {
+                            finished++;
+                        }
+                    }
+                }
+            }
+            assertThat(call).as("calls completed per rank").containsOnly(calls);
+            final int chunkElements = (elements + world - 1) / world;
+            for (int c = 0; c < calls; c++)
+            {
+                final int it = c;
+                final Arithmetic.Inputs inputs = (rank, index) ->
+                    TensorPattern.bits(ElementType.FP32, SEED, rank, it, index);
+                for (int r = 0; r < world; r++)
+                {
+                    for (int i = 0; i < elements; i++)
+                    {
+                        final int expected = Arithmetic.ringOrderSum(ElementType.FP32, world, chunkElements, inputs, i);
+                        if (Arithmetic.get(tensors[r][c], i) != expected)
+                        {
+                            throw new AssertionError("rank " + r + " call " + c + " element " + i);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void shouldMatchTheRankOrderSumForExactlyRepresentableValues()
     {

@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# NetReduce all-reduce vs ring all-reduce on the namespace test bed, in one run.
+#
+# For every link rate (tbf on every worker link, both directions; "none" = unshaped), one test bed with the
+# largest W, one appliance daemon (no job at start). For every W and tensor size:
+#   netreduce: `ctl add-job` a ring of ranks 0..W-1 (fp32, window 8, MsgLen 16, payload 4096 = PMTU), run W
+#              `netreduce worker allreduce --mode netreduce` processes, `ctl remove-job`;
+#   ring:      no ring installed, run W `netreduce worker allreduce --mode ring` processes over the same kind of
+#              RC connections. The switch's redirect stays in place, so ring traffic takes the same path through
+#              the appliance (passed through untouched): both algorithms pay the same per-hop costs.
+#   ring-direct (with --ring-path direct or both): the ring all-reduce with the switch's redirect removed, so its
+#              traffic goes worker -> bridge -> worker and never through the software appliance.
+# Every worker checks its results against the exact sum; a run that is not exact is reported (ok=false).
+#
+# Measured per run: time per all-reduce (slowest rank's mean and best over the iterations), goodput
+# (tensor bytes / best time), RDMA payload and wire bytes sent per worker per call, retransmissions, and the
+# appliance's CPU time (utime + stime of the daemon from /proc/PID/stat) during the run.
+#
+# usage: scripts/bench-allreduce.sh [--rates "none 1gbit 5gbit"] [--workers "2 4 8"] [--sizes-mib "1 4 16 64"]
+#                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
+#                                   [--ring-path appliance|direct|both]
+# Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$NETREDUCE_ROOT"
+
+rates="none 1gbit 5gbit"
+workers_list="2 4 8"
+sizes_mib="1 4 16 64"
+iterations=3
+out="docs/bench/allreduce.csv"
+build=1
+prefix=nrb
+ring_path=appliance
+window=8
+msg_len=16
+payload=4096
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rates) rates="$2"; shift 2 ;;
+    --workers) workers_list="$2"; shift 2 ;;
+    --sizes-mib) sizes_mib="$2"; shift 2 ;;
+    --iterations) iterations="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --prefix) prefix="$2"; shift 2 ;;
+    --ring-path) ring_path="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench-allreduce: needs root" >&2; exit 2; }
+case "$ring_path" in
+  appliance) modes="netreduce ring" ;;
+  direct) modes="netreduce ring-direct" ;;
+  both) modes="netreduce ring ring-direct" ;;
+  *) echo "bench-allreduce: --ring-path appliance|direct|both" >&2; exit 2 ;;
+esac
+
+netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
+work="$(mktemp -d /tmp/netreduce-bench.XXXXXX)"
+api="unix:$work/api.sock"
+daemon_pid=""
+worker_pids=()
+max_w=0
+for w in $workers_list; do [ "$w" -gt "$max_w" ] && max_w="$w"; done
+
+stop_daemon() {
+  if [ -n "$daemon_pid" ]; then
+    kill "$daemon_pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$daemon_pid" 2>/dev/null || true
+    daemon_pid=""
+  fi
+}
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  for pid in "${worker_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  stop_daemon
+  bash scripts/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'echo "bench-allreduce: interrupted" >&2; exit 130' INT TERM
+
+if [ "$build" -eq 1 ]; then
+  bash scripts/setup.sh
+  ./mvnw -B -ntp -q -DskipTests package
+fi
+
+mkdir -p "$(dirname "$out")"
+echo "rate,world,mode,size_bytes,iterations,ok,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,appliance_cpu_s,run_wall_s" > "$out"
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
+hz="$(getconf CLK_TCK)"
+
+start_daemon() {
+  cat > "$work/netreduce.yaml" <<EOF
+appliance:
+  ports:
+    - name: eth0
+      mtu: 9000
+  memoryBudget: 512MiB
+  api:
+    listen: $api
+  metrics:
+    listen: 127.0.0.1:0
+EOF
+  rm -f "$work/api.sock"
+  ip netns exec "${prefix}-app" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  for _ in $(seq 120); do
+    "$netreduce" ctl --api "$api" --timeout 1 jobs >/dev/null 2>&1 && return 0
+    kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.log" >&2; return 1; }
+    sleep 0.5
+  done
+  echo "bench-allreduce: daemon API did not come up" >&2
+  return 1
+}
+
+job_file() { # world
+  {
+    echo "name: bench"
+    echo "rings:"
+    echo "  - id: 1"
+    echo "    elementType: fp32"
+    echo "    window: $window"
+    echo "    msgLen: $msg_len"
+    echo "    payloadSize: $payload"
+    echo "    pmtu: $payload"
+    echo "    members:"
+    for i in $(seq 0 $(( $1 - 1 ))); do echo "      - { rank: $i, ip: 10.77.0.$(( i + 1 )) }"; done
+  } > "$work/job.yaml"
+}
+
+run_one() { # rate world mode size
+  local rate="$1" world="$2" mode="$3" size="$4"
+  if [ "$mode" = netreduce ]; then
+    job_file "$world"
+    "$netreduce" ctl --api "$api" add-job "$work/job.yaml" >/dev/null 2>&1
+  fi
+  local cli_mode="$mode"
+  if [ "$mode" = ring-direct ]; then
+    cli_mode=ring
+    bash scripts/testbed.sh redirect off --prefix "$prefix" >/dev/null
+  fi
+  local before t0
+  before="$(cpu_ticks)"
+  t0="$(date +%s%N)"
+  worker_pids=()
+  for i in $(seq 0 $(( world - 1 ))); do
+    timeout --signal=TERM --kill-after=10 900 \
+      ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
+        --ring-id 1 --mode "$cli_mode" --type fp32 --size "$size" --iterations "$iterations" --window "$window" \
+        --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us 100000 --json \
+        > "$work/w$i.log" 2>&1 &
+    worker_pids+=($!)
+  done
+  for pid in "${worker_pids[@]}"; do wait "$pid" || true; done
+  worker_pids=()
+  local wall_ms cpu_ticks_used
+  wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  cpu_ticks_used=$(( $(cpu_ticks) - before ))
+  if [ "$mode" = netreduce ]; then
+    "$netreduce" ctl --api "$api" remove-job bench >/dev/null 2>&1 || true
+  fi
+  if [ "$mode" = ring-direct ]; then
+    bash scripts/testbed.sh redirect on --prefix "$prefix" >/dev/null
+  fi
+  "$NETREDUCE_PYTHON" - "$work" "$rate" "$world" "$mode" "$size" "$iterations" "$wall_ms" "$cpu_ticks_used" "$hz" \
+      >> "$out" <<'EOF'
+import json, os, sys
+work, rate, world, mode, size, iterations, wall_ms, ticks, hz = sys.argv[1:]
+world, size, iterations, wall_ms, ticks, hz = int(world), int(size), int(iterations), int(wall_ms), int(ticks), int(hz)
+runs = []
+for rank in range(world):
+    summary = None
+    with open(os.path.join(work, f"w{rank}.log"), encoding="utf-8", errors="replace") as log:
+        for line in log:
+            if line.startswith("{"):
+                summary = json.loads(line)
+    runs.append(summary)
+ok = all(r is not None and r["ok"] for r in runs)
+done = [r for r in runs if r is not None and r["matched"] > 0]
+mean = max((r["mean_ms"] for r in done), default=0.0)
+best = max((r["best_ms"] for r in done), default=0.0)
+goodput = size * 8 / (best / 1e3) / 1e9 if best > 0 else 0.0
+rdma = sum(r["rdma_bytes_sent"] for r in done) / max(len(done), 1) / iterations
+wire = sum(r["wire_bytes_sent"] for r in done) / max(len(done), 1) / iterations
+retx = sum(r["retransmitted_packets"] for r in runs if r is not None)
+print(f"{rate},{world},{mode},{size},{iterations},{str(ok).lower()},{mean:.2f},{best:.2f},{goodput:.4f},"
+      f"{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{ticks / hz:.2f},{wall_ms / 1e3:.1f}")
+EOF
+  tail -n 1 "$out"
+  if tail -n 1 "$out" | grep -q ',false,'; then
+    local keep="/tmp/netreduce-bench-failures/${rate}-w${world}-${mode}-${size}"
+    mkdir -p "$keep"
+    cp "$work"/w*.log "$work/daemon.log" "$keep/" 2>/dev/null || true
+    echo "bench-allreduce: run not exact or failed; worker logs kept in $keep" >&2
+  fi
+}
+
+bench_start="$(date +%s)"
+for rate in $rates; do
+  rate_opt=()
+  [ "$rate" = none ] || rate_opt=(--rate "$rate")
+  bash scripts/testbed.sh up -w "$max_w" --mtu 9000 --prefix "$prefix" "${rate_opt[@]}" >/dev/null
+  start_daemon
+  for world in $workers_list; do
+    for mib in $sizes_mib; do
+      for mode in $modes; do
+        run_one "$rate" "$world" "$mode" $(( mib << 20 ))
+      done
+    done
+  done
+  stop_daemon
+  bash scripts/testbed.sh down --prefix "$prefix" >/dev/null
+done
+echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"
+"$NETREDUCE_PYTHON" - "$out" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cols = ["rate", "world", "mode", "size_bytes", "ok", "best_ms", "mean_ms", "goodput_gbps", "sent_per_tensor",
+        "retransmitted", "appliance_cpu_s"]
+print("| " + " | ".join(cols) + " |")
+print("|" + "---|" * len(cols))
+for r in rows:
+    print("| " + " | ".join(r[c] for c in cols) + " |")
+EOF

@@ -1,0 +1,174 @@
+package io.netreduce.systemtests;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.netreduce.controlplane.api.ApiClient;
+import io.netreduce.controlplane.config.ConfigLoader;
+import io.netreduce.controlplane.config.NetreduceConfig;
+import io.netreduce.controlplane.config.ValidationOptions;
+import io.netreduce.daemon.Daemon;
+import io.netreduce.daemon.PacketDataplane;
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.port.NetworkNamespace;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Map;
+
+/**
+ * The netreduce daemon, in this JVM, with its AF_PACKET port opened inside the test bed's appliance namespace
+ * ({@link NetworkNamespace#callIn}): the same {@link Daemon}, {@link PacketDataplane} and port set-up as
+ * {@code netreduce daemon}, minus a second JVM. The control API listens on loopback in the JVM's own namespace, so
+ * tests use it (and its counters) directly.
+ */
+final class Appliance implements AutoCloseable
+{
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final Daemon daemon;
+    private final ApiClient api;
+
+    private Appliance(final Daemon daemon)
+    {
+        this.daemon = daemon;
+        this.api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(10));
+    }
+
+    /**
+     * @param jobs            the {@code jobs:} section (YAML, indented as a top-level key), or empty.
+     * @param dropProbability the dataplane's fault injection (appliance.dataplane.dropProbability).
+     */
+    static Appliance start(final TestBed bed, final double dropProbability, final String jobs)
+    {
+        final String text = """
+            appliance:
+              ports:
+                - name: eth0
+                  mtu: %d
+              dataplane:
+                dropProbability: %s
+                dropSeed: 7
+              memoryBudget: 512MiB
+              api:
+                listen: 127.0.0.1:0
+              metrics:
+                listen: 127.0.0.1:0
+              logging:
+                level: warn
+            %s
+            """.formatted(bed.mtu(), Double.toString(dropProbability), jobs);
+        try
+        {
+            // The interface exists in the appliance namespace, not in the JVM's: only the document is validated here;
+            // opening the port in the namespace is the real check.
+            final NetreduceConfig config = ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY);
+            final String namespace = bed.applianceNamespace();
+            final PacketDataplane dataplane = new PacketDataplane(
+                port -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openAfPacketPort(port)));
+            return new Appliance(Daemon.start(config, () -> ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY),
+                ValidationOptions.DOCUMENT_ONLY, dataplane));
+        }
+        catch (final io.netreduce.controlplane.config.ConfigException ex)
+        {
+            throw new IllegalArgumentException("generated configuration refused: " + ex.getMessage() + "\n" + text, ex);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /**
+     * The {@code jobs:} section for one job with one ring over ranks 0..world-1 of the test bed.
+     */
+    static String ringJob(
+        final String name, final int ringId, final String type, final int world, final int window, final int msgLen,
+        final int payload)
+    {
+        final StringBuilder yaml = new StringBuilder("""
+            jobs:
+              - name: %s
+                rings:
+                  - id: %d
+                    elementType: %s
+                    window: %d
+                    msgLen: %d
+                    payloadSize: %d
+                    pmtu: %d
+                    members:
+            """.formatted(name, ringId, type, window, msgLen, payload, payload));
+        for (int r = 0; r < world; r++)
+        {
+            yaml.append("          - { rank: ").append(r).append(", ip: ")
+                .append(TestBed.workerIp(r).getHostAddress()).append(" }\n");
+        }
+        return yaml.toString();
+    }
+
+    /**
+     * One control API request.
+     *
+     * @throws java.io.UncheckedIOException if the daemon cannot be reached.
+     */
+    ApiClient.Response request(final String method, final String path, final String body, final String contentType)
+    {
+        try
+        {
+            return api.send(method, path, body, contentType);
+        }
+        catch (final IOException ex)
+        {
+            throw new java.io.UncheckedIOException(method + " " + path, ex);
+        }
+    }
+
+    /**
+     * @return every counter of {@code GET /v1/counters}, label → value.
+     */
+    Map<String, Long> counters()
+    {
+        final ApiClient.Response response = request("GET", "/v1/counters", null, null);
+        if (response.status() != 200)
+        {
+            throw new IllegalStateException("GET /v1/counters: " + response.status() + " " + response.body());
+        }
+        try
+        {
+            return JSON.readValue(response.body(), new TypeReference<Map<String, Long>>()
+            {
+            });
+        }
+        catch (final IOException ex)
+        {
+            throw new IllegalStateException("counters: " + response.body(), ex);
+        }
+    }
+
+    /**
+     * @return one dataplane counter, as the API reports it (keyed by the counter's label).
+     */
+    long counter(final DataplaneCounter counter)
+    {
+        final Map<String, Long> all = counters();
+        final Long value = all.get(counter.label());
+        if (value == null)
+        {
+            throw new IllegalArgumentException("no counter '" + counter.label() + "' in " + all.keySet());
+        }
+        return value;
+    }
+
+    @Override
+    public void close()
+    {
+        try
+        {
+            api.close();
+        }
+        finally
+        {
+            daemon.close();
+        }
+    }
+}

@@ -1,0 +1,210 @@
+package io.netreduce.systemtests;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The namespace test bed of {@code scripts/testbed.sh}, brought up with a prefix of its own so that test classes
+ * (and other users of the machine) never share namespaces, and taken down by {@link #close()}.
+ */
+final class TestBed implements AutoCloseable
+{
+    /** The outsider's address (testbed.sh --outsider): on the switch, in no ring. */
+    static final String OUTSIDER_IP = "10.77.0.100";
+
+    private final String prefix;
+    private final int workers;
+    private final int mtu;
+
+    private TestBed(final String prefix, final int workers, final int mtu)
+    {
+        this.prefix = prefix;
+        this.workers = workers;
+        this.mtu = mtu;
+    }
+
+    /**
+     * Bring a bed up.
+     *
+     * @param tag      one letter naming the test class, so the prefix is unique per class and per JVM.
+     * @param outsider also create the non-member namespace.
+     */
+    static TestBed up(final char tag, final int workers, final int mtu, final boolean outsider)
+    {
+        // testbed.sh limits the prefix to 10 characters (interface names are at most 15).
+        final String prefix = "t" + tag + (ProcessHandle.current().pid() % 100_000);
+        final TestBed bed = new TestBed(prefix, workers, mtu);
+        final List<String> command = new ArrayList<>(List.of("bash", script().toString(), "up", "-w",
+            Integer.toString(workers), "--mtu", Integer.toString(mtu), "--prefix", prefix));
+        if (outsider)
+        {
+            command.add("--outsider");
+        }
+        try
+        {
+            run(command, 60);
+        }
+        catch (final RuntimeException ex)
+        {
+            bed.close();
+            throw ex;
+        }
+        return bed;
+    }
+
+    static boolean isRoot()
+    {
+        try
+        {
+            for (final String line : Files.readAllLines(Path.of("/proc/self/status")))
+            {
+                if (line.startsWith("Uid:"))
+                {
+                    return line.split("\\s+")[2].equals("0");
+                }
+            }
+        }
+        catch (final IOException ignored)
+        {
+            // not Linux: not root for our purposes
+        }
+        return false;
+    }
+
+    static Path repoRoot()
+    {
+        final String root = System.getProperty("netreduce.repo.root");
+        Path dir = root != null ? Path.of(root) : Path.of("").toAbsolutePath();
+        while (dir != null && !Files.isRegularFile(dir.resolve("scripts/testbed.sh")))
+        {
+            dir = dir.getParent();
+        }
+        if (dir == null)
+        {
+            throw new IllegalStateException("cannot find scripts/testbed.sh above " + root);
+        }
+        return dir;
+    }
+
+    private static Path script()
+    {
+        return repoRoot().resolve("scripts/testbed.sh");
+    }
+
+    String prefix()
+    {
+        return prefix;
+    }
+
+    int workers()
+    {
+        return workers;
+    }
+
+    int mtu()
+    {
+        return mtu;
+    }
+
+    String workerNamespace(final int rank)
+    {
+        return prefix + "-w" + rank;
+    }
+
+    String applianceNamespace()
+    {
+        return prefix + "-app";
+    }
+
+    String switchNamespace()
+    {
+        return prefix + "-sw";
+    }
+
+    String outsiderNamespace()
+    {
+        return prefix + "-out";
+    }
+
+    static InetAddress workerIp(final int rank)
+    {
+        return address("10.77.0." + (rank + 1));
+    }
+
+    static InetAddress address(final String literal)
+    {
+        try
+        {
+            return InetAddress.getByName(literal);
+        }
+        catch (final UnknownHostException ex)
+        {
+            throw new IllegalArgumentException(ex);
+        }
+    }
+
+    static long workerMac(final int rank)
+    {
+        return 0x02_77_00_00_00_01L + rank;
+    }
+
+    @Override
+    public void close()
+    {
+        run(List.of("bash", script().toString(), "down", "--prefix", prefix), 60);
+    }
+
+    /**
+     * Run a command to completion.
+     *
+     * @return its standard output and error.
+     * @throws IllegalStateException with that output if it fails or outlives the timeout.
+     */
+    static String run(final List<String> command, final int timeoutSeconds)
+    {
+        try
+        {
+            final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            final byte[][] output = new byte[1][];
+            final Thread reader = Thread.ofPlatform().daemon().start(() ->
+            {
+                try
+                {
+                    output[0] = process.getInputStream().readAllBytes();
+                }
+                catch (final IOException ex)
+                {
+                    output[0] = ex.toString().getBytes(StandardCharsets.UTF_8);
+                }
+            });
+            if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS))
+            {
+                process.destroyForcibly();
+                throw new IllegalStateException(command + " did not finish in " + timeoutSeconds + " s");
+            }
+            reader.join(5_000);
+            final String text = output[0] == null ? "" : new String(output[0], StandardCharsets.UTF_8);
+            if (process.exitValue() != 0)
+            {
+                throw new IllegalStateException(command + " exited " + process.exitValue() + ":\n" + text);
+            }
+            return text;
+        }
+        catch (final IOException ex)
+        {
+            throw new IllegalStateException("cannot run " + command, ex);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted running " + command, ex);
+        }
+    }
+}
