@@ -40,7 +40,6 @@ public final class RingAllReduce implements AllReduce
     private final int segmentBytes;
     private final long timeoutNs;
     private final QueuePair sendQp;
-    private final QueuePair receiveQp;
     private final MemoryRegion workRegion;
     private final MemoryRegion receive;
     private final UnsafeBuffer workMemory;
@@ -48,7 +47,6 @@ public final class RingAllReduce implements AllReduce
     private final WorkRequest wr = new WorkRequest();
     private final CompletionHandler onSend = this::onSendCompletion;
     private final CompletionHandler onReceive = this::onReceiveCompletion;
-    private final int receiveDepth;
     private final int rank;
     private final int world;
 
@@ -75,10 +73,7 @@ public final class RingAllReduce implements AllReduce
      */
     public RingAllReduce(final RingLink link, final int segmentBytes, final long timeoutNs)
     {
-        if (!link.isConnected())
-        {
-            throw new IllegalStateException("ring link is not connected");
-        }
+        link.requireConnected();
         if (segmentBytes <= 0 || (segmentBytes & 3) != 0)
         {
             throw new IllegalArgumentException("segmentBytes must be a positive multiple of 4: " + segmentBytes);
@@ -91,15 +86,13 @@ public final class RingAllReduce implements AllReduce
         this.segmentBytes = segmentBytes;
         this.timeoutNs = timeoutNs;
         this.sendQp = link.sendQp();
-        this.receiveQp = link.receiveQp();
         this.workRegion = link.sendRegion();
         this.receive = link.receiveRegion();
         this.workMemory = workRegion.buffer();
         this.receiveMemory = receive.buffer();
-        this.receiveDepth = link.endpoint().config().receiveQueueDepth();
         this.rank = link.rank();
         this.world = link.world();
-        topUpReceives();
+        link.topUpReceives();
     }
 
     /**
@@ -183,13 +176,12 @@ public final class RingAllReduce implements AllReduce
         {
             return 0;
         }
-        int work = link.sendCq().poll(onSend, 64);
-        work += link.receiveCq().poll(onReceive, 64);
+        int work = link.pollCompletions(onSend, onReceive);
         if (failure != null)
         {
             throw new AllReduceException(failure);
         }
-        work += topUpReceives();
+        work += link.topUpReceives();
         work += postSends();
         if (received == total && sendsCompleted == total)
         {
@@ -278,8 +270,7 @@ public final class RingAllReduce implements AllReduce
         }
         if (!completion.isSuccess())
         {
-            fail("receive on the connection from rank " + link.predecessor() + " failed: " +
-                CompletionStatus.name(completion.status()) + " (" + link.describe() + ")");
+            fail(link.receiveFailure(completion));
             return;
         }
         final int expected = callTag << 24 | received;
@@ -324,17 +315,6 @@ public final class RingAllReduce implements AllReduce
         }
         running = false;
         tensor = null;
-    }
-
-    private int topUpReceives()
-    {
-        int work = 0;
-        while (receiveQp.postedReceives() < receiveDepth &&
-            receiveQp.postRecv(0, receive, 0, 0) == QueuePair.POST_OK)
-        {
-            work++;
-        }
-        return work;
     }
 
     private void fail(final String reason)
