@@ -121,9 +121,16 @@ public final class SumKernel
 
     /*
      * fp16 and bf16: an int lane holds two adjacent little-endian elements, the even one in its low half and the
-     * odd one in its high half. Each half is widened to fp32 in its own float vector, so every element keeps its
-     * own accumulator and still sees ((x0 + x1) + x2) + ... in rank order; after the last rank both are rounded
-     * and packed back into one int lane. Only same-shape lane-wise ops, so no shuffles or shape changes.
+     * odd one in its high half. The loop sums the even elements (shift 0), then the odd ones (shift 16; the loads
+     * are L1 hits the second time), each widened to fp32 in its own lane, so every element still sees
+     * ((x0 + x1) + x2) + ... in rank order; the rounded halves are packed back into one int lane.
+     *
+     * The lane operations are written out in the loop on purpose, not in helper methods: C2 always inlines the
+     * Vector API's own methods, but a helper of ours may be refused (node-count cutoff in a large caller, or
+     * "already compiled into a big method"), and then every vector crossing the call is boxed, 10-100x slower.
+     * For the same reason the loop-carried vectors start from values made in the loop, not static constants.
+     * Starting from -0.0 lets rank 0 share the loop body: -0.0 + x is x for every x (a NaN becomes quiet, which
+     * the next addition does anyway).
      */
 
     static void sumFloat16(
@@ -135,18 +142,49 @@ public final class SumKernel
         int i = 0;
         for (; i < upper; i += vectorBytes)
         {
-            IntVector pairs = IntVector.fromMemorySegment(INTS, segment, first + i, ByteOrder.LITTLE_ENDIAN);
-            FloatVector even = widenFloat16(pairs.and(0x7FFF), pairs.lanewise(VectorOperators.LSHL, 16));
-            FloatVector odd = widenFloat16(pairs.lanewise(VectorOperators.LSHR, 16).and(0x7FFF), pairs);
-            for (int r = 1; r < ranks; r++)
+            IntVector packed = IntVector.zero(INTS);
+            for (int shift = 0; shift < 32; shift += 16)
             {
-                pairs = IntVector.fromMemorySegment(INTS, segment, first + r * stride + i, ByteOrder.LITTLE_ENDIAN);
-                even = even.add(widenFloat16(pairs.and(0x7FFF), pairs.lanewise(VectorOperators.LSHL, 16)));
-                odd = odd.add(widenFloat16(pairs.lanewise(VectorOperators.LSHR, 16).and(0x7FFF), pairs));
+                FloatVector acc = FloatVector.broadcast(FLOATS, -0.0f);
+                for (int r = 0; r < ranks; r++)
+                {
+                    final IntVector half = IntVector.fromMemorySegment(
+                        INTS, segment, first + r * stride + i, ByteOrder.LITTLE_ENDIAN)
+                        .lanewise(VectorOperators.LSHR, shift);
+                    // Widen exactly, as Float.float16ToFloat: exponent and significand shifted into place read
+                    // as an fp32 2^112 too small, subnormals included (the multiply normalises them exactly);
+                    // Inf and NaN (payload kept) take the fp32 maximum exponent; then the sign.
+                    final IntVector magnitude = half.and(0x7FFF);
+                    final IntVector shifted = magnitude.lanewise(VectorOperators.LSHL, 13);
+                    final FloatVector widened = shifted.reinterpretAsFloats().mul(FLOAT16_REBIAS).reinterpretAsInts()
+                        .blend(shifted.or(0x7F80_0000), magnitude.compare(VectorOperators.GE, 0x7C00))
+                        .or(half.lanewise(VectorOperators.LSHL, 16).and(0x8000_0000))
+                        .reinterpretAsFloats();
+                    acc = acc.add(widened);
+                }
+                // Round to nearest-even as Float.floatToFloat16, for the NaNs a sum can hold (quiet, nothing in
+                // the low 13 bits: widened fp16 NaNs or the default NaN), on which the JDK's intrinsic and Java
+                // code agree.
+                final IntVector bits = acc.reinterpretAsInts();
+                final IntVector abs = bits.and(0x7FFF_FFFF);
+                // Normal: rebias the exponent (-0x3800_0000), round the 13 dropped bits by adding 0x0FFF plus
+                // the lowest kept bit; a carry into the exponent is right.
+                final IntVector normal = abs.add(0x0FFF - 0x3800_0000)
+                    .add(abs.lanewise(VectorOperators.LSHR, 13).and(1))
+                    .lanewise(VectorOperators.LSHR, 13);
+                // Below 2^-14: adding 0.5 makes the float adder round to a multiple of 2^-24, the fp16 subnormal
+                // step; what it added beyond 0.5 is the significand (0x400 if it rounded up to 2^-14).
+                final IntVector subnormal = abs.reinterpretAsFloats().add(0.5f).reinterpretAsInts().sub(0x3F00_0000);
+                // 65520 and above: max() turns every non-NaN into Inf's bits, a NaN keeps its payload's top bits.
+                final IntVector infinityOrNan =
+                    abs.max(0x7F80_0000).lanewise(VectorOperators.LSHR, 13).and(0x3FF).or(0x7C00);
+                final IntVector rounded = normal
+                    .blend(subnormal, abs.compare(VectorOperators.LT, 0x3880_0000))
+                    .blend(infinityOrNan, abs.compare(VectorOperators.GE, 0x477F_F000))
+                    .or(bits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+                packed = packed.or(rounded.lanewise(VectorOperators.LSHL, shift));
             }
-            narrowToFloat16(even.reinterpretAsInts())
-                .or(narrowToFloat16(odd.reinterpretAsInts()).lanewise(VectorOperators.LSHL, 16))
-                .intoMemorySegment(segment, result + i, ByteOrder.LITTLE_ENDIAN);
+            packed.intoMemorySegment(segment, result + i, ByteOrder.LITTLE_ENDIAN);
         }
         for (; i < length; i += 2)
         {
@@ -168,19 +206,26 @@ public final class SumKernel
         int i = 0;
         for (; i < upper; i += vectorBytes)
         {
-            // bf16 is the top half of an fp32: widening is a shift (even element) or a mask (odd element).
-            IntVector pairs = IntVector.fromMemorySegment(INTS, segment, first + i, ByteOrder.LITTLE_ENDIAN);
-            FloatVector even = pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
-            FloatVector odd = pairs.and(HIGH_HALF).reinterpretAsFloats();
-            for (int r = 1; r < ranks; r++)
+            // Single pass (widening is cheap): even elements shifted up, odd ones masked.
+            FloatVector even = FloatVector.broadcast(FLOATS, -0.0f);
+            FloatVector odd = FloatVector.broadcast(FLOATS, -0.0f);
+            for (int r = 0; r < ranks; r++)
             {
-                pairs = IntVector.fromMemorySegment(INTS, segment, first + r * stride + i, ByteOrder.LITTLE_ENDIAN);
+                final IntVector pairs =
+                    IntVector.fromMemorySegment(INTS, segment, first + r * stride + i, ByteOrder.LITTLE_ENDIAN);
                 even = even.add(pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats());
                 odd = odd.add(pairs.and(HIGH_HALF).reinterpretAsFloats());
             }
-            roundToBfloat16(even.reinterpretAsInts()).lanewise(VectorOperators.LSHR, 16)
-                .or(roundToBfloat16(odd.reinterpretAsInts()).and(HIGH_HALF))
-                .intoMemorySegment(segment, result + i, ByteOrder.LITTLE_ENDIAN);
+            // floatToBfloat16 lane-wise: add 0x7FFF plus the lowest kept bit; a NaN is kept and made quiet.
+            final IntVector e = even.reinterpretAsInts();
+            final IntVector o = odd.reinterpretAsInts();
+            final IntVector packed = e.add(0x7FFF).add(e.lanewise(VectorOperators.LSHR, 16).and(1))
+                .blend(e.or(0x0040_0000), e.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000))
+                .lanewise(VectorOperators.LSHR, 16)
+                .or(o.add(0x7FFF).add(o.lanewise(VectorOperators.LSHR, 16).and(1))
+                    .blend(o.or(0x0040_0000), o.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000))
+                    .and(HIGH_HALF));
+            packed.intoMemorySegment(segment, result + i, ByteOrder.LITTLE_ENDIAN);
         }
         for (; i < length; i += 2)
         {
@@ -191,62 +236,6 @@ public final class SumKernel
             }
             segment.set(SHORT_LE, result + i, floatToBfloat16(acc));
         }
-    }
-
-    /**
-     * Exact fp16 to fp32, as {@link Float#float16ToFloat}: NaN payloads are kept, not quieted.
-     *
-     * @param magnitude the fp16 bits without the sign (0 to 0x7FFF) in each lane.
-     * @param signBit   lanes whose bit 31 is the fp16 sign bit (the rest is ignored).
-     */
-    static FloatVector widenFloat16(final IntVector magnitude, final IntVector signBit)
-    {
-        // Exponent and significand shifted into place read as an fp32 2^112 too small, subnormals included
-        // (they become fp32 subnormals, normalised by the exact multiply); Inf and NaN take the maximum exponent.
-        final IntVector shifted = magnitude.lanewise(VectorOperators.LSHL, 13);
-        final IntVector finite = shifted.reinterpretAsFloats().mul(FLOAT16_REBIAS).reinterpretAsInts();
-        return finite.blend(shifted.or(0x7F80_0000), magnitude.compare(VectorOperators.GE, 0x7C00))
-            .or(signBit.and(0x8000_0000))
-            .reinterpretAsFloats();
-    }
-
-    /**
-     * fp32 to fp16 as {@link Float#floatToFloat16}: nearest-even, overflow to infinity, NaN keeps its sign and
-     * top significand bits (the lower ones ORed in so that it stays a NaN).
-     *
-     * @return the fp16 bits in the low half of each lane, the high half zero.
-     */
-    static IntVector narrowToFloat16(final IntVector bits)
-    {
-        final IntVector abs = bits.and(0x7FFF_FFFF);
-        // Normal results: rebias the exponent and round the 13 dropped bits to nearest-even by integer addition
-        // (a carry into the exponent is the correct result).
-        final IntVector normal = abs.add(0x0FFF).add(abs.lanewise(VectorOperators.LSHR, 13).and(1))
-            .sub(0x3800_0000).lanewise(VectorOperators.LSHR, 13);
-        // Subnormal results (below 2^-14): adding 0.5 makes the float adder round to a multiple of 2^-24, the
-        // fp16 subnormal step; what it added beyond 0.5 is the fp16 significand (0x400 if it rounded up to 2^-14).
-        final IntVector subnormal = abs.reinterpretAsFloats().add(0.5f).reinterpretAsInts().sub(0x3F00_0000);
-        final IntVector nan = abs.and(0x007F_E000).lanewise(VectorOperators.LSHR, 13)
-            .or(abs.and(0x0000_1FF0).lanewise(VectorOperators.LSHR, 4))
-            .or(abs.and(0x0000_000F))
-            .or(0x7C00);
-        return normal
-            .blend(subnormal, abs.compare(VectorOperators.LT, 0x3880_0000))
-            .blend(0x7C00, abs.compare(VectorOperators.GE, 0x477F_F000))
-            .blend(nan, abs.compare(VectorOperators.GT, 0x7F80_0000))
-            .or(bits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
-    }
-
-    /**
-     * {@link #floatToBfloat16} on every lane.
-     *
-     * @return the bf16 bits in the high half of each lane (the low half is garbage).
-     */
-    static IntVector roundToBfloat16(final IntVector bits)
-    {
-        final IntVector rounded = bits.add(0x7FFF).add(bits.lanewise(VectorOperators.LSHR, 16).and(1));
-        return rounded.blend(bits.or(0x0040_0000),
-            bits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
     }
 
     /**

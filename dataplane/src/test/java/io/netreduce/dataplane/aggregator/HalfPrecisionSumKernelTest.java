@@ -81,79 +81,34 @@ class HalfPrecisionSumKernelTest
     }
 
     @Test
-    void shouldWidenEveryFloat16ExactlyAsTheJdk()
+    void shouldMatchOnEveryElementValuePlusEachOfManyAddends()
     {
-        final int lanes = INTS.length();
-        final int[] pairs = new int[lanes];
-        for (int h = 0; h < 0x1_0000; h += 2 * lanes)
-        {
-            for (int l = 0; l < lanes; l++)
-            {
-                pairs[l] = (h + 2 * l) | (h + 2 * l + 1) << 16;
-            }
-            final IntVector v = IntVector.fromArray(INTS, pairs, 0);
-            final int[] even = SumKernel.widenFloat16(v.and(0x7FFF), v.lanewise(
-                jdk.incubator.vector.VectorOperators.LSHL, 16)).reinterpretAsInts().toArray();
-            final int[] odd = SumKernel.widenFloat16(v.lanewise(jdk.incubator.vector.VectorOperators.LSHR, 16)
-                .and(0x7FFF), v).reinterpretAsInts().toArray();
-            for (int l = 0; l < lanes; l++)
-            {
-                assertWidened(h + 2 * l, even[l]);
-                assertWidened(h + 2 * l + 1, odd[l]);
-            }
-        }
-    }
-
-    @Test
-    void shouldNarrowToFloat16AsTheJdkOverTheWholeFloatRange()
-    {
-        // Every exponent and sign with many significands: the top 19 bits exhaustively, the low 13 (the rounded-off
-        // part) from a seeded random plus the tie and its neighbours.
+        // Rank 0 holds all 65536 bit patterns, rank 1 one addend for all of them: -0.0 (the sum is the element
+        // itself, so widening and rounding must give it back), the specials, and random values; with W = 3 a third
+        // rank adds a random value per element. Covers every input of the widening and a wide spread of sums.
         final long seed = SeededCases.baseSeed();
         final SplittableRandom random = new SplittableRandom(seed);
-        final int lanes = INTS.length();
-        final int[] bits = new int[lanes];
-        final int[] lows = { 0x0000, 0x0FFF, 0x1000, 0x1001, 0x1FFF };
-        for (int top = 0; top < 1 << 19; top++)
+        for (final ElementType type : new ElementType[] { ElementType.FP16, ElementType.BF16 })
         {
-            for (int l = 0; l < lanes; l++)
+            final short[] specials = type == ElementType.FP16 ? FP16_SPECIALS : BF16_SPECIALS;
+            final int addends = 1 + specials.length + 24;
+            for (int a = 0; a < addends; a++)
             {
-                final int low = l < lows.length ? lows[l] : random.nextInt(1 << 13);
-                bits[l] = top << 13 | low;
-            }
-            final int[] narrowed = SumKernel.narrowToFloat16(IntVector.fromArray(INTS, bits, 0)).toArray();
-            for (int l = 0; l < lanes; l++)
-            {
-                final float value = Float.intBitsToFloat(bits[l]);
-                // Only quiet NaNs with nothing in the low 13 bits reach the rounding: every NaN there comes from
-                // widened fp16 or is the default NaN, and has been through at least one addition, which quiets
-                // it. On the others the JDK's intrinsic (it quiets) and its Java code (it does not) disagree.
-                if (Float.isNaN(value) && ((bits[l] & 0x1FFF) != 0 || (bits[l] & 0x0040_0000) == 0))
+                final short addend = a == 0 ? (short)0x8000 :
+                    a <= specials.length ? specials[a - 1] : (short)random.nextInt(0x1_0000);
+                final int ranks = a % 2 == 0 ? 2 : 3;
+                final short[][] inputs = new short[ranks][0x1_0000];
+                for (int e = 0; e < 0x1_0000; e++)
                 {
-                    continue;
+                    inputs[0][e] = (short)e;
+                    inputs[1][e] = addend;
+                    if (ranks == 3)
+                    {
+                        inputs[2][e] = (short)random.nextInt(0x1_0000);
+                    }
                 }
-                if (narrowed[l] != (Float.floatToFloat16(value) & 0xFFFF))
-                {
-                    fail("narrowing 0x%08x gave 0x%04x, the JDK 0x%04x (seed %d)", bits[l], narrowed[l],
-                        Float.floatToFloat16(value) & 0xFFFF, seed);
-                }
+                compare(type, inputs, 0, 2 * 0x1_0000, false, "addend " + a + " (seed " + seed + ")");
             }
-        }
-    }
-
-    private static void assertWidened(final int half, final int widened)
-    {
-        final float expected = Float.float16ToFloat((short)half);
-        if (Float.isNaN(expected))
-        {
-            // Payload kept and not quieted, as the JDK's Java code does (the hardware conversion may quiet a
-            // signalling NaN; the first addition quiets it anyway).
-            assertThat(widened).as("fp16 0x%04x", half)
-                .isEqualTo((half & 0x8000) << 16 | 0x7F80_0000 | (half & 0x3FF) << 13);
-        }
-        else
-        {
-            assertThat(widened).as("fp16 0x%04x", half).isEqualTo(Float.floatToRawIntBits(expected));
         }
     }
 
@@ -167,8 +122,6 @@ class HalfPrecisionSumKernelTest
         final int first = 2 * random.nextInt(0, 40);
         final int stride = length + 2 * random.nextInt(0, 40);
         final boolean inPlace = random.nextInt(4) == 0;
-        final long result = inPlace ? first : first + (long)ranks * stride;
-        final int bytes = (int)(first + (long)(ranks + 1) * stride);
         final short[][] inputs = new short[ranks][elements];
         final int mode = random.nextInt(5);
         for (int e = 0; e < elements; e++)
@@ -179,6 +132,22 @@ class HalfPrecisionSumKernelTest
                 inputs[r][e] = element(type, random, mode, baseExponent);
             }
         }
+        compare(type, inputs, first, stride, inPlace, "W=" + ranks + " elements=" + elements);
+    }
+
+    /**
+     * Sum {@code inputs} (one row per rank) with both kernels, rank r's data at {@code first + r * stride} and
+     * the result after the last rank or, {@code inPlace}, over rank 0's data; compare element by element.
+     */
+    private void compare(
+        final ElementType type, final short[][] inputs, final int first, final int stride, final boolean inPlace,
+        final String what)
+    {
+        final int ranks = inputs.length;
+        final int elements = inputs[0].length;
+        final int length = elements * 2;
+        final long result = inPlace ? first : first + (long)ranks * stride;
+        final int bytes = (int)(first + (long)(ranks + 1) * stride);
         final MemorySegment vector = MemorySegment.ofArray(new byte[bytes]);
         final MemorySegment scalar = MemorySegment.ofArray(new byte[bytes]);
         for (int r = 0; r < ranks; r++)
@@ -216,8 +185,8 @@ class HalfPrecisionSumKernelTest
             {
                 in.append(String.format(" %04x", inputs[r][e] & 0xFFFF));
             }
-            fail("%s W=%d elements=%d element %d: vector 0x%04x, scalar 0x%04x; inputs%s", type, ranks, elements, e,
-                got & 0xFFFF, want & 0xFFFF, in);
+            fail("%s %s element %d: vector 0x%04x, scalar 0x%04x; inputs%s", type, what, e, got & 0xFFFF,
+                want & 0xFFFF, in);
         }
         // Nothing outside the result may be written (in place, the result overwrites rank 0's data only).
         for (int r = inPlace ? 1 : 0; r < ranks; r++)
