@@ -17,8 +17,8 @@ import java.nio.ByteOrder;
  * <p>
  * fp32 and int32 use the Vector API (lane-wise IEEE adds, never fused or reassociated across ranks, so
  * vector and scalar give identical bits). fp16 and bf16 are widened to fp32, summed in rank order and rounded
- * once to nearest-even, also with the Vector API: the bits are those of {@link Float#float16ToFloat} /
- * {@link Float#floatToFloat16} and {@link #floatToBfloat16} applied element by element.
+ * once to nearest-even (bits as {@link Float#floatToFloat16} / {@link #floatToBfloat16} of the fp32 sum): bf16 with
+ * the Vector API, fp16 as loops C2 vectorises with the hardware fp16 conversions.
  */
 public final class SumKernel
 {
@@ -30,8 +30,6 @@ public final class SumKernel
     private static final ValueLayout.OfShort SHORT_LE =
         ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final int HIGH_HALF = 0xFFFF_0000;
-    /** 2^112 = 2^(127 - 15): moves an fp16 exponent to the fp32 bias. */
-    private static final float FLOAT16_REBIAS = 0x1p112f;
 
     private SumKernel()
     {
@@ -119,84 +117,61 @@ public final class SumKernel
         }
     }
 
-    /*
-     * fp16 and bf16: an int lane holds two adjacent little-endian elements, the even one in its low half and the
-     * odd one in its high half. The loop sums the even elements (shift 0), then the odd ones (shift 16; the loads
-     * are L1 hits the second time), each widened to fp32 in its own lane, so every element still sees
-     * ((x0 + x1) + x2) + ... in rank order; the rounded halves are packed back into one int lane.
-     *
-     * The lane operations are written out in the loop on purpose, not in helper methods: C2 always inlines the
-     * Vector API's own methods, but a helper of ours may be refused (node-count cutoff in a large caller, or
-     * "already compiled into a big method"), and then every vector crossing the call is boxed, 10-100x slower.
-     * For the same reason the loop-carried vectors start from values made in the loop, not static constants.
-     * Starting from -0.0 lets rank 0 share the loop body: -0.0 + x is x for every x (a NaN becomes quiet, which
-     * the next addition does anyway).
-     */
-
     static void sumFloat16(
         final MemorySegment segment, final long first, final long stride, final int ranks, final long result,
         final int length)
     {
-        final int vectorBytes = INTS.vectorByteSize();
-        final int upper = length - (length % vectorBytes);
-        int i = 0;
-        for (; i < upper; i += vectorBytes)
+        // Rank-outer over an fp32 scratch: each element still sees ((x0 + x1) + x2) + ..., and every loop is a
+        // simple counted loop that C2 vectorises with the hardware fp16 conversions (F16C on x86). A Vector API
+        // version (no fp16 lanes in JDK 25, so widening and rounding by bit manipulation, as for bf16 below) gave
+        // the same bits but measured 4-6x slower, so fp16 stays here.
+        final int elements = length >> 1;
+        final float[] acc = scratch(elements);
+        for (int e = 0; e < elements; e++)
         {
-            IntVector packed = IntVector.zero(INTS);
-            for (int shift = 0; shift < 32; shift += 16)
-            {
-                FloatVector acc = FloatVector.broadcast(FLOATS, -0.0f);
-                for (int r = 0; r < ranks; r++)
-                {
-                    final IntVector half = IntVector.fromMemorySegment(
-                        INTS, segment, first + r * stride + i, ByteOrder.LITTLE_ENDIAN)
-                        .lanewise(VectorOperators.LSHR, shift);
-                    // Widen exactly, as Float.float16ToFloat: exponent and significand shifted into place read
-                    // as an fp32 2^112 too small, subnormals included (the multiply normalises them exactly);
-                    // Inf and NaN (payload kept) take the fp32 maximum exponent; then the sign.
-                    final IntVector magnitude = half.and(0x7FFF);
-                    final IntVector shifted = magnitude.lanewise(VectorOperators.LSHL, 13);
-                    final FloatVector widened = shifted.reinterpretAsFloats().mul(FLOAT16_REBIAS).reinterpretAsInts()
-                        .blend(shifted.or(0x7F80_0000), magnitude.compare(VectorOperators.GE, 0x7C00))
-                        .or(half.lanewise(VectorOperators.LSHL, 16).and(0x8000_0000))
-                        .reinterpretAsFloats();
-                    acc = acc.add(widened);
-                }
-                // Round to nearest-even as Float.floatToFloat16, for the NaNs a sum can hold (quiet, nothing in
-                // the low 13 bits: widened fp16 NaNs or the default NaN), on which the JDK's intrinsic and Java
-                // code agree.
-                final IntVector bits = acc.reinterpretAsInts();
-                final IntVector abs = bits.and(0x7FFF_FFFF);
-                // Normal: rebias the exponent (-0x3800_0000), round the 13 dropped bits by adding 0x0FFF plus
-                // the lowest kept bit; a carry into the exponent is right.
-                final IntVector normal = abs.add(0x0FFF - 0x3800_0000)
-                    .add(abs.lanewise(VectorOperators.LSHR, 13).and(1))
-                    .lanewise(VectorOperators.LSHR, 13);
-                // Below 2^-14: adding 0.5 makes the float adder round to a multiple of 2^-24, the fp16 subnormal
-                // step; what it added beyond 0.5 is the significand (0x400 if it rounded up to 2^-14).
-                final IntVector subnormal = abs.reinterpretAsFloats().add(0.5f).reinterpretAsInts().sub(0x3F00_0000);
-                // 65520 and above: max() turns every non-NaN into Inf's bits, a NaN keeps its payload's top bits.
-                final IntVector infinityOrNan =
-                    abs.max(0x7F80_0000).lanewise(VectorOperators.LSHR, 13).and(0x3FF).or(0x7C00);
-                final IntVector rounded = normal
-                    .blend(subnormal, abs.compare(VectorOperators.LT, 0x3880_0000))
-                    .blend(infinityOrNan, abs.compare(VectorOperators.GE, 0x477F_F000))
-                    .or(bits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
-                packed = packed.or(rounded.lanewise(VectorOperators.LSHL, shift));
-            }
-            packed.intoMemorySegment(segment, result + i, ByteOrder.LITTLE_ENDIAN);
+            acc[e] = Float.float16ToFloat(segment.get(SHORT_LE, first + 2L * e));
         }
-        for (; i < length; i += 2)
+        for (int r = 1; r < ranks; r++)
         {
-            float acc = Float.float16ToFloat(segment.get(SHORT_LE, first + i));
-            for (int r = 1; r < ranks; r++)
+            final long base = first + r * stride;
+            for (int e = 0; e < elements; e++)
             {
-                acc += Float.float16ToFloat(segment.get(SHORT_LE, first + r * stride + i));
+                acc[e] += Float.float16ToFloat(segment.get(SHORT_LE, base + 2L * e));
             }
-            segment.set(SHORT_LE, result + i, Float.floatToFloat16(acc));
+        }
+        for (int e = 0; e < elements; e++)
+        {
+            segment.set(SHORT_LE, result + 2L * e, Float.floatToFloat16(acc[e]));
         }
     }
 
+    /** fp16 widening scratch: one fp32 accumulator per element of the largest payload. */
+    private static final ThreadLocal<float[]> SCRATCH = ThreadLocal.withInitial(() -> new float[4096]);
+
+    private static float[] scratch(final int elements)
+    {
+        float[] acc = SCRATCH.get();
+        if (acc.length < elements)
+        {
+            acc = new float[elements];
+            SCRATCH.set(acc);
+        }
+        return acc;
+    }
+
+    /*
+     * bf16 on the Vector API: an int lane holds two adjacent little-endian elements, the even one in its low half
+     * and the odd one in its high half; bf16 is the top half of an fp32, so widening is a shift (even) or a mask
+     * (odd). Each element keeps its own fp32 accumulator lane and still sees ((x0 + x1) + x2) + ... in rank order;
+     * after the last rank both halves are rounded and packed back.
+     *
+     * The lane operations are written out in the loop on purpose, not in helper methods: C2 always inlines the
+     * Vector API's own methods, but a helper of ours may be refused (node-count cutoff in a large caller, or
+     * "already compiled into a big method"), and then every vector crossing the call is boxed, 10-100x slower.
+     * For the same reason the loop-carried vectors start from values made here, not static constants. Starting
+     * from -0.0 lets rank 0 share the loop body: -0.0 + x is x for every x (a NaN becomes quiet, which the next
+     * addition does anyway).
+     */
     static void sumBfloat16(
         final MemorySegment segment, final long first, final long stride, final int ranks, final long result,
         final int length)

@@ -15,7 +15,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
 /**
- * The Vector API fp16 and bf16 kernels against the scalar kernel they replaced ({@link ScalarSumKernel}), bit for
+ * The fp16 and bf16 kernels (bf16 on the Vector API) against the scalar kernel ({@link ScalarSumKernel}), bit for
  * bit, on hostile inputs: NaNs (quiet, signalling, with payloads, both signs), infinities, subnormals, signed
  * zeros, sums that overflow to infinity, land in the fp16 subnormal range or sit exactly on a rounding tie.
  * <p>

@@ -7,10 +7,10 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * The scalar summation {@link SumKernel} replaced for fp16 and bf16 (rank-outer over an fp32 scratch, the JDK's
- * fp16 conversions and {@link SumKernel#floatToBfloat16}), kept as the reference the vector kernel must match bit
- * for bit, and as the "before" in {@code SumKernelBenchmark}. fp32 and int32 are the plain scalar rank-order
- * loops. Same arguments as {@link SumKernel#sum}.
+ * The scalar summation {@link SumKernel} used for fp16 and bf16 before bf16 moved to the Vector API (rank-outer
+ * over an fp32 scratch, the JDK's fp16 conversions and {@link SumKernel#floatToBfloat16}), frozen here as the
+ * reference the kernel must match bit for bit and as the "before" in {@code SumKernelBenchmark}. fp32 and int32
+ * are the plain scalar rank-order loops. Same arguments as {@link SumKernel#sum}.
  */
 public final class ScalarSumKernel
 {
