@@ -34,7 +34,6 @@ import io.netreduce.dataplane.port.AfPacketConfiguration;
 import io.netreduce.dataplane.port.AfPacketPort;
 import io.netreduce.dataplane.port.PacketPort;
 import io.netreduce.dataplane.port.PortCounters;
-import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.dataplane.wire.EthernetHeader;
@@ -246,7 +245,7 @@ public final class PacketDataplane implements DataplaneAttachment
                 member.qpn() == null ? RingMember.ANY : member.qpn(),
                 member.mac() == null ? RingMember.ANY_MAC : EthernetHeader.parseMac(member.mac())));
         }
-        return new RingConfig(ring.id(), ref.job(), ElementType.valueOf(ring.elementType().name()), ring.window(),
+        return new RingConfig(ring.id(), ref.job(), ring.elementType().dataplaneType(), ring.window(),
             ring.msgLen(), ring.payloadSize(), members);
     }
 

@@ -2,10 +2,10 @@ package io.netreduce.daemon.worker;
 
 import io.netreduce.dataplane.port.AfPacketConfiguration;
 import io.netreduce.dataplane.port.AfPacketPort;
+import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.AllReduceException;
 import io.netreduce.host.allreduce.Arithmetic;
-import io.netreduce.host.allreduce.ElementType;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.RingAllReduce;

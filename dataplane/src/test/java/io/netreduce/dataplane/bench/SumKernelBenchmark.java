@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.bench;
 
+import io.netreduce.dataplane.aggregator.ScalarSumKernel;
 import io.netreduce.dataplane.aggregator.SumKernel;
 import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.dataplane.support.Gradients;
@@ -20,7 +21,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The summation kernel on one aggregator's worth of data (W payloads of {@code bytes}, laid out as in the
  * aggregator region), next to a plain copy of the same W payloads in the same run: the ratio says how far the
- * kernel is from memory speed.
+ * kernel is from memory speed. {@code scalar} is the scalar rank-order kernel ({@link ScalarSumKernel}, what fp16
+ * and bf16 used before the Vector API version) on the same data.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -58,6 +60,13 @@ public class SumKernelBenchmark
     public MemorySegment sum()
     {
         SumKernel.sum(type, segment, 0, stride, ranks, ranks * stride, bytes);
+        return segment;
+    }
+
+    @Benchmark
+    public MemorySegment scalar()
+    {
+        ScalarSumKernel.sum(type, segment, 0, stride, ranks, ranks * stride, bytes);
         return segment;
     }
 

@@ -1,5 +1,7 @@
 package io.netreduce.host.allreduce;
 
+import io.netreduce.dataplane.aggregator.SumKernel;
+import io.netreduce.dataplane.ring.ElementType;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
@@ -51,22 +53,9 @@ public final class Arithmetic
         {
             case FP32 -> Float.floatToRawIntBits(value);
             case FP16 -> Float.floatToFloat16(value) & 0xFFFF;
-            case BF16 -> floatToBfloat16(value) & 0xFFFF;
+            case BF16 -> SumKernel.floatToBfloat16(value) & 0xFFFF; // the appliance's own rounding
             case INT32 -> (int)value;
         };
-    }
-
-    /**
-     * @return the bf16 nearest to {@code value}, ties to even; NaN stays a quiet NaN (same as the appliance).
-     */
-    public static short floatToBfloat16(final float value)
-    {
-        final int bits = Float.floatToRawIntBits(value);
-        if (Float.isNaN(value))
-        {
-            return (short)((bits | 0x0040_0000) >>> 16);
-        }
-        return (short)((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16);
     }
 
     /**

@@ -35,7 +35,6 @@ public final class NetReduceAllReduce implements AllReduce
     private final RingLink link;
     private final NetReduceConfig config;
     private final QueuePair sendQp;
-    private final QueuePair receiveQp;
     private final UnsafeBuffer sendMemory;
     private final UnsafeBuffer receiveMemory;
     private final WorkRequest wr = new WorkRequest();
@@ -44,7 +43,6 @@ public final class NetReduceAllReduce implements AllReduce
     private final int messageBytes;
     private final int dataBytes;
     private final int slots;
-    private final int receiveDepth;
 
     private long posted;
     private long sendsCompleted;
@@ -63,10 +61,7 @@ public final class NetReduceAllReduce implements AllReduce
      */
     public NetReduceAllReduce(final RingLink link, final NetReduceConfig config)
     {
-        if (!link.isConnected())
-        {
-            throw new IllegalStateException("ring link is not connected");
-        }
+        link.requireConnected();
         if (config.payloadSize() != link.endpoint().config().pmtu())
         {
             throw new IllegalArgumentException("payloadSize " + config.payloadSize() + " must equal the PMTU " +
@@ -85,15 +80,13 @@ public final class NetReduceAllReduce implements AllReduce
         this.link = link;
         this.config = config;
         this.sendQp = link.sendQp();
-        this.receiveQp = link.receiveQp();
         this.sendMemory = link.sendRegion().buffer();
         this.receiveMemory = link.receiveRegion().buffer();
         this.messageBytes = config.messageBytes();
         this.dataBytes = config.dataBytesPerMessage();
         this.slots = config.slots();
-        this.receiveDepth = link.endpoint().config().receiveQueueDepth();
         wr.opcode(WorkRequest.RDMA_WRITE_WITH_IMM);
-        topUpReceives();
+        link.topUpReceives();
     }
 
     public NetReduceConfig config()
@@ -147,13 +140,12 @@ public final class NetReduceAllReduce implements AllReduce
         {
             throw new AllReduceException(failure);
         }
-        int work = link.sendCq().poll(onSend, 64);
-        work += link.receiveCq().poll(onReceive, 64);
+        int work = link.pollCompletions(onSend, onReceive);
         if (failure != null)
         {
             throw new AllReduceException(failure);
         }
-        work += topUpReceives();
+        work += link.topUpReceives();
         work += postMessages();
         if (work > 0)
         {
@@ -209,17 +201,6 @@ public final class NetReduceAllReduce implements AllReduce
         return work;
     }
 
-    private int topUpReceives()
-    {
-        int work = 0;
-        while (receiveQp.postedReceives() < receiveDepth &&
-            receiveQp.postRecv(0, link.receiveRegion(), 0, 0) == QueuePair.POST_OK)
-        {
-            work++;
-        }
-        return work;
-    }
-
     private void onSendCompletion(final Completion completion)
     {
         if (!completion.isSuccess())
@@ -244,8 +225,7 @@ public final class NetReduceAllReduce implements AllReduce
         }
         if (!completion.isSuccess())
         {
-            fail("receive on the connection from rank " + link.predecessor() + " failed: " +
-                CompletionStatus.name(completion.status()) + " (" + link.describe() + ")");
+            fail(link.receiveFailure(completion));
             return;
         }
         final long seq = resultsReceived;

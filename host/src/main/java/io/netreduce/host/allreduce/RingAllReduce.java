@@ -1,5 +1,6 @@
 package io.netreduce.host.allreduce;
 
+import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.host.rc.Completion;
 import io.netreduce.host.rc.CompletionHandler;
 import io.netreduce.host.rc.CompletionStatus;
@@ -39,7 +40,6 @@ public final class RingAllReduce implements AllReduce
     private final int segmentBytes;
     private final long timeoutNs;
     private final QueuePair sendQp;
-    private final QueuePair receiveQp;
     private final MemoryRegion workRegion;
     private final MemoryRegion receive;
     private final UnsafeBuffer workMemory;
@@ -47,7 +47,6 @@ public final class RingAllReduce implements AllReduce
     private final WorkRequest wr = new WorkRequest();
     private final CompletionHandler onSend = this::onSendCompletion;
     private final CompletionHandler onReceive = this::onReceiveCompletion;
-    private final int receiveDepth;
     private final int rank;
     private final int world;
 
@@ -76,10 +75,7 @@ public final class RingAllReduce implements AllReduce
      */
     public RingAllReduce(final RingLink link, final int segmentBytes, final long timeoutNs)
     {
-        if (!link.isConnected())
-        {
-            throw new IllegalStateException("ring link is not connected");
-        }
+        link.requireConnected();
         if (segmentBytes <= 0 || (segmentBytes & 3) != 0)
         {
             throw new IllegalArgumentException("segmentBytes must be a positive multiple of 4: " + segmentBytes);
@@ -92,15 +88,13 @@ public final class RingAllReduce implements AllReduce
         this.segmentBytes = segmentBytes;
         this.timeoutNs = timeoutNs;
         this.sendQp = link.sendQp();
-        this.receiveQp = link.receiveQp();
         this.workRegion = link.sendRegion();
         this.receive = link.receiveRegion();
         this.workMemory = workRegion.buffer();
         this.receiveMemory = receive.buffer();
-        this.receiveDepth = link.endpoint().config().receiveQueueDepth();
         this.rank = link.rank();
         this.world = link.world();
-        topUpReceives();
+        link.topUpReceives();
     }
 
     /**
@@ -192,13 +186,12 @@ public final class RingAllReduce implements AllReduce
         {
             return 0;
         }
-        int work = link.sendCq().poll(onSend, 64);
-        work += link.receiveCq().poll(onReceive, 64);
+        int work = link.pollCompletions(onSend, onReceive);
         if (failure != null)
         {
             throw new AllReduceException(failure);
         }
-        work += topUpReceives();
+        work += link.topUpReceives();
         work += postSends();
         if (received == total && sendsCompleted == total)
         {
@@ -287,8 +280,7 @@ public final class RingAllReduce implements AllReduce
         }
         if (!completion.isSuccess())
         {
-            fail("receive on the connection from rank " + link.predecessor() + " failed: " +
-                CompletionStatus.name(completion.status()) + " (" + link.describe() + ")");
+            fail(link.receiveFailure(completion));
             return;
         }
         if (received == total && completion.opcode() == Completion.OP_RECV_RDMA_WITH_IMM &&
@@ -351,17 +343,6 @@ public final class RingAllReduce implements AllReduce
         }
         running = false;
         tensor = null;
-    }
-
-    private int topUpReceives()
-    {
-        int work = 0;
-        while (receiveQp.postedReceives() < receiveDepth &&
-            receiveQp.postRecv(0, receive, 0, 0) == QueuePair.POST_OK)
-        {
-            work++;
-        }
-        return work;
     }
 
     private void fail(final String reason)

@@ -1,6 +1,9 @@
 package io.netreduce.host.allreduce;
 
+import io.netreduce.host.rc.Completion;
+import io.netreduce.host.rc.CompletionHandler;
 import io.netreduce.host.rc.CompletionQueue;
+import io.netreduce.host.rc.CompletionStatus;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.MemoryRegion;
 import io.netreduce.host.rc.QueuePair;
@@ -19,6 +22,9 @@ import org.agrona.concurrent.NanoClock;
  */
 public final class RingLink
 {
+    /** Most completions taken from each completion queue per {@link #pollCompletions} call. */
+    public static final int POLL_LIMIT = 64;
+
     private final RcEndpoint endpoint;
     private final NanoClock clock;
     private final int rank;
@@ -29,6 +35,7 @@ public final class RingLink
     private final QueuePair receiveQp;
     private final MemoryRegion sendRegion;
     private final MemoryRegion receiveRegion;
+    private final int receiveDepth;
     private long successorVa;
     private int successorRkey;
     private long successorLength;
@@ -64,6 +71,55 @@ public final class RingLink
         this.receiveQp = endpoint.createQueuePair(receiveCq, receiveCq);
         this.sendRegion = endpoint.registerMemory(sendBytes);
         this.receiveRegion = endpoint.registerMemory(receiveBytes);
+        this.receiveDepth = endpoint.config().receiveQueueDepth();
+    }
+
+    /**
+     * @throws IllegalStateException if {@link #connect} has not been called; the algorithms' constructors check it.
+     */
+    void requireConnected()
+    {
+        if (!connected)
+        {
+            throw new IllegalStateException("ring link is not connected");
+        }
+    }
+
+    /**
+     * Poll the send completion queue, then the receive completion queue, up to {@link #POLL_LIMIT} each.
+     *
+     * @return completions handled.
+     */
+    public int pollCompletions(final CompletionHandler onSend, final CompletionHandler onReceive)
+    {
+        return sendCq.poll(onSend, POLL_LIMIT) + receiveCq.poll(onReceive, POLL_LIMIT);
+    }
+
+    /**
+     * Keep the receive queue pair's queue full. Both algorithms receive only RDMA WRITE WITH IMMEDIATE, whose data
+     * lands in the receive region by address, so each receive just consumes a queue entry and carries no buffer.
+     *
+     * @return receives posted.
+     */
+    public int topUpReceives()
+    {
+        int posted = 0;
+        while (receiveQp.postedReceives() < receiveDepth &&
+            receiveQp.postRecv(0, receiveRegion, 0, 0) == QueuePair.POST_OK)
+        {
+            posted++;
+        }
+        return posted;
+    }
+
+    /**
+     * @param completion a failed completion on the receive queue pair.
+     * @return the error message naming the predecessor, the status and both queue pairs' state.
+     */
+    public String receiveFailure(final Completion completion)
+    {
+        return "receive on the connection from rank " + predecessor() + " failed: " +
+            CompletionStatus.name(completion.status()) + " (" + describe() + ")";
     }
 
     /**

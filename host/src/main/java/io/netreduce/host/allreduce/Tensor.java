@@ -1,5 +1,6 @@
 package io.netreduce.host.allreduce;
 
+import io.netreduce.dataplane.ring.ElementType;
 import org.agrona.MutableDirectBuffer;
 
 /**

@@ -1,5 +1,7 @@
 package io.netreduce.host.allreduce;
 
+import io.netreduce.dataplane.ring.ElementType;
+
 /**
  * Deterministic tensor contents from (seed, rank, iteration, index): any process can regenerate every rank's
  * input, so each worker checks its result against the exact sum without exchanging data. Values are finite:

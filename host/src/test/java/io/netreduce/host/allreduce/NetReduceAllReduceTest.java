@@ -1,6 +1,7 @@
 package io.netreduce.host.allreduce;
 
 import io.netreduce.dataplane.port.MemoryPort;
+import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.dataplane.wire.InaHeader;
 import io.netreduce.dataplane.wire.Ipv4Header;
 import io.netreduce.dataplane.wire.Opcode;

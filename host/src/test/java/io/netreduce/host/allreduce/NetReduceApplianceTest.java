@@ -5,6 +5,7 @@ import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.port.MemoryPort;
 import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.host.rc.RcConfig;
@@ -77,7 +78,7 @@ class NetReduceApplianceTest
                     RingHarness.mac(r)));
             }
             await(appliance, appliance.proxy().installRing(new RingConfig(RING, "test",
-                io.netreduce.dataplane.ring.ElementType.valueOf(type.name()), window, msgLen, payload, members)));
+                type, window, msgLen, payload, members)));
             ring.extraWork = appliance::doWork;
 
             final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];

@@ -1,4 +1,4 @@
-package io.netreduce.daemon.testing;
+package io.netreduce.dataplane.testing;
 
 import java.util.SplittableRandom;
 
@@ -6,6 +6,9 @@ import java.util.SplittableRandom;
  * Runs a property as many independent random cases, each from its own seed drawn from one base seed, and names
  * the base seed when a case fails so the whole run can be replayed with {@code -Dnetreduce.test.seed=<seed>}.
  * Without that property each run draws a fresh base seed, so CI keeps exploring.
+ * <p>
+ * For property tests in every module (it needs no test framework: a failure is an {@link AssertionError}); the
+ * appliance never uses it.
  */
 public final class SeededCases
 {
