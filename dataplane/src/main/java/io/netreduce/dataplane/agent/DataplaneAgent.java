@@ -14,6 +14,9 @@ import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
  */
 public final class DataplaneAgent implements Agent
 {
+    /** Kernel calls per element type at start, past the JIT's compile threshold. */
+    private static final int WARM_UP_ITERATIONS = 12_000;
+
     private final PacketPort[] ports;
     private final int batchSize;
     private final int commandsPerCycle;
@@ -129,6 +132,15 @@ public final class DataplaneAgent implements Agent
             case DataplaneCommand.StartCapture start -> start.reply();
             case DataplaneCommand.StopCapture stop -> stop.reply();
         };
+    }
+
+    /**
+     * On the agent's own thread, before the first duty cycle: compile the summation kernels.
+     */
+    @Override
+    public void onStart()
+    {
+        io.netreduce.dataplane.aggregator.SumKernel.warmUp(WARM_UP_ITERATIONS);
     }
 
     @Override

@@ -216,6 +216,30 @@ public final class SumKernel
     /**
      * @return the fp32 value of bf16 {@code bits} (exact: bf16 is the top half of an fp32).
      */
+    /**
+     * Run every element type's kernel enough times for the JIT to compile it. Interpreted, the Vector API code
+     * costs ~100 us per aggregator; an appliance calls this once at start so that the first aggregations of a job
+     * do not pay for compilation. Takes a fraction of a second.
+     *
+     * @param iterations calls per element type (10 000 is past C2's compile threshold).
+     */
+    public static void warmUp(final int iterations)
+    {
+        final int length = 4096;
+        final int ranks = 4;
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined())
+        {
+            final MemorySegment segment = arena.allocate((long)length * (ranks + 1), 64);
+            for (final ElementType type : ElementType.values())
+            {
+                for (int i = 0; i < iterations; i++)
+                {
+                    sum(type, segment, 0, length, ranks, (long)length * ranks, length);
+                }
+            }
+        }
+    }
+
     public static float bfloat16ToFloat(final short bits)
     {
         return Float.intBitsToFloat((bits & 0xFFFF) << 16);
