@@ -7,7 +7,7 @@ import io.netreduce.dataplane.wire.InaHeader;
 import io.netreduce.dataplane.wire.Opcode;
 import io.netreduce.dataplane.wire.RoceFrame;
 import io.netreduce.host.allreduce.AllReduce;
-import io.netreduce.host.allreduce.ElementType;
+import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.Tensor;

@@ -8,7 +8,7 @@ import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.AllReduceException;
-import io.netreduce.host.allreduce.ElementType;
+import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.Tensor;

@@ -6,7 +6,7 @@ import io.netreduce.dataplane.port.NetworkNamespace;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.AllReduceException;
 import io.netreduce.host.allreduce.Arithmetic;
-import io.netreduce.host.allreduce.ElementType;
+import io.netreduce.dataplane.ring.ElementType;
 import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.allreduce.Tensor;
 import io.netreduce.host.allreduce.TensorPattern;
