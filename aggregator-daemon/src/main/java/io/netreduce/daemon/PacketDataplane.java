@@ -53,7 +53,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -88,7 +87,6 @@ public final class PacketDataplane implements DataplaneAttachment
     private final Function<PortConfig, PacketPort> portOpener;
     private final List<PacketPort> ports = new ArrayList<>();
     private final Map<Integer, String> ringJobs = new ConcurrentHashMap<>();
-    private final Map<Integer, Integer> ringWorldSizes = new ConcurrentHashMap<>();
     private DataplaneAgent agent;
     private DataplaneProxy proxy;
     private AgentRunner runner;
@@ -213,7 +211,6 @@ public final class PacketDataplane implements DataplaneAttachment
                 final RingConfig config = toDataplane(ring);
                 final RingInstalled installed = await(proxy().installRing(config), "install ring " + config.ringId());
                 ringJobs.put(config.ringId(), ring.job());
-                ringWorldSizes.put(config.ringId(), config.worldSize());
                 LOG.info("ring {} of job {} installed: {} ranks, {} aggregators, {} bytes (budget used {} of {})",
                     installed.ringId(), ring.job(), config.worldSize(), installed.aggregators(),
                     installed.memoryBytes(), installed.budgetUsedBytes(), installed.budgetBytes());
@@ -224,7 +221,6 @@ public final class PacketDataplane implements DataplaneAttachment
             {
                 await(proxy().removeRing(ring.ring().id()), "remove ring " + ring.ring().id());
                 ringJobs.remove(ring.ring().id());
-                ringWorldSizes.remove(ring.ring().id());
                 LOG.info("ring {} of job {} removed: its traffic now passes through", ring.ring().id(), ring.job());
             }
         };
@@ -300,15 +296,14 @@ public final class PacketDataplane implements DataplaneAttachment
         for (final DataplaneCounter counter : DataplaneCounter.values())
         {
             final long value = proxy.counter(counter);
-            final String name = counter.name().toLowerCase(Locale.ROOT);
-            if (name.startsWith("drop_"))
+            if (counter.isDrop())
             {
                 sink.counter("netreduce_dataplane_drops", "Frames the dataplane dropped, by reason.", value,
-                    "reason", name.substring("drop_".length()));
+                    "reason", counter.reason());
             }
             else
             {
-                sink.counter("netreduce_dataplane_" + name, capitalise(counter.label()) + ".", value);
+                sink.counter("netreduce_dataplane_" + counter.reason(), capitalise(counter.label()) + ".", value);
             }
         }
         final DataplaneCounters counters = proxy.counterBuffers();
@@ -449,13 +444,10 @@ public final class PacketDataplane implements DataplaneAttachment
         @Override
         public RingOccupancy occupancy(final int ringId)
         {
-            if (configured.ring(ringId).isEmpty())
-            {
-                throw new NotFoundException("no ring " + ringId);
-            }
+            final int worldSize = configured.ring(ringId)
+                .orElseThrow(() -> new NotFoundException("no ring " + ringId)).worldSize();
             final io.netreduce.dataplane.agent.RingOccupancy snapshot =
                 await(proxy().occupancy(ringId, OCCUPANCY_LIMIT), "occupancy of ring " + ringId);
-            final int worldSize = ringWorldSizes.getOrDefault(ringId, 0);
             final List<RingOccupancy.AggregatorOccupancy> incomplete = new ArrayList<>();
             for (final PendingAggregator pending : snapshot.oldest())
             {
