@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-JAR=aggregator-daemon/target/netreduce.jar
+JAR=worker/target/netreduce-worker.jar
 [ -f "$JAR" ] || { echo "bench: $JAR missing; build with ./mvnw -B -ntp -o package -DskipTests" >&2; exit 1; }
 command -v iperf3 >/dev/null || { echo "bench: iperf3 missing; run scripts/setup.sh" >&2; exit 1; }
 FLAGS=$(sed -n 's:.*<netreduce.jvm.flags>\(.*\)</netreduce.jvm.flags>.*:\1:p' pom.xml | head -1)
@@ -37,10 +37,10 @@ for ns in "$A" "$B"; do ip -n "$ns" link set eth0 mtu 9000 up; ip -n "$ns" link 
 ip -n "$A" addr add 10.98.0.1/24 dev eth0; ip -n "$B" addr add 10.98.0.2/24 dev eth0
 
 # shellcheck disable=SC2086
-ip netns exec "$B" java $FLAGS -jar "$JAR" worker write-bw --server --dev eth0 > /tmp/bench-endpoint-server.$$ 2>&1 &
+ip netns exec "$B" java $FLAGS -jar "$JAR" write-bw --server --dev eth0 > /tmp/bench-endpoint-server.$$ 2>&1 &
 SERVER_PID=$!
 # shellcheck disable=SC2086
-RC_LINE=$(ip netns exec "$A" java $FLAGS -jar "$JAR" worker write-bw --connect 10.98.0.2 --dev eth0 \
+RC_LINE=$(ip netns exec "$A" java $FLAGS -jar "$JAR" write-bw --connect 10.98.0.2 --dev eth0 \
   --size "$SIZE" --iterations "$ITERATIONS" --pmtu "$PMTU" --op "$OP" 2>&1 | grep '^write-bw role=client')
 wait "$SERVER_PID" || true; SERVER_PID=
 echo "$RC_LINE"

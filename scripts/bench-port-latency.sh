@@ -16,7 +16,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-JAR=aggregator-daemon/target/netreduce.jar
+JAR=worker/target/netreduce-worker.jar
 [ -f "$JAR" ] || { echo "bench: $JAR missing; build with ./mvnw -B -ntp -o package -DskipTests" >&2; exit 1; }
 FLAGS=$(sed -n 's:.*<netreduce.jvm.flags>\(.*\)</netreduce.jvm.flags>.*:\1:p' pom.xml | head -1)
 A=nrl-a-$$ B=nrl-b-$$
@@ -35,7 +35,7 @@ ip -n "$A" link set eth0 up; ip -n "$B" link set eth0 up
 
 port_lat() {
   # shellcheck disable=SC2086
-  java $FLAGS -jar "$JAR" worker port-lat \
+  java $FLAGS -jar "$JAR" port-lat \
     --ns-a "$A" --dev-a eth0 --ns-b "$B" --dev-b eth0 "$@" 2>&1 | grep '^port-lat' || true
 }
 

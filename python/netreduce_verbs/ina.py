@@ -1,6 +1,6 @@
 """The NetReduce INA header (paper 000, Fig. 4): 8 bytes at the start of every message.
 
-Same layout as io.netreduce.dataplane.wire.InaHeader:
+Same layout as io.netreduce.protocol.wire.InaHeader:
   bytes 0-3 InetTag (big-endian 0x4E524544, "NRED"), byte 4 RingID, byte 5 MsgID (mod 256), byte 6 MsgLen
   (packets in the message), byte 7 Rank (sender's rank).
 """

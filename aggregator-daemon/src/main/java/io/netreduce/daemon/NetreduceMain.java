@@ -1,12 +1,12 @@
 package io.netreduce.daemon;
 
 import io.netreduce.daemon.pcap.PcapCommand;
-import io.netreduce.daemon.worker.WorkerCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * The {@code netreduce} command. Subcommands are the daemon itself and the tools around it.
+ * The {@code netreduce} command. Subcommands are the daemon itself and the tools around it. The worker tools
+ * ({@code netreduce worker ...}) live in {@code netreduce-worker.jar}; the launcher script runs that jar for them.
  */
 @Command(
     name = "netreduce",
@@ -17,8 +17,7 @@ import picocli.CommandLine.Command;
         CommandLine.HelpCommand.class,
         DaemonCommand.class,
         PcapCommand.class,
-        io.netreduce.daemon.ctl.CtlCommand.class,
-        WorkerCommand.class
+        io.netreduce.daemon.ctl.CtlCommand.class
     })
 public final class NetreduceMain implements Runnable
 {

@@ -9,7 +9,7 @@ import io.netreduce.controlplane.config.ValidationOptions;
 import io.netreduce.daemon.Daemon;
 import io.netreduce.daemon.PacketDataplane;
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.dataplane.port.NetworkNamespace;
+import io.netreduce.protocol.port.NetworkNamespace;
 
 import java.io.IOException;
 import java.time.Duration;

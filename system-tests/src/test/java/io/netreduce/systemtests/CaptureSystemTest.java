@@ -1,13 +1,13 @@
 package io.netreduce.systemtests;
 
 import io.netreduce.daemon.NetreduceMain;
-import io.netreduce.dataplane.pcap.PcapReader;
-import io.netreduce.dataplane.pcap.PcapRecord;
-import io.netreduce.dataplane.wire.InaHeader;
-import io.netreduce.dataplane.wire.Opcode;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.pcap.PcapReader;
+import io.netreduce.protocol.pcap.PcapRecord;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.wire.RoceFrame;
 import io.netreduce.host.allreduce.AllReduce;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.Tensor;

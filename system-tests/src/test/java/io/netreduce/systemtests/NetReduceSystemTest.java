@@ -2,7 +2,7 @@ package io.netreduce.systemtests;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.host.allreduce.AllReduce;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.Tensor;

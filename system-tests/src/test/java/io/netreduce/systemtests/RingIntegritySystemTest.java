@@ -2,13 +2,13 @@ package io.netreduce.systemtests;
 
 import io.netreduce.controlplane.api.ApiClient;
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.dataplane.port.AfPacketPort;
+import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.AllReduceException;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.Tensor;
@@ -80,7 +80,7 @@ class RingIntegritySystemTest
                 members.add(new RingMember(r, r == 1 ? TestBed.address(TestBed.OUTSIDER_IP) : TestBed.workerIp(r)));
             }
             final RingConfig claimed = new RingConfig(RING, "guarded",
-                io.netreduce.dataplane.ring.ElementType.FP32, WINDOW, MSG_LEN, PAYLOAD, members);
+                io.netreduce.protocol.element.ElementType.FP32, WINDOW, MSG_LEN, PAYLOAD, members);
             final RingWorker intruder = new RingWorker(claimed, 1, ring.link(2).receiveQp().qpn(), 77,
                 OUTSIDER_MAC, TestBed.workerMac(2));
             final byte[] poison = new byte[intruder.gradientBytes()];

@@ -1,12 +1,12 @@
 package io.netreduce.systemtests;
 
-import io.netreduce.dataplane.port.AfPacketConfiguration;
-import io.netreduce.dataplane.port.AfPacketPort;
-import io.netreduce.dataplane.port.NetworkNamespace;
+import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.NetworkNamespace;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.AllReduceException;
 import io.netreduce.host.allreduce.Arithmetic;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.allreduce.Tensor;
 import io.netreduce.host.allreduce.TensorPattern;

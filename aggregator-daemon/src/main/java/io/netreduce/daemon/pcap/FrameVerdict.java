@@ -1,10 +1,10 @@
 package io.netreduce.daemon.pcap;
 
-import io.netreduce.dataplane.icrc.Icrc;
-import io.netreduce.dataplane.pcap.PcapRecord;
-import io.netreduce.dataplane.wire.BthHeader;
-import io.netreduce.dataplane.wire.Opcode;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.pcap.PcapRecord;
+import io.netreduce.protocol.wire.BthHeader;
+import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.wire.RoceFrame;
 
 /**
  * What one capture record is, as the pcap commands judge it: not RoCEv2, a RoCEv2 frame whose ICRC can be

@@ -7,10 +7,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.concurrent.Callable;
 
-import io.netreduce.dataplane.pcap.PcapException;
-import io.netreduce.dataplane.pcap.PcapReader;
-import io.netreduce.dataplane.pcap.PcapRecord;
-import io.netreduce.dataplane.pcap.PcapWriter;
+import io.netreduce.protocol.pcap.PcapException;
+import io.netreduce.protocol.pcap.PcapReader;
+import io.netreduce.protocol.pcap.PcapRecord;
+import io.netreduce.protocol.pcap.PcapWriter;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;

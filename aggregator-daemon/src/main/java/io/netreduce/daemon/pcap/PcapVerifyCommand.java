@@ -4,9 +4,9 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
-import io.netreduce.dataplane.pcap.PcapException;
-import io.netreduce.dataplane.pcap.PcapReader;
-import io.netreduce.dataplane.pcap.PcapRecord;
+import io.netreduce.protocol.pcap.PcapException;
+import io.netreduce.protocol.pcap.PcapReader;
+import io.netreduce.protocol.pcap.PcapRecord;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;

@@ -16,9 +16,9 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 import io.netreduce.daemon.NetreduceMain;
-import io.netreduce.dataplane.pcap.PcapReader;
-import io.netreduce.dataplane.pcap.PcapRecord;
-import io.netreduce.dataplane.pcap.PcapWriter;
+import io.netreduce.protocol.pcap.PcapReader;
+import io.netreduce.protocol.pcap.PcapRecord;
+import io.netreduce.protocol.pcap.PcapWriter;
 import org.agrona.concurrent.UnsafeBuffer;
 import picocli.CommandLine;
 
@@ -87,10 +87,10 @@ final class PcapCli
         return dir;
     }
 
-    /** The in-repository copy of the soft-RoCE capture (kept with the dataplane's test resources). */
+    /** The in-repository copy of the soft-RoCE capture (kept with the protocol module's test resources). */
     static Path softRoceCopy()
     {
-        return repoRoot().resolve("dataplane/src/test/resources/pcap").resolve(SOFT_ROCE);
+        return repoRoot().resolve("protocol/src/test/resources/pcap").resolve(SOFT_ROCE);
     }
 
     /** The original in {@code <repo>/../shared/testdata}, present in CI and on the development machine. */

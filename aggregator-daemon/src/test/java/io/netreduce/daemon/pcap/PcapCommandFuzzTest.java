@@ -15,7 +15,7 @@ import java.util.regex.Pattern;
 
 import io.netreduce.daemon.pcap.PcapCli.Frame;
 import io.netreduce.daemon.pcap.PcapCli.Run;
-import io.netreduce.dataplane.testing.SeededCases;
+import io.netreduce.protocol.testing.SeededCases;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -15,7 +15,7 @@ import java.util.stream.Stream;
 
 import io.netreduce.daemon.pcap.PcapCli.Frame;
 import io.netreduce.daemon.pcap.PcapCli.Run;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -6,20 +6,20 @@ import com.fasterxml.jackson.annotation.JsonValue;
  * The type of the vector elements a ring sums, as named in the YAML configuration and the API. The dataplane adds
  * element by element, so the payload of every packet must hold a whole number of elements.
  * <p>
- * Each constant maps to the dataplane's {@link io.netreduce.dataplane.ring.ElementType}, which owns the element
+ * Each constant maps to the dataplane's {@link io.netreduce.protocol.element.ElementType}, which owns the element
  * sizes; this enum only adds the configuration spelling, so the loader's names and error messages stay its own.
  */
 public enum ElementType
 {
-    FP32("fp32", io.netreduce.dataplane.ring.ElementType.FP32),
-    FP16("fp16", io.netreduce.dataplane.ring.ElementType.FP16),
-    BF16("bf16", io.netreduce.dataplane.ring.ElementType.BF16),
-    INT32("int32", io.netreduce.dataplane.ring.ElementType.INT32);
+    FP32("fp32", io.netreduce.protocol.element.ElementType.FP32),
+    FP16("fp16", io.netreduce.protocol.element.ElementType.FP16),
+    BF16("bf16", io.netreduce.protocol.element.ElementType.BF16),
+    INT32("int32", io.netreduce.protocol.element.ElementType.INT32);
 
     private final String configName;
-    private final io.netreduce.dataplane.ring.ElementType dataplaneType;
+    private final io.netreduce.protocol.element.ElementType dataplaneType;
 
-    ElementType(final String configName, final io.netreduce.dataplane.ring.ElementType dataplaneType)
+    ElementType(final String configName, final io.netreduce.protocol.element.ElementType dataplaneType)
     {
         this.configName = configName;
         this.dataplaneType = dataplaneType;
@@ -45,7 +45,7 @@ public enum ElementType
     /**
      * @return the dataplane's element type that a ring configured with this type sums.
      */
-    public io.netreduce.dataplane.ring.ElementType dataplaneType()
+    public io.netreduce.protocol.element.ElementType dataplaneType()
     {
         return dataplaneType;
     }

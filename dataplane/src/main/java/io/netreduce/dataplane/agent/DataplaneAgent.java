@@ -1,7 +1,7 @@
 package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.counters.DataplaneCounters;
-import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.protocol.port.PacketPort;
 import org.HdrHistogram.SingleWriterRecorder;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
@@ -140,7 +140,7 @@ public final class DataplaneAgent implements Agent
     @Override
     public void onStart()
     {
-        io.netreduce.dataplane.aggregator.SumKernel.warmUp(WARM_UP_ITERATIONS);
+        io.netreduce.protocol.element.SumKernel.warmUp(WARM_UP_ITERATIONS);
     }
 
     @Override

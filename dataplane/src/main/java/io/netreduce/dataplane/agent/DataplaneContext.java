@@ -1,7 +1,7 @@
 package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.counters.DataplaneCounters;
-import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.protocol.port.PacketPort;
 
 import java.util.List;
 import java.util.Objects;

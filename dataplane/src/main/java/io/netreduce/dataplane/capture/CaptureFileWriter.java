@@ -1,10 +1,10 @@
 package io.netreduce.dataplane.capture;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.dataplane.pcap.PcapException;
-import io.netreduce.dataplane.pcap.PcapPrecision;
-import io.netreduce.dataplane.pcap.PcapReader;
-import io.netreduce.dataplane.pcap.PcapWriter;
+import io.netreduce.protocol.pcap.PcapException;
+import io.netreduce.protocol.pcap.PcapPrecision;
+import io.netreduce.protocol.pcap.PcapReader;
+import io.netreduce.protocol.pcap.PcapWriter;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.MessageHandler;
 

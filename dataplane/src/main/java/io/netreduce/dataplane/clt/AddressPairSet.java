@@ -24,6 +24,14 @@ public final class AddressPairSet
         counts = new int[capacity];
     }
 
+    /**
+     * @return whether the connection's address pair (QP aside) is in the set.
+     */
+    public boolean contains(final FlowKey key)
+    {
+        return find(key.srcHigh(), key.srcLow(), key.dstHigh(), key.dstLow()) >= 0;
+    }
+
     public boolean contains(final long srcHigh, final long srcLow, final long dstHigh, final long dstLow)
     {
         return find(srcHigh, srcLow, dstHigh, dstLow) >= 0;

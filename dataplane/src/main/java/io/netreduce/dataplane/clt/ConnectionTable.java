@@ -74,6 +74,24 @@ public final class ConnectionTable
     }
 
     /**
+     * @return the slot holding the connection, or -1.
+     */
+    public int find(final FlowKey key)
+    {
+        return find(key.srcHigh(), key.srcLow(), key.dstHigh(), key.dstLow(), key.qp());
+    }
+
+    /**
+     * Insert a connection that is not in the table.
+     *
+     * @return the new entry's slot, or -1 when the table is full.
+     */
+    public int insert(final FlowKey key, final int kind)
+    {
+        return insert(key.srcHigh(), key.srcLow(), key.dstHigh(), key.dstLow(), key.qp(), kind);
+    }
+
+    /**
      * @return the slot holding the key, or -1.
      */
     public int find(final long srcHigh, final long srcLow, final long dstHigh, final long dstLow, final int qp)

@@ -1,8 +1,9 @@
 package io.netreduce.dataplane.ring;
 
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.clt.IpKey;
-import io.netreduce.dataplane.icrc.Crc32Combine;
+import io.netreduce.protocol.icrc.Crc32Combine;
 import org.agrona.concurrent.status.AtomicCounter;
 
 import java.util.Arrays;
@@ -26,7 +27,7 @@ import java.util.Arrays;
 public final class Ring implements AutoCloseable
 {
     /** Gradient bytes in a first packet are the payload minus the INA header. */
-    public static final int INA_LENGTH = io.netreduce.dataplane.wire.InaHeader.LENGTH;
+    public static final int INA_LENGTH = io.netreduce.protocol.wire.InaHeader.LENGTH;
 
     private final RingConfig config;
     private final int id;

@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.ring;
 
+import io.netreduce.protocol.element.ElementType;
 import java.util.List;
 import java.util.Objects;
 

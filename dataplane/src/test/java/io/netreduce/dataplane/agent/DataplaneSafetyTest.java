@@ -2,21 +2,21 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.dataplane.port.FrameHandler;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.port.FrameHandler;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.dataplane.support.DataplaneHarness;
-import io.netreduce.dataplane.support.Gradients;
+import io.netreduce.protocol.support.Gradients;
 import io.netreduce.dataplane.support.RingSimulation;
 import io.netreduce.dataplane.support.Rings;
-import io.netreduce.dataplane.support.ScapyIcrc;
+import io.netreduce.protocol.support.ScapyIcrc;
 import io.netreduce.dataplane.testing.RingWorker;
-import io.netreduce.dataplane.wire.InaHeader;
-import io.netreduce.dataplane.wire.L4Checksum;
-import io.netreduce.dataplane.wire.RoceFrame;
-import io.netreduce.dataplane.wire.TestPcap;
-import io.netreduce.dataplane.wire.UdpHeader;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.L4Checksum;
+import io.netreduce.protocol.wire.RoceFrame;
+import io.netreduce.protocol.wire.TestPcap;
+import io.netreduce.protocol.wire.UdpHeader;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
@@ -336,7 +336,7 @@ class DataplaneSafetyTest
         final byte[] frame = new byte[14 + 20 + 8 + 13];
         final UnsafeBuffer buffer = new UnsafeBuffer(frame);
         frame[12] = 0x08;
-        io.netreduce.dataplane.wire.Ipv4Header.write(buffer, 14, 0, 20 + 8 + 13, 1, 64, 17, 0x0A000001, 0x0A000002);
+        io.netreduce.protocol.wire.Ipv4Header.write(buffer, 14, 0, 20 + 8 + 13, 1, 64, 17, 0x0A000001, 0x0A000002);
         UdpHeader.write(buffer, 34, 5555, 9999, 8 + 13);
         for (int i = 42; i < frame.length; i++)
         {
@@ -358,7 +358,7 @@ class DataplaneSafetyTest
         final byte[] a = new byte[16];
         a[0] = (byte)0xFE;
         a[1] = (byte)0x80;
-        io.netreduce.dataplane.wire.Ipv6Header.write(buffer, 14, 0, 0, 12, 17, 255, a, a);
+        io.netreduce.protocol.wire.Ipv6Header.write(buffer, 14, 0, 0, 12, 17, 255, a, a);
         UdpHeader.write(buffer, 54, 546, 547, 12);
         return frame;
     }

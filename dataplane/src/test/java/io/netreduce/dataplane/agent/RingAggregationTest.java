@@ -1,12 +1,12 @@
 package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.support.DataplaneHarness;
 import io.netreduce.dataplane.support.RingSimulation;
 import io.netreduce.dataplane.support.Rings;
-import io.netreduce.dataplane.support.ScapyIcrc;
+import io.netreduce.protocol.support.ScapyIcrc;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

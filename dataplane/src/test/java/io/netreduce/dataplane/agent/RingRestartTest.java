@@ -1,16 +1,16 @@
 package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.support.DataplaneHarness;
-import io.netreduce.dataplane.support.Gradients;
+import io.netreduce.protocol.support.Gradients;
 import io.netreduce.dataplane.support.RingSimulation;
 import io.netreduce.dataplane.support.Rings;
 import io.netreduce.dataplane.testing.RingWorker;
-import io.netreduce.dataplane.testing.SeededCases;
-import io.netreduce.dataplane.wire.InaHeader;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.testing.SeededCases;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 

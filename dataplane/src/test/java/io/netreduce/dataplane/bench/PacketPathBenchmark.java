@@ -2,12 +2,12 @@ package io.netreduce.dataplane.bench;
 
 import io.netreduce.dataplane.agent.DataplaneAgent;
 import io.netreduce.dataplane.agent.DataplaneContext;
-import io.netreduce.dataplane.port.FrameHandler;
-import io.netreduce.dataplane.port.PacketPort;
-import io.netreduce.dataplane.port.PortCounters;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.port.FrameHandler;
+import io.netreduce.protocol.port.PacketPort;
+import io.netreduce.protocol.port.PortCounters;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
-import io.netreduce.dataplane.support.Gradients;
+import io.netreduce.protocol.support.Gradients;
 import io.netreduce.dataplane.support.Rings;
 import io.netreduce.dataplane.testing.RingWorker;
 import org.agrona.DirectBuffer;
@@ -155,6 +155,28 @@ public class PacketPathBenchmark
         {
             sent += length;
             return true;
+        }
+
+        private final UnsafeBuffer claim = new UnsafeBuffer(ByteBuffer.allocateDirect(16 * 1024));
+        private int claimLength;
+
+        @Override
+        public int tryClaim(final int length)
+        {
+            claimLength = length;
+            return 0;
+        }
+
+        @Override
+        public org.agrona.MutableDirectBuffer claimBuffer()
+        {
+            return claim;
+        }
+
+        @Override
+        public void commit()
+        {
+            sent += claimLength;
         }
 
         @Override

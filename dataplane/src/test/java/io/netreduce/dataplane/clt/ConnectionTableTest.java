@@ -1,6 +1,6 @@
 package io.netreduce.dataplane.clt;
 
-import io.netreduce.dataplane.testing.SeededCases;
+import io.netreduce.protocol.testing.SeededCases;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;

@@ -5,8 +5,8 @@ import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.agent.RingInstalled;
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.dataplane.port.MemoryPort;
-import io.netreduce.dataplane.port.PacketPort;
+import io.netreduce.protocol.port.MemoryPort;
+import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.dataplane.ring.RingConfig;
 
 import java.util.ArrayList;

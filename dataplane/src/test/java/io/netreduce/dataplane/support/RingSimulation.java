@@ -1,11 +1,12 @@
 package io.netreduce.dataplane.support;
 
-import io.netreduce.dataplane.icrc.Icrc;
+import io.netreduce.protocol.support.Gradients;
+import io.netreduce.protocol.icrc.Icrc;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.testing.RingWorker;
-import io.netreduce.dataplane.wire.BthHeader;
-import io.netreduce.dataplane.wire.InaHeader;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.wire.BthHeader;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.ByteArrayOutputStream;

@@ -1,6 +1,6 @@
 package io.netreduce.dataplane.support;
 
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.dataplane.ring.RingConfig;
 import io.netreduce.dataplane.ring.RingMember;
 

@@ -1,7 +1,7 @@
 package io.netreduce.host.allreduce;
 
-import io.netreduce.dataplane.aggregator.SumKernel;
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.SumKernel;
+import io.netreduce.protocol.element.ElementType;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 

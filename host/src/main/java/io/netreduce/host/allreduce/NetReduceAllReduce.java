@@ -1,6 +1,6 @@
 package io.netreduce.host.allreduce;
 
-import io.netreduce.dataplane.wire.InaHeader;
+import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.host.rc.Completion;
 import io.netreduce.host.rc.CompletionHandler;
 import io.netreduce.host.rc.CompletionStatus;

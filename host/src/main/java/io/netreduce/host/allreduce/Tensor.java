@@ -1,6 +1,6 @@
 package io.netreduce.host.allreduce;
 
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import org.agrona.MutableDirectBuffer;
 
 /**

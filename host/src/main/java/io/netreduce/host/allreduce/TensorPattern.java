@@ -1,6 +1,6 @@
 package io.netreduce.host.allreduce;
 
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 
 /**
  * Deterministic tensor contents from (seed, rank, iteration, index): any process can regenerate every rank's

@@ -1,13 +1,13 @@
 package io.netreduce.host.rc;
 
-import io.netreduce.dataplane.wire.AethHeader;
-import io.netreduce.dataplane.wire.BthHeader;
-import io.netreduce.dataplane.wire.ImmDtHeader;
-import io.netreduce.dataplane.wire.Ipv4Header;
-import io.netreduce.dataplane.wire.Opcode;
-import io.netreduce.dataplane.wire.RethHeader;
-import io.netreduce.dataplane.wire.RoceFrame;
-import io.netreduce.dataplane.wire.RoceFrameWriter;
+import io.netreduce.protocol.wire.AethHeader;
+import io.netreduce.protocol.wire.BthHeader;
+import io.netreduce.protocol.wire.ImmDtHeader;
+import io.netreduce.protocol.wire.Ipv4Header;
+import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.wire.RethHeader;
+import io.netreduce.protocol.wire.RoceFrame;
+import io.netreduce.protocol.writer.RoceFrameWriter;
 import org.agrona.BitUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -16,8 +16,8 @@ import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
 
-import static io.netreduce.dataplane.wire.BthHeader.psnAdd;
-import static io.netreduce.dataplane.wire.BthHeader.psnDelta;
+import static io.netreduce.protocol.wire.BthHeader.psnAdd;
+import static io.netreduce.protocol.wire.BthHeader.psnDelta;
 
 /**
  * A software RoCEv2 reliable-connected queue pair: the requester and responder halves of one RC connection,

@@ -1,10 +1,10 @@
 package io.netreduce.host.rc;
 
-import io.netreduce.dataplane.icrc.Icrc;
-import io.netreduce.dataplane.port.FrameHandler;
-import io.netreduce.dataplane.port.PacketPort;
-import io.netreduce.dataplane.wire.EthernetHeader;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.port.FrameHandler;
+import io.netreduce.protocol.port.PacketPort;
+import io.netreduce.protocol.wire.EthernetHeader;
+import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.Agent;

@@ -1,11 +1,11 @@
 package io.netreduce.host.allreduce;
 
-import io.netreduce.dataplane.port.MemoryPort;
-import io.netreduce.dataplane.ring.ElementType;
-import io.netreduce.dataplane.wire.InaHeader;
-import io.netreduce.dataplane.wire.Ipv4Header;
-import io.netreduce.dataplane.wire.Opcode;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.port.MemoryPort;
+import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.Ipv4Header;
+import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.wire.RoceFrame;
 import io.netreduce.host.rc.RcConfig;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;

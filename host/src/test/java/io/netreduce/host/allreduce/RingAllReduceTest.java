@@ -1,6 +1,6 @@
 package io.netreduce.host.allreduce;
 
-import io.netreduce.dataplane.ring.ElementType;
+import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.rc.RcConfig;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;

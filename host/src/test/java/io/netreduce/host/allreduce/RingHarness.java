@@ -1,6 +1,6 @@
 package io.netreduce.host.allreduce;
 
-import io.netreduce.dataplane.port.MemoryPort;
+import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
 import org.agrona.concurrent.CachedNanoClock;

@@ -1,9 +1,9 @@
 package io.netreduce.host.allreduce;
 
-import io.netreduce.dataplane.port.FrameHandler;
-import io.netreduce.dataplane.port.MemoryPort;
-import io.netreduce.dataplane.wire.EthernetHeader;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.port.FrameHandler;
+import io.netreduce.protocol.port.MemoryPort;
+import io.netreduce.protocol.wire.EthernetHeader;
+import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Long2LongHashMap;
 

@@ -1,6 +1,6 @@
 package io.netreduce.host.rc;
 
-import io.netreduce.dataplane.port.MemoryPort;
+import io.netreduce.protocol.port.MemoryPort;
 import org.agrona.concurrent.CachedNanoClock;
 import org.junit.jupiter.api.Test;
 

@@ -1,10 +1,10 @@
 package io.netreduce.host.rc;
 
-import io.netreduce.dataplane.wire.AethHeader;
-import io.netreduce.dataplane.wire.InaHeader;
-import io.netreduce.dataplane.wire.Ipv4Header;
-import io.netreduce.dataplane.wire.Opcode;
-import io.netreduce.dataplane.wire.RoceFrame;
+import io.netreduce.protocol.wire.AethHeader;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.Ipv4Header;
+import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 

@@ -1,8 +1,8 @@
 package io.netreduce.host.rc;
 
-import io.netreduce.dataplane.port.FrameHandler;
-import io.netreduce.dataplane.port.PacketPort;
-import io.netreduce.dataplane.port.PortCounters;
+import io.netreduce.protocol.port.FrameHandler;
+import io.netreduce.protocol.port.PacketPort;
+import io.netreduce.protocol.port.PortCounters;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -72,6 +72,28 @@ final class TestLink
             buffer.getBytes(offset, copy);
             pending.add(copy);
             return true;
+        }
+
+        private final UnsafeBuffer claim = new UnsafeBuffer(new byte[16 * 1024]);
+        private int claimLength;
+
+        @Override
+        public int tryClaim(final int length)
+        {
+            claimLength = length;
+            return 0;
+        }
+
+        @Override
+        public org.agrona.MutableDirectBuffer claimBuffer()
+        {
+            return claim;
+        }
+
+        @Override
+        public void commit()
+        {
+            send(claim, 0, claimLength);
         }
 
         @Override

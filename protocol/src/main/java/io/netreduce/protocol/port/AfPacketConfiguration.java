@@ -1,0 +1,192 @@
+package io.netreduce.protocol.port;
+
+import java.util.Objects;
+
+/**
+ * How to open an {@link AfPacketPort}. Start from {@link #defaults(String)} and adjust with the {@code with*}
+ * methods.
+ *
+ * @param interfaceName    interface to bind, e.g. {@code eth0}; must exist in the network namespace of the thread
+ *                         that opens the port.
+ * @param rxRingVersion    receive ring layout. Default {@link RxRingVersion#V2}: each frame reaches user space as
+ *                         soon as the kernel has written it, where V3 can hold a lone frame for its block timer
+ *                         (a round trip of ~3 us against ~1 ms on a veth). Per-frame cost at high rates measured
+ *                         the same within noise, but MTU-sized slots hold fewer frames per MiB than V3's packed
+ *                         blocks: with a jumbo MTU, size {@code rxFrameSize} for the frames expected or add
+ *                         blocks (docs/performance.md, "AF_PACKET receive latency").
+ * @param rxBlockSize      bytes per receive block; a multiple of the page size. In V3 a block is handed to user
+ *                         space when full or after {@code rxBlockTimeoutMs}; in V2 it is only the unit the ring's
+ *                         memory comes in and must hold at least one frame slot. Default
+ *                         {@value #DEFAULT_RX_BLOCK_SIZE}.
+ * @param rxBlockCount     receive blocks in the ring. Default {@value #DEFAULT_RX_BLOCK_COUNT} (16 MiB in all).
+ * @param rxBlockTimeoutMs V3 only: how long the kernel keeps a partly filled block before handing it over; bounds
+ *                         receive latency at low rates. Default {@value #DEFAULT_RX_BLOCK_TIMEOUT_MS} (the minimum;
+ *                         the kernel rounds up to a jiffy).
+ * @param rxFrameSize      V2 only: bytes per receive frame slot, a multiple of 16 and at most {@code rxBlockSize};
+ *                         a frame longer than the slot less its 66-byte header area is counted as truncated and
+ *                         dropped. Default {@value #AUTO_RX_FRAME_SIZE}: sized when the port opens to hold an
+ *                         MTU-sized frame plus a VLAN tag (1584 bytes at MTU 1500, 9088 at 9000).
+ * @param txFrameSize      bytes per TPACKET_V2 transmit slot, a multiple of 16; the largest frame sent is this
+ *                         minus the 32-byte slot header (and at most MTU + 18). Default {@value #DEFAULT_TX_FRAME_SIZE};
+ *                         use {@value #JUMBO_TX_FRAME_SIZE} for a 9000-byte MTU.
+ * @param txFrameCount     transmit slots. Default {@value #DEFAULT_TX_FRAME_COUNT}; rounded up to fill whole ring
+ *                         blocks.
+ * @param promiscuous      put the interface in promiscuous mode while the port is open (PACKET_MR_PROMISC), so
+ *                         frames addressed to other MACs (the workers') are received. Default on.
+ * @param qdiscBypass      send with PACKET_QDISC_BYPASS, straight to the driver; faster, but tc egress rules and
+ *                         qdisc back-pressure no longer apply. Default off.
+ */
+public record AfPacketConfiguration(
+    String interfaceName,
+    RxRingVersion rxRingVersion,
+    int rxBlockSize,
+    int rxBlockCount,
+    int rxBlockTimeoutMs,
+    int rxFrameSize,
+    int txFrameSize,
+    int txFrameCount,
+    boolean promiscuous,
+    boolean qdiscBypass)
+{
+    public static final RxRingVersion DEFAULT_RX_RING_VERSION = RxRingVersion.V2;
+    public static final int DEFAULT_RX_BLOCK_SIZE = 1 << 18;
+    public static final int DEFAULT_RX_BLOCK_COUNT = 64;
+    public static final int DEFAULT_RX_BLOCK_TIMEOUT_MS = 1;
+    /** {@link #rxFrameSize()} value asking for V2 slots sized from the interface MTU when the port opens. */
+    public static final int AUTO_RX_FRAME_SIZE = 0;
+    /** Smallest explicit V2 slot: the 66-byte header area plus a minimum-size Ethernet frame, rounded up. */
+    public static final int MIN_RX_FRAME_SIZE = 128;
+    public static final int DEFAULT_TX_FRAME_SIZE = 2048;
+    public static final int JUMBO_TX_FRAME_SIZE = 9248;
+    public static final int DEFAULT_TX_FRAME_COUNT = 1024;
+
+    public AfPacketConfiguration
+    {
+        Objects.requireNonNull(interfaceName, "interfaceName");
+        Objects.requireNonNull(rxRingVersion, "rxRingVersion");
+        if (interfaceName.isEmpty() || interfaceName.length() >= LinuxPacketAbi.IFNAMSIZ)
+        {
+            throw new IllegalArgumentException("interface name must be 1 to 15 characters: '" + interfaceName + "'");
+        }
+        if (rxBlockSize < 4096 || (rxBlockSize & 4095) != 0)
+        {
+            throw new IllegalArgumentException("rxBlockSize must be a positive multiple of 4096: " + rxBlockSize);
+        }
+        if (rxBlockCount < 2)
+        {
+            throw new IllegalArgumentException("rxBlockCount must be at least 2: " + rxBlockCount);
+        }
+        if (rxBlockTimeoutMs < 1)
+        {
+            throw new IllegalArgumentException("rxBlockTimeoutMs must be at least 1: " + rxBlockTimeoutMs);
+        }
+        if (rxFrameSize != AUTO_RX_FRAME_SIZE &&
+            (rxFrameSize < MIN_RX_FRAME_SIZE || (rxFrameSize % LinuxPacketAbi.TPACKET_ALIGNMENT) != 0 ||
+            rxFrameSize > rxBlockSize))
+        {
+            throw new IllegalArgumentException("rxFrameSize must be 0 (from the MTU) or a multiple of 16 from " +
+                MIN_RX_FRAME_SIZE + " to rxBlockSize (" + rxBlockSize + "): " + rxFrameSize);
+        }
+        if (txFrameSize < 128 || (txFrameSize % LinuxPacketAbi.TPACKET_ALIGNMENT) != 0)
+        {
+            throw new IllegalArgumentException("txFrameSize must be a multiple of 16, at least 128: " + txFrameSize);
+        }
+        if (txFrameCount < 1)
+        {
+            throw new IllegalArgumentException("txFrameCount must be positive: " + txFrameCount);
+        }
+        if ((long)rxBlockSize * rxBlockCount > Integer.MAX_VALUE || (long)txFrameSize * txFrameCount > (1L << 30))
+        {
+            throw new IllegalArgumentException("rings too large");
+        }
+    }
+
+    /**
+     * @return the documented defaults for {@code interfaceName}.
+     */
+    public static AfPacketConfiguration defaults(final String interfaceName)
+    {
+        return new AfPacketConfiguration(
+            interfaceName,
+            DEFAULT_RX_RING_VERSION,
+            DEFAULT_RX_BLOCK_SIZE,
+            DEFAULT_RX_BLOCK_COUNT,
+            DEFAULT_RX_BLOCK_TIMEOUT_MS,
+            AUTO_RX_FRAME_SIZE,
+            DEFAULT_TX_FRAME_SIZE,
+            DEFAULT_TX_FRAME_COUNT,
+            true,
+            false);
+    }
+
+    /**
+     * @return this configuration with the receive ring layout {@code version}.
+     */
+    public AfPacketConfiguration withRxRingVersion(final RxRingVersion version)
+    {
+        return new AfPacketConfiguration(interfaceName, version, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+    }
+
+    /**
+     * @return this configuration with receive blocks of {@code blockSize} bytes, {@code blockCount} of them, and
+     *         (V3) a block timeout of {@code blockTimeoutMs}.
+     */
+    public AfPacketConfiguration withRxRing(final int blockSize, final int blockCount, final int blockTimeoutMs)
+    {
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, blockSize, blockCount, blockTimeoutMs,
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+    }
+
+    /**
+     * @return this configuration with V2 receive slots of {@code frameSize} bytes ({@link #AUTO_RX_FRAME_SIZE}:
+     *         from the MTU).
+     */
+    public AfPacketConfiguration withRxFrameSize(final int frameSize)
+    {
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
+            frameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+    }
+
+    public AfPacketConfiguration withTxRing(final int frameSize, final int frameCount)
+    {
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
+            rxFrameSize, frameSize, frameCount, promiscuous, qdiscBypass);
+    }
+
+    public AfPacketConfiguration withPromiscuous(final boolean promiscuous)
+    {
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+    }
+
+    public AfPacketConfiguration withQdiscBypass(final boolean qdiscBypass)
+    {
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+    }
+
+    /**
+     * @return the V2 slot size to use on an interface with {@code mtu}: {@link #rxFrameSize()} if set, else
+     *         {@link #rxFrameSizeForFrames} of an Ethernet header, a VLAN tag and {@code mtu} bytes.
+     */
+    public int rxFrameSizeFor(final int mtu)
+    {
+        if (rxFrameSize != AUTO_RX_FRAME_SIZE)
+        {
+            return rxFrameSize;
+        }
+        return rxFrameSizeForFrames(LinuxPacketAbi.ETH_HLEN + LinuxPacketAbi.VLAN_HLEN + mtu);
+    }
+
+    /**
+     * @param maxFrameLength the longest frame (Ethernet header on) the port must receive whole.
+     * @return the smallest V2 slot holding it: the kernel's 66-byte header area in front, 16-byte aligned.
+     */
+    public static int rxFrameSizeForFrames(final int maxFrameLength)
+    {
+        final int needed = LinuxPacketAbi.TPACKET2_RX_ETHERNET_MAC_OFFSET + maxFrameLength;
+        return Math.max(MIN_RX_FRAME_SIZE, (needed + LinuxPacketAbi.TPACKET_ALIGNMENT - 1) &
+            -LinuxPacketAbi.TPACKET_ALIGNMENT);
+    }
+}

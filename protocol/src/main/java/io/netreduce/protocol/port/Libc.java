@@ -1,0 +1,285 @@
+package io.netreduce.protocol.port;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * Downcalls into the C library through the FFM API, for the packet socket and namespace code of this package.
+ * <p>
+ * Calls that can fail take an {@code errnoState} segment first (allocated with {@link #allocateErrnoState(Arena)})
+ * into which the linker captures {@code errno} immediately after the call, before the JVM can disturb it; read it
+ * with {@link #errno(MemorySegment)}. Each thread calling concurrently needs its own state segment.
+ */
+final class Libc
+{
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final SymbolLookup LOOKUP = LINKER.defaultLookup();
+    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+
+    private static final MethodHandle SOCKET = errnoCall("socket", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle SETSOCKOPT = errnoCall(
+        "setsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle GETSOCKOPT = errnoCall(
+        "getsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+    private static final MethodHandle BIND = errnoCall("bind", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle MMAP = errnoCall(
+        "mmap", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
+    private static final MethodHandle MUNMAP = errnoCall("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle SENDTO = errnoCall(
+        "sendto", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle POLL = errnoCall("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle IF_NAMETOINDEX = errnoCall("if_nametoindex", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final MethodHandle CLOSE = errnoCall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle OPEN = errnoCall("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle SETNS = errnoCall("setns", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle IOCTL = LINKER.downcallHandle(
+        symbol("ioctl"), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS),
+        CAPTURE_ERRNO, Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle STRERROR = LINKER.downcallHandle(
+        symbol("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    private static final MethodHandle GETPAGESIZE = LINKER.downcallHandle(
+        symbol("getpagesize"), FunctionDescriptor.of(JAVA_INT));
+
+    /** Longest C string strerror is trusted to return. */
+    private static final long STRERROR_MAX = 256;
+
+    private Libc()
+    {
+    }
+
+    static MemorySegment allocateErrnoState(final Arena arena)
+    {
+        return arena.allocate(CAPTURE_LAYOUT);
+    }
+
+    static int errno(final MemorySegment errnoState)
+    {
+        return (int)ERRNO.get(errnoState, 0L);
+    }
+
+    static String strerror(final int errno)
+    {
+        try
+        {
+            final MemorySegment text = (MemorySegment)STRERROR.invokeExact(errno);
+            return text.equals(MemorySegment.NULL) ? "errno " + errno : text.reinterpret(STRERROR_MAX).getString(0);
+        }
+        catch (final Throwable t)
+        {
+            return "errno " + errno;
+        }
+    }
+
+    static int socket(final MemorySegment errnoState, final int domain, final int type, final int protocol)
+    {
+        try
+        {
+            return (int)SOCKET.invokeExact(errnoState, domain, type, protocol);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int setsockopt(
+        final MemorySegment errnoState, final int fd, final int level, final int name, final MemorySegment value,
+        final int length)
+    {
+        try
+        {
+            return (int)SETSOCKOPT.invokeExact(errnoState, fd, level, name, value, length);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int getsockopt(
+        final MemorySegment errnoState, final int fd, final int level, final int name, final MemorySegment value,
+        final MemorySegment lengthInOut)
+    {
+        try
+        {
+            return (int)GETSOCKOPT.invokeExact(errnoState, fd, level, name, value, lengthInOut);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int bind(final MemorySegment errnoState, final int fd, final MemorySegment address, final int length)
+    {
+        try
+        {
+            return (int)BIND.invokeExact(errnoState, fd, address, length);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment mmap(
+        final MemorySegment errnoState, final long length, final int prot, final int flags, final int fd)
+    {
+        try
+        {
+            return (MemorySegment)MMAP.invokeExact(errnoState, MemorySegment.NULL, length, prot, flags, fd, 0L);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int munmap(final MemorySegment errnoState, final MemorySegment address, final long length)
+    {
+        try
+        {
+            return (int)MUNMAP.invokeExact(errnoState, address, length);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * sendto(fd, NULL, 0, flags, NULL, 0): the TX ring kick. No allocation, suitable for the hot path.
+     */
+    static long sendKick(final MemorySegment errnoState, final int fd, final int flags)
+    {
+        try
+        {
+            return (long)SENDTO.invokeExact(
+                errnoState, fd, MemorySegment.NULL, 0L, flags, MemorySegment.NULL, 0);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int poll(final MemorySegment errnoState, final MemorySegment fds, final long count, final int timeoutMs)
+    {
+        try
+        {
+            return (int)POLL.invokeExact(errnoState, fds, count, timeoutMs);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int ifNameToIndex(final MemorySegment errnoState, final MemorySegment name)
+    {
+        try
+        {
+            return (int)IF_NAMETOINDEX.invokeExact(errnoState, name);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int close(final MemorySegment errnoState, final int fd)
+    {
+        try
+        {
+            return (int)CLOSE.invokeExact(errnoState, fd);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int open(final MemorySegment errnoState, final MemorySegment path, final int flags)
+    {
+        try
+        {
+            return (int)OPEN.invokeExact(errnoState, path, flags);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int setns(final MemorySegment errnoState, final int fd, final int nstype)
+    {
+        try
+        {
+            return (int)SETNS.invokeExact(errnoState, fd, nstype);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int ioctl(final MemorySegment errnoState, final int fd, final long request, final MemorySegment argument)
+    {
+        try
+        {
+            return (int)IOCTL.invokeExact(errnoState, fd, request, argument);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int pageSize()
+    {
+        try
+        {
+            return (int)GETPAGESIZE.invokeExact();
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    private static MethodHandle errnoCall(final String name, final FunctionDescriptor descriptor)
+    {
+        return LINKER.downcallHandle(symbol(name), descriptor, CAPTURE_ERRNO);
+    }
+
+    private static MemorySegment symbol(final String name)
+    {
+        return LOOKUP.find(name).orElseThrow(() -> new IllegalStateException("libc symbol not found: " + name));
+    }
+
+    private static RuntimeException rethrow(final Throwable t)
+    {
+        if (t instanceof RuntimeException runtime)
+        {
+            return runtime;
+        }
+        if (t instanceof Error error)
+        {
+            throw error;
+        }
+        return new IllegalStateException("native call failed", t);
+    }
+}

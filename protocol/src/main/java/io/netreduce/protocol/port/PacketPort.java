@@ -1,0 +1,73 @@
+package io.netreduce.protocol.port;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+/**
+ * A source and sink of raw Ethernet frames with batch semantics, driven by a single thread.
+ * <p>
+ * Implementations: an AF_PACKET port over PACKET_MMAP rings for real interfaces, and a memory port for tests.
+ * A port is not thread-safe: one agent owns it. Sends are queued and handed to the kernel by {@link #flush()},
+ * so a duty cycle is "receive a batch, process, queue sends, flush".
+ */
+public interface PacketPort extends AutoCloseable
+{
+    /**
+     * @return the port's name (interface name for real ports).
+     */
+    String name();
+
+    /**
+     * Deliver up to {@code limit} received frames to {@code handler}.
+     *
+     * @return the number of frames delivered, 0 when none were waiting.
+     */
+    int receive(FrameHandler handler, int limit);
+
+    /**
+     * Queue a copy of a frame for transmission. The frame is not on the wire until {@link #flush()}.
+     *
+     * @return true if queued; false if the transmit ring is full (counted by the port).
+     */
+    boolean send(DirectBuffer buffer, int offset, int length);
+
+    /**
+     * Claim the next transmit slot for a frame of exactly {@code length} bytes, to be written in place into
+     * {@link #claimBuffer()} and handed over with {@link #commit()} (as Aeron's {@code tryClaim}): a frame built
+     * from several pieces (stored headers, a sum) is written once, straight into the ring, instead of being
+     * assembled in a private buffer and copied again by {@link #send}. At most one claim is open at a time; a
+     * claim that is not committed is given up by the next claim.
+     *
+     * @return the index in {@link #claimBuffer()} at which the frame starts, or -1 if the frame cannot be sent
+     *         (ring full, port closed, bad length: counted as {@link #send} counts them).
+     */
+    int tryClaim(int length);
+
+    /**
+     * @return the buffer that the last successful {@link #tryClaim} points into.
+     */
+    MutableDirectBuffer claimBuffer();
+
+    /**
+     * Queue the claimed frame for the next {@link #flush()}, as {@link #send} would.
+     */
+    void commit();
+
+    /**
+     * Hand every queued frame to the kernel.
+     *
+     * @return the number of frames flushed.
+     */
+    int flush();
+
+    /**
+     * @return the port's counters; the same instance for the port's lifetime, readable from any thread.
+     */
+    PortCounters counters();
+
+    /**
+     * Release the port's socket and memory. Idempotent.
+     */
+    @Override
+    void close();
+}

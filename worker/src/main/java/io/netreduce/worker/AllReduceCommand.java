@@ -1,0 +1,485 @@
+package io.netreduce.worker;
+
+import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.element.ElementType;
+import io.netreduce.host.allreduce.AllReduce;
+import io.netreduce.host.allreduce.AllReduceException;
+import io.netreduce.host.allreduce.Arithmetic;
+import io.netreduce.host.allreduce.NetReduceAllReduce;
+import io.netreduce.host.allreduce.NetReduceConfig;
+import io.netreduce.host.allreduce.RingAllReduce;
+import io.netreduce.host.allreduce.RingLink;
+import io.netreduce.host.allreduce.Tensor;
+import io.netreduce.host.allreduce.TensorPattern;
+import io.netreduce.host.rc.Bootstrap;
+import io.netreduce.host.rc.ConnectionInfo;
+import io.netreduce.host.rc.RcConfig;
+import io.netreduce.host.rc.RcEndpoint;
+import org.agrona.concurrent.SystemNanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.YieldingIdleStrategy;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * {@code netreduce worker allreduce}: one rank of a ring all-reducing a generated tensor, by NetReduce through the
+ * appliance or by the ring algorithm, and checking every result against the exact expected sum.
+ * <p>
+ * Connection set-up: rank r listens on TCP port {@code --port + r} for its predecessor and connects to its
+ * successor's port; over those connections the ranks exchange queue pair numbers, PSNs, addresses, MACs and the
+ * receive region (VA, R_Key, length), then wait until both neighbours are connected. At the end each rank tells
+ * both neighbours it is done and keeps its endpoint running (answering retransmissions) until they are too.
+ */
+@Command(
+    name = "allreduce",
+    mixinStandardHelpOptions = true,
+    description = "One rank of a NetReduce (or ring) all-reduce; checks results against the exact sum.")
+public final class AllReduceCommand implements Callable<Integer>
+{
+    @Option(names = "--rank", required = true, description = "This worker's rank, 0..W-1.")
+    int rank;
+
+    @Option(names = "--world", required = true, description = "Number of workers W.")
+    int world;
+
+    @Option(names = "--ring-id", description = "RingID in the INA header (default ${DEFAULT-VALUE}).")
+    int ringId = 1;
+
+    @Option(names = "--dev", required = true, description = "Interface to open an AF_PACKET port on.")
+    String dev;
+
+    @Option(names = "--ip", description = "Local address (default: the interface's first IPv4 address).")
+    String ip;
+
+    @Option(names = "--peers", description = "Workers' bootstrap hosts: a file with one 'HOST' or 'RANK HOST' " +
+        "per line, or a comma-separated list in rank order (default: 10.77.0.(rank+1), the test bed).")
+    String peers;
+
+    @Option(names = "--port", description = "Base bootstrap TCP port; rank r listens on PORT + r (default " +
+        "${DEFAULT-VALUE}).")
+    int port = 18700;
+
+    @Option(names = "--mode", description = "netreduce or ring (default ${DEFAULT-VALUE}).")
+    String mode = "netreduce";
+
+    @Option(names = "--type", description = "fp32, fp16, bf16 or int32 (default ${DEFAULT-VALUE}).")
+    String type = "fp32";
+
+    @Option(names = "--size", description = "Tensor bytes (default ${DEFAULT-VALUE}).")
+    int size = 1 << 20;
+
+    @Option(names = "--iterations", description = "All-reduce calls (default ${DEFAULT-VALUE}).")
+    int iterations = 5;
+
+    @Option(names = "--window", description = "NetReduce window N, messages in flight (default ${DEFAULT-VALUE}).")
+    int window = 8;
+
+    @Option(names = "--msg-len", description = "NetReduce MsgLen, packets per message (default ${DEFAULT-VALUE}).")
+    int msgLen = 16;
+
+    @Option(names = "--payload", description = "RC payload bytes per packet (default: the PMTU).")
+    Integer payload;
+
+    @Option(names = "--pmtu", description = "Path MTU: 256..4096 (default ${DEFAULT-VALUE}).")
+    int pmtu = 1024;
+
+    @Option(names = "--segment", description = "Ring all-reduce segment bytes (default ${DEFAULT-VALUE}).")
+    int segment = RingAllReduce.DEFAULT_SEGMENT_BYTES;
+
+    @Option(names = "--drop", description = "Probability of dropping each packet this endpoint sends (default 0).")
+    double drop;
+
+    @Option(names = "--seed", description = "Tensor and fault-injection seed (default ${DEFAULT-VALUE}).")
+    long seed = 42;
+
+    @Option(names = "--timeout", description = "Seconds without progress before an all-reduce fails, and the " +
+        "limit for connection set-up (default ${DEFAULT-VALUE}).")
+    int timeoutSeconds = 10;
+
+    @Option(names = "--rto-us", description = "Initial retransmission timeout in microseconds (default " +
+        "${DEFAULT-VALUE}).")
+    long rtoMicros = 20000;
+
+    @Option(names = "--json", description = "Print one JSON summary line at the end.")
+    boolean json;
+
+    private final PrintStream out = System.out;
+
+    @Override
+    public Integer call() throws Exception
+    {
+        final ElementType elementType;
+        final boolean netreduce;
+        try
+        {
+            elementType = ElementType.parse(type);
+            netreduce = switch (mode)
+            {
+                case "netreduce" -> true;
+                case "ring" -> false;
+                default -> throw new IllegalArgumentException("--mode must be netreduce or ring: " + mode);
+            };
+            if (world < 2 || rank < 0 || rank >= world)
+            {
+                throw new IllegalArgumentException("need --world >= 2 and 0 <= --rank < --world");
+            }
+            if (size <= 0 || size % elementType.size() != 0)
+            {
+                throw new IllegalArgumentException("--size must be a positive multiple of the element size");
+            }
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            System.err.println("allreduce: " + ex.getMessage());
+            return 2;
+        }
+        final int payloadSize = payload != null ? payload : pmtu;
+        final RcConfig rc;
+        final NetReduceConfig nr;
+        try
+        {
+            rc = new RcConfig()
+                .pmtu(pmtu)
+                .retransmitTimeoutNs(rtoMicros * 1000)
+                .sendDropProbability(drop)
+                .faultSeed(seed * 1_000_003L + rank);
+            nr = new NetReduceConfig(ringId, window, msgLen, payloadSize, TimeUnit.SECONDS.toNanos(timeoutSeconds));
+            if (netreduce && payloadSize != pmtu)
+            {
+                throw new IllegalArgumentException("--payload must equal --pmtu for netreduce (each packet carries " +
+                    "exactly the payload size)");
+            }
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            System.err.println("allreduce: " + ex.getMessage());
+            return 2;
+        }
+        final List<String> hosts = peerHosts();
+        final int sendBytes = netreduce ? nr.regionBytes() : RingAllReduce.sendRegionBytes(size, world);
+        final int receiveBytes = netreduce ? nr.regionBytes() : RingAllReduce.receiveRegionBytes(size, world);
+        final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
+            .withTxRing(8192, 1024)
+            .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
+        try (AfPacketPort packetPort = AfPacketPort.open(portConfig))
+        {
+            final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);
+            final long localMac = ConnectionInfo.macFromBytes(packetPort.macAddress());
+            final RcEndpoint endpoint = new RcEndpoint(packetPort, rc, SystemNanoClock.INSTANCE, localIp, localMac);
+            final RingLink link = new RingLink(endpoint, SystemNanoClock.INSTANCE, rank, world, sendBytes,
+                receiveBytes);
+            final Duration setupTimeout = Duration.ofSeconds(Math.max(timeoutSeconds, 30));
+            final CompletableFuture<Bootstrap> fromPredecessor = new CompletableFuture<>();
+            final Thread listener = Thread.ofPlatform().daemon().name("allreduce-listen").start(() ->
+            {
+                try
+                {
+                    fromPredecessor.complete(Bootstrap.listen(port + rank, setupTimeout));
+                }
+                catch (final Throwable ex)
+                {
+                    fromPredecessor.completeExceptionally(ex);
+                }
+            });
+            final int successor = (rank + 1) % world;
+            try (Bootstrap toSuccessor = Bootstrap.connect(hosts.get(successor), port + successor, setupTimeout);
+                Bootstrap predecessorChannel = awaitBootstrap(fromPredecessor, setupTimeout))
+            {
+                listener.join();
+                // Send on both channels before reading either: with sequential exchanges the ring would deadlock.
+                toSuccessor.sendLine(link.sendInfo().toLine());
+                predecessorChannel.sendLine(link.receiveInfo().toLine());
+                final ConnectionInfo successorInfo = ConnectionInfo.parse(requireLine(toSuccessor, setupTimeout));
+                final ConnectionInfo predecessorInfo =
+                    ConnectionInfo.parse(requireLine(predecessorChannel, setupTimeout));
+                link.connect(successorInfo, predecessorInfo);
+                toSuccessor.sendLine("ready");
+                predecessorChannel.sendLine("ready");
+                expectLine(toSuccessor, "ready", setupTimeout);
+                expectLine(predecessorChannel, "ready", setupTimeout);
+
+                final AllReduce op = netreduce ? new NetReduceAllReduce(link, nr) :
+                    new RingAllReduce(link, segment, TimeUnit.SECONDS.toNanos(timeoutSeconds));
+                final int exitCode = runIterations(op, elementType, netreduce, size);
+                finish(endpoint, toSuccessor, predecessorChannel);
+                return exitCode;
+            }
+        }
+    }
+
+    private int runIterations(final AllReduce op, final ElementType elementType, final boolean netreduce,
+        final int bytes)
+    {
+        final int elements = bytes / elementType.size();
+        final Tensor tensor = new Tensor(elementType, new UnsafeBuffer(ByteBuffer.allocateDirect(bytes)), 0, elements);
+        final YieldingIdleStrategy idle = new YieldingIdleStrategy();
+        final int chunkElements = (elements + world - 1) / world;
+        final RcEndpoint endpoint = op.link().endpoint();
+        double totalSeconds = 0;
+        double bestSeconds = Double.MAX_VALUE;
+        int matched = 0;
+        int completed = 0;
+        String firstMismatch = null;
+        String error = null;
+        final long bytesBefore = op.bytesPosted();
+        final long txBytesBefore = endpoint.port().counters().txBytes();
+        for (int iteration = 0; iteration < iterations; iteration++)
+        {
+            TensorPattern.fill(tensor, seed, rank, iteration);
+            final long start = System.nanoTime();
+            try
+            {
+                op.allreduce(tensor, idle);
+            }
+            catch (final AllReduceException ex)
+            {
+                error = ex.getMessage();
+                out.println("iteration " + iteration + " FAILED: " + error);
+                break;
+            }
+            final double seconds = (System.nanoTime() - start) / 1e9;
+            totalSeconds += seconds;
+            completed++;
+            bestSeconds = Math.min(bestSeconds, seconds);
+            final String mismatch = check(tensor, elementType, netreduce, chunkElements, iteration);
+            if (mismatch == null)
+            {
+                matched++;
+            }
+            else if (firstMismatch == null)
+            {
+                firstMismatch = mismatch;
+            }
+            out.printf(Locale.ROOT, "iteration %d rank %d %s %s %d bytes: %.3f ms, goodput %.3f Gbit/s, result: %s%n",
+                iteration, rank, netreduce ? "netreduce" : "ring", elementType.cliName(), bytes, seconds * 1e3,
+                bytes * 8 / seconds / 1e9, mismatch == null ? "exact" : "MISMATCH " + mismatch);
+        }
+        final long posted = op.bytesPosted() - bytesBefore;
+        final long wire = endpoint.port().counters().txBytes() - txBytesBefore;
+        final var send = op.link().sendQp().counters();
+        final boolean ok = error == null && matched == iterations;
+        out.printf(Locale.ROOT, "summary rank %d mode %s type %s size %d iterations %d matched %d: mean %.3f ms, " +
+            "best %.3f ms, goodput %.3f Gbit/s, rdma payload sent %d bytes (%.3f x tensor per call), wire bytes " +
+            "sent %d, retransmitted packets %d, timeouts %d, result: %s%n", rank, netreduce ? "netreduce" : "ring",
+            elementType.cliName(), bytes, iterations, matched, meanMs(totalSeconds, completed),
+            bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
+            totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted,
+            completed > 0 ? posted / (double)bytes / completed : 0.0, wire, send.retransmittedPackets(),
+            send.timeouts(), ok ? "exact" : error != null ? "error" : "mismatch");
+        if (json)
+        {
+            out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
+                "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
+                "\"rdma_bytes_sent\":%d,\"wire_bytes_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
+                "\"first_mismatch\":%s,\"error\":%s}%n", rank, world, netreduce ? "netreduce" : "ring",
+                elementType.cliName(), bytes, iterations, matched, ok,
+                meanMs(totalSeconds, completed), bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
+                totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted, wire,
+                send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error));
+        }
+        return ok ? 0 : 1;
+    }
+
+    private static double meanMs(final double totalSeconds, final int count)
+    {
+        return count > 0 ? totalSeconds * 1e3 / count : 0.0;
+    }
+
+    /**
+     * @return null if every element is the exact expected sum, else a description of the first that is not.
+     */
+    private String check(
+        final Tensor tensor, final ElementType elementType, final boolean netreduce, final int chunkElements,
+        final int iteration)
+    {
+        final Arithmetic.Inputs inputs = (r, index) -> TensorPattern.bits(elementType, seed, r, iteration, index);
+        for (int i = 0; i < tensor.elements(); i++)
+        {
+            final int expected = netreduce ? Arithmetic.rankOrderSum(elementType, world, inputs, i) :
+                Arithmetic.ringOrderSum(elementType, world, chunkElements, inputs, i);
+            final int actual = Arithmetic.get(tensor, i);
+            if (actual != expected)
+            {
+                return String.format(Locale.ROOT, "element %d: expected 0x%08x (%s) got 0x%08x (%s)", i, expected,
+                    Arithmetic.toFloat(elementType, expected), actual, Arithmetic.toFloat(elementType, actual));
+            }
+        }
+        return null;
+    }
+
+    private void finish(final RcEndpoint endpoint, final Bootstrap toSuccessor, final Bootstrap fromPredecessor)
+    {
+        // Keep answering (ACKing retransmissions, forwarding nothing) until both neighbours are done too.
+        final CompletableFuture<Void> successorDone = readAsync(toSuccessor);
+        final CompletableFuture<Void> predecessorDone = readAsync(fromPredecessor);
+        try
+        {
+            toSuccessor.sendLine("done");
+            fromPredecessor.sendLine("done");
+        }
+        catch (final IOException ignored)
+        {
+            // a neighbour already gone: nothing left to wait for on that side
+        }
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.max(timeoutSeconds, 10));
+        final YieldingIdleStrategy idle = new YieldingIdleStrategy();
+        while (!(successorDone.isDone() && predecessorDone.isDone()) && System.nanoTime() - deadline < 0)
+        {
+            idle.idle(endpoint.doWork());
+        }
+    }
+
+    private static CompletableFuture<Void> readAsync(final Bootstrap bootstrap)
+    {
+        final CompletableFuture<Void> done = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().name("allreduce-done").start(() ->
+        {
+            try
+            {
+                bootstrap.readLine();
+            }
+            catch (final IOException ignored)
+            {
+                // closed: the neighbour is gone
+            }
+            done.complete(null);
+        });
+        return done;
+    }
+
+    private static Bootstrap awaitBootstrap(final CompletableFuture<Bootstrap> future, final Duration timeout)
+        throws IOException, InterruptedException
+    {
+        try
+        {
+            return future.get(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
+        }
+        catch (final ExecutionException ex)
+        {
+            throw new IOException("predecessor did not connect: " + ex.getCause().getMessage(), ex.getCause());
+        }
+        catch (final TimeoutException ex)
+        {
+            throw new IOException("predecessor did not connect within " + timeout, ex);
+        }
+    }
+
+    private static String requireLine(final Bootstrap bootstrap, final Duration timeout) throws IOException
+    {
+        final String line = bootstrap.readLine(timeout);
+        if (line == null)
+        {
+            throw new IOException("a neighbour closed the bootstrap connection before sending its parameters");
+        }
+        return line;
+    }
+
+    private static void expectLine(final Bootstrap bootstrap, final String expected, final Duration timeout)
+        throws IOException
+    {
+        final String line = bootstrap.readLine(timeout);
+        if (!expected.equals(line))
+        {
+            throw new IOException("expected '" + expected + "' from a neighbour, got: " + line);
+        }
+    }
+
+    private List<String> peerHosts() throws IOException
+    {
+        final List<String> hosts = new ArrayList<>();
+        if (peers == null)
+        {
+            for (int r = 0; r < world; r++)
+            {
+                hosts.add("10.77.0." + (r + 1));
+            }
+            return hosts;
+        }
+        final Path file = Path.of(peers);
+        if (Files.isRegularFile(file))
+        {
+            final String[] byRank = new String[world];
+            int next = 0;
+            for (final String raw : Files.readAllLines(file, StandardCharsets.UTF_8))
+            {
+                final String line = raw.strip();
+                if (line.isEmpty() || line.startsWith("#"))
+                {
+                    continue;
+                }
+                final String[] parts = line.split("\\s+");
+                final int r = parts.length >= 2 ? Integer.parseInt(parts[0]) : next;
+                if (r < 0 || r >= world)
+                {
+                    throw new IllegalArgumentException("peers file " + file + ": rank " + r + " outside 0.." +
+                        (world - 1));
+                }
+                byRank[r] = parts.length >= 2 ? parts[1] : parts[0];
+                next = r + 1;
+            }
+            for (int r = 0; r < world; r++)
+            {
+                if (byRank[r] == null)
+                {
+                    throw new IllegalArgumentException("peers file " + file + " has no host for rank " + r);
+                }
+                hosts.add(byRank[r]);
+            }
+            return hosts;
+        }
+        for (final String host : peers.split(","))
+        {
+            hosts.add(host.strip());
+        }
+        if (hosts.size() != world)
+        {
+            throw new IllegalArgumentException("--peers lists " + hosts.size() + " hosts for " + world + " ranks");
+        }
+        return hosts;
+    }
+
+    private static String jsonString(final String text)
+    {
+        if (text == null)
+        {
+            return "null";
+        }
+        return '"' + text.replace("\\", "\\\\").replace("\"", "\\\"") + '"';
+    }
+
+    private static InetAddress interfaceAddress(final String dev) throws IOException
+    {
+        final NetworkInterface nif = NetworkInterface.getByName(dev);
+        if (nif == null)
+        {
+            throw new IllegalArgumentException("no interface " + dev + " in this network namespace");
+        }
+        for (final InetAddress address : nif.inetAddresses().toList())
+        {
+            if (address instanceof java.net.Inet4Address)
+            {
+                return address;
+            }
+        }
+        throw new IllegalArgumentException(dev + " has no IPv4 address; pass --ip");
+    }
+}
