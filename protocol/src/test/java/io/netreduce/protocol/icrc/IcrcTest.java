@@ -106,4 +106,30 @@ class IcrcTest
         final int tail = icrc.crcOf(buffer, split, tailLength);
         assertThat(Crc32Combine.combine(head, tail, tailLength)).isEqualTo(Icrc.read(buffer, frame.icrcOffset()));
     }
+
+    @Test
+    void shouldGiveTheCrcOfAMessageWithARewrittenIntFromTheOriginalCrcAndTheDelta()
+    {
+        final java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+        final Icrc icrc = new Icrc();
+        for (int round = 0; round < 200; round++)
+        {
+            final int length = 8 + random.nextInt(200);
+            final int bytesAfter = random.nextInt(length - 3);
+            final byte[] bytes = new byte[length];
+            for (int i = 0; i < length; i++)
+            {
+                bytes[i] = (byte)random.nextInt();
+            }
+            final UnsafeBuffer buffer = new UnsafeBuffer(bytes);
+            final int at = length - bytesAfter - Integer.BYTES;
+            final int oldValue = buffer.getInt(at, java.nio.ByteOrder.BIG_ENDIAN);
+            final int newValue = random.nextInt();
+            final int before = icrc.crcOf(buffer, 0, length);
+            buffer.putInt(at, newValue, java.nio.ByteOrder.BIG_ENDIAN);
+            assertThat(icrc.crcOf(buffer, 0, length))
+                .as("length %d, int ending %d bytes before the end", length, bytesAfter)
+                .isEqualTo(before ^ Icrc.rewriteDelta(oldValue, newValue, bytesAfter));
+        }
+    }
 }

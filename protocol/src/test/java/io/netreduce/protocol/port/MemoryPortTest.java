@@ -235,4 +235,44 @@ class MemoryPortTest
         frame[14] = (byte)marker;
         return frame;
     }
+
+    @Test
+    void shouldSendAFrameWrittenInPlaceIntoAClaimedSlot()
+    {
+        final MemoryPort a = new MemoryPort("a", 256, 2, 1 << 16);
+        final MemoryPort b = new MemoryPort("b", 256, 2, 1 << 16);
+        MemoryPort.wire(a, b);
+        final int index = a.tryClaim(60);
+        assertThat(index).isGreaterThanOrEqualTo(0);
+        for (int i = 0; i < 60; i++)
+        {
+            a.claimBuffer().putByte(index + i, (byte)i);
+        }
+        a.commit();
+        assertThat(a.flush()).isEqualTo(1);
+        final java.util.List<byte[]> received = new java.util.ArrayList<>();
+        b.receive((buffer, offset, length, flags) ->
+        {
+            final byte[] copy = new byte[length];
+            buffer.getBytes(offset, copy);
+            received.add(copy);
+        }, 10);
+        assertThat(received).hasSize(1);
+        for (int i = 0; i < 60; i++)
+        {
+            assertThat(received.get(0)[i]).isEqualTo((byte)i);
+        }
+    }
+
+    @Test
+    void shouldRefuseAClaimWhenEveryTransmitSlotIsTakenAndCountIt()
+    {
+        final MemoryPort a = new MemoryPort("a", 256, 1, 1 << 16);
+        assertThat(a.tryClaim(60)).isGreaterThanOrEqualTo(0);
+        a.commit();
+        assertThat(a.tryClaim(60)).isEqualTo(-1);
+        assertThat(a.tryClaim(1000)).as("longer than a slot").isEqualTo(-1);
+        assertThat(a.counters().get(PortCounters.TX_RING_FULL)).isEqualTo(1);
+        assertThat(a.counters().get(PortCounters.TX_ERRORS)).isEqualTo(1);
+    }
 }

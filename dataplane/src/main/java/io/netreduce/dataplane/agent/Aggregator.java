@@ -1,0 +1,218 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.aggregator.AggregatorRegion;
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.ring.Ring;
+import io.netreduce.protocol.element.SumKernel;
+import io.netreduce.protocol.icrc.Crc32Combine;
+import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.wire.L4Checksum;
+import io.netreduce.protocol.wire.RoceFrame;
+import io.netreduce.protocol.wire.UdpHeader;
+import org.HdrHistogram.SingleWriterRecorder;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.status.AtomicCounter;
+
+/**
+ * The aggregation stage: given a ring packet that the {@link Sequencer} placed (ring, rank, message, position),
+ * it stores the rank's headers and payload in the position's aggregator, releases the aggregator one window back
+ * that this packet shows the rank no longer needs, sums the payloads once every rank is present, and emits one
+ * result per rank. A packet for an aggregator that is already complete (a retransmission) is answered with the
+ * stored result on its own connection.
+ * <p>
+ * Results are built in place in the transmit slot of the port they leave on (stored headers, then the sum, then
+ * the ICRC combined from the stored header CRC and the result CRC), so a result is written once.
+ * <p>
+ * Single-threaded and allocation-free per packet.
+ */
+final class Aggregator
+{
+    private final FrameOutput output;
+    private final SingleWriterRecorder latency;
+    private final long highestLatency;
+    private final Icrc resultIcrc = new Icrc();
+    private final AtomicCounter ringPackets;
+    private final AtomicCounter aggregationsCompleted;
+    private final AtomicCounter resultPackets;
+    private final AtomicCounter duplicatesAnswered;
+    private final AtomicCounter duplicatesPending;
+    private final AtomicCounter released;
+
+    /**
+     * @param latency recorder of first-packet-in to results-out times, in nanoseconds, capped at
+     *                {@code highestLatency}.
+     */
+    Aggregator(
+        final FrameOutput output,
+        final DataplaneCounters counters,
+        final SingleWriterRecorder latency,
+        final long highestLatency)
+    {
+        this.output = output;
+        this.latency = latency;
+        this.highestLatency = highestLatency;
+        ringPackets = counters.counter(DataplaneCounter.RING_PACKETS);
+        aggregationsCompleted = counters.counter(DataplaneCounter.AGGREGATIONS_COMPLETED);
+        resultPackets = counters.counter(DataplaneCounter.RESULT_PACKETS);
+        duplicatesAnswered = counters.counter(DataplaneCounter.DUPLICATES_ANSWERED);
+        duplicatesPending = counters.counter(DataplaneCounter.DUPLICATES_PENDING);
+        released = counters.counter(DataplaneCounter.AGGREGATORS_RELEASED);
+    }
+
+    /**
+     * Aggregate the frame in hand.
+     *
+     * @param age       message age relative to the rank's newest message: 0 for the newest, negative for older
+     *                  ones still within the window (go-back-N retransmissions).
+     * @param gradient  offset of the gradient bytes in the frame's buffer (everything before is stored as the
+     *                  rank's header).
+     * @param headerCrc CRC of the masked headers up to {@code gradient}, as the result will carry them.
+     */
+    void aggregate(
+        final ArrivingFrame arriving,
+        final Ring ring,
+        final int rank,
+        final int msgId,
+        final int position,
+        final int age,
+        final int gradient,
+        final int headerCrc)
+    {
+        final AggregatorRegion region = ring.region();
+        final UnsafeBuffer memory = region.buffer();
+        final int agg = region.offset(ring.aggregatorIndex(msgId, position));
+        final int bound = region.boundMsg(agg);
+        if (bound == AggregatorRegion.FREE)
+        {
+            if (age <= -ring.window())
+            {
+                // This rank has already started a message one window newer, so it has the result of this one,
+                // and the aggregator was released by every rank: a late duplicate.
+                output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
+                return;
+            }
+            region.bind(agg, msgId, arriving.batchNs());
+        }
+        else if (bound != msgId)
+        {
+            output.drop(arriving, age < 0 ? DataplaneCounter.DROP_STALE_PACKET : DataplaneCounter.DROP_AGGREGATOR_BUSY);
+            return;
+        }
+        ringPackets.incrementRelease();
+        final long bit = 1L << rank;
+        releaseOneWindowBack(ring, region, msgId, position, bit);
+
+        final MutableDirectBuffer buffer = arriving.buffer();
+        final int offset = arriving.offset();
+        final RoceFrame frame = arriving.frame();
+        final int headerLength = gradient - offset;
+        final int meta = region.rankMetaOffset(agg, rank);
+        memory.putBytes(region.headerOffset(agg, rank), buffer, offset, headerLength);
+        memory.putInt(meta + AggregatorRegion.META_HEADER_CRC, headerCrc);
+        memory.putShort(meta + AggregatorRegion.META_HEADER_LENGTH, (short)headerLength);
+        memory.putByte(meta + AggregatorRegion.META_PORT, (byte)arriving.port());
+        memory.putByte(meta + AggregatorRegion.META_UDP_OFFSET, (byte)(frame.udpOffset() - offset));
+        memory.putByte(meta + AggregatorRegion.META_L3_OFFSET, (byte)(frame.l3Offset() - offset));
+
+        if (region.isComplete(agg))
+        {
+            duplicatesAnswered.incrementRelease();
+            emitResult(ring, region, agg, rank, position);
+            return;
+        }
+        final long arrived = region.arrived(agg);
+        if ((arrived & bit) != 0)
+        {
+            duplicatesPending.incrementRelease();
+        }
+        memory.putBytes(region.payloadOffset(agg, rank), buffer, gradient, ring.gradientLength(position));
+        final long nowArrived = arrived | bit;
+        memory.putLong(agg + AggregatorRegion.ARRIVED_OFFSET, nowArrived);
+        if (nowArrived == ring.fullMask())
+        {
+            complete(ring, region, agg, position);
+        }
+    }
+
+    /**
+     * The packet of {@code rank} for message m shows that the rank has the result of message m - N, so it no
+     * longer needs that aggregator (paper: free the aggregator one window ahead, (m + N) % 2N, which is the
+     * same slot). When every rank has moved past it the aggregator is free for message m + N.
+     */
+    private void releaseOneWindowBack(
+        final Ring ring, final AggregatorRegion region, final int msgId, final int position, final long bit)
+    {
+        final int older = (msgId - ring.window()) & 0xFF;
+        final int agg = region.offset(ring.aggregatorIndex(older, position));
+        if (region.boundMsg(agg) != older || !region.isComplete(agg))
+        {
+            return;
+        }
+        final long releasedBy = region.released(agg) | bit;
+        if (releasedBy == ring.fullMask())
+        {
+            region.free(agg);
+            released.incrementRelease();
+        }
+        else
+        {
+            region.buffer().putLong(agg + AggregatorRegion.RELEASED_OFFSET, releasedBy);
+        }
+    }
+
+    private void complete(final Ring ring, final AggregatorRegion region, final int agg, final int position)
+    {
+        final int length = ring.gradientLength(position);
+        final int result = region.resultOffset(agg);
+        SumKernel.sum(ring.elementType(), region.segment(), region.payloadOffset(agg, 0), region.payloadSlot(),
+            ring.ranks(), result, length);
+        final UnsafeBuffer memory = region.buffer();
+        memory.putInt(agg + AggregatorRegion.RESULT_CRC_OFFSET, resultIcrc.crcOf(memory, result, length));
+        memory.putInt(agg + AggregatorRegion.STATE_OFFSET, AggregatorRegion.COMPLETE);
+        aggregationsCompleted.incrementRelease();
+        ring.completedCounter().incrementRelease();
+        for (int rank = 0; rank < ring.ranks(); rank++)
+        {
+            emitResult(ring, region, agg, rank, position);
+        }
+        final long elapsed = System.nanoTime() - region.firstArrival(agg);
+        latency.recordValue(Math.max(0, Math.min(elapsed, highestLatency)));
+    }
+
+    /**
+     * Build rank's result packet straight into a transmit slot: its stored headers, the sum, and the ICRC
+     * combined from the two stored CRCs (no pass over the frame).
+     */
+    private void emitResult(
+        final Ring ring, final AggregatorRegion region, final int agg, final int rank, final int position)
+    {
+        final UnsafeBuffer memory = region.buffer();
+        final int meta = region.rankMetaOffset(agg, rank);
+        final int headerLength = memory.getShort(meta + AggregatorRegion.META_HEADER_LENGTH);
+        final int length = ring.gradientLength(position);
+        final int arrivalPort = memory.getByte(meta + AggregatorRegion.META_PORT);
+        final int index = output.claim(arrivalPort, headerLength + length + RoceFrame.ICRC_LENGTH);
+        if (index < 0)
+        {
+            // Counted as a full transmit ring; the rank's retransmission is answered from the stored result.
+            return;
+        }
+        final MutableDirectBuffer tx = output.claimBuffer(arrivalPort);
+        tx.putBytes(index, memory, region.headerOffset(agg, rank), headerLength);
+        tx.putBytes(index + headerLength, memory, region.resultOffset(agg), length);
+        final int icrc = Crc32Combine.combineWithOperator(memory.getInt(meta + AggregatorRegion.META_HEADER_CRC),
+            memory.getInt(agg + AggregatorRegion.RESULT_CRC_OFFSET), ring.shiftOperator(position));
+        Icrc.put(tx, index + headerLength + length, icrc);
+        final int udp = index + (memory.getByte(meta + AggregatorRegion.META_UDP_OFFSET) & 0xFF);
+        if (UdpHeader.checksum(tx, udp) != 0)
+        {
+            // RoCEv2 senders normally leave the UDP checksum 0; one that set it gets it right for the new payload.
+            L4Checksum.writeUdp(tx, index + (memory.getByte(meta + AggregatorRegion.META_L3_OFFSET) & 0xFF), udp);
+        }
+        output.commit(arrivalPort);
+        resultPackets.incrementRelease();
+        ring.resultsCounter().incrementRelease();
+    }
+}

@@ -1,0 +1,95 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.clt.FlowKey;
+import io.netreduce.protocol.wire.RoceFrame;
+import org.agrona.MutableDirectBuffer;
+
+/**
+ * The frame in hand: where it lies in the receive ring, which port it came from, when its batch arrived, its
+ * parsed headers ({@link RoceFrame}) and, once asked for, its connection key ({@link FlowKey}). One instance,
+ * refilled for every frame, is shared by the stages of the per-packet path so that none of them passes
+ * addresses and offsets around as loose scalars.
+ * <p>
+ * Single-threaded: owned by the dataplane thread.
+ */
+final class ArrivingFrame
+{
+    private final RoceFrame frame = new RoceFrame();
+    private final FlowKey key = new FlowKey();
+    private MutableDirectBuffer buffer;
+    private int offset;
+    private int length;
+    private int flags;
+    private int port;
+    private long batchNs;
+
+    void beginBatch(final int port, final long nowNs)
+    {
+        this.port = port;
+        this.batchNs = nowNs;
+    }
+
+    /**
+     * Take the next frame of the batch and parse it.
+     *
+     * @return the parse status, one of {@link RoceFrame}'s status codes.
+     */
+    int arrive(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
+    {
+        this.buffer = buffer;
+        this.offset = offset;
+        this.length = length;
+        this.flags = flags;
+        return frame.wrap(buffer, offset, length);
+    }
+
+    /**
+     * Fill the connection key from the parsed addresses and destination QP (a QP of 0 when the BTH could not be
+     * read: the key is then only good for address-pair look-ups).
+     */
+    FlowKey key(final int qp)
+    {
+        return key.wrap(buffer, frame.srcAddressOffset(), frame.dstAddressOffset(), frame.addressLength(), qp);
+    }
+
+    /** The key last filled by {@link #key(int)}. */
+    FlowKey key()
+    {
+        return key;
+    }
+
+    RoceFrame frame()
+    {
+        return frame;
+    }
+
+    MutableDirectBuffer buffer()
+    {
+        return buffer;
+    }
+
+    int offset()
+    {
+        return offset;
+    }
+
+    int length()
+    {
+        return length;
+    }
+
+    int flags()
+    {
+        return flags;
+    }
+
+    int port()
+    {
+        return port;
+    }
+
+    long batchNs()
+    {
+        return batchNs;
+    }
+}

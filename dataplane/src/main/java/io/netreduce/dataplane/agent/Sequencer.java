@@ -1,0 +1,360 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.aggregator.AggregatorRegion;
+import io.netreduce.dataplane.clt.AddressPairSet;
+import io.netreduce.dataplane.clt.ConnectionTable;
+import io.netreduce.dataplane.clt.FlowKey;
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.ring.Ring;
+import io.netreduce.dataplane.ring.RingMember;
+import io.netreduce.protocol.icrc.Crc32Combine;
+import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.wire.BthHeader;
+import io.netreduce.protocol.wire.EthernetHeader;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.wire.RoceFrame;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.status.AtomicCounter;
+
+/**
+ * The sequencing stage: places a ring connection's RDMA WRITE packet in its ring, message and position, or drops
+ * it under a counted reason.
+ * <ul>
+ *   <li>A first packet carrying the InetTag is checked against the ring it names (size, ICRC, MsgLen, rank,
+ *       membership of source and destination) and recorded in the CLT: a new connection is inserted, a
+ *       connection's next message updates its entry, a first packet off the connection's PSN sequence is a new
+ *       connection on a reused QP number (and may start a new run of the ring).</li>
+ *   <li>Any other packet of a ring connection is placed by PSN: its message is the CLT's newest message plus
+ *       floor((PSN - PSN0) / MsgLen), which must match the per-rank record of that message's PSN0, at
+ *       position PSN - PSN0 within it.</li>
+ * </ul>
+ * Placed packets go to the {@link Aggregator}. Single-threaded and allocation-free per packet.
+ */
+final class Sequencer
+{
+    /**
+     * What marking a first packet's stored header as a result (InetTag rewritten to the result tag) does to
+     * the CRC of the headers up to the gradient: the tag ends {@code InaHeader.LENGTH - 4} bytes before it.
+     */
+    private static final int RESULT_TAG_CRC_DELTA = Icrc.rewriteDelta(
+        InaHeader.INET_TAG, InaHeader.RESULT_TAG, InaHeader.LENGTH - InaHeader.INET_TAG_OFFSET - Integer.BYTES);
+
+    /** {@link #recordFirst}'s answer for a packet it dropped. */
+    private static final int REFUSED = Integer.MIN_VALUE;
+
+    private final Ring[] rings;
+    private final ConnectionTable clt;
+    private final AddressPairSet edges;
+    private final DataplaneCounters counters;
+    private final FrameOutput output;
+    private final Aggregator aggregator;
+    private final Icrc frameIcrc = new Icrc();
+    private final AtomicCounter ringRestarts;
+    private final AtomicCounter cltInserts;
+    private final AtomicCounter cltUpdates;
+    private final AtomicCounter cltForeign;
+    private final AtomicCounter cltFull;
+
+    Sequencer(
+        final DataplaneTables tables,
+        final DataplaneCounters counters,
+        final FrameOutput output,
+        final Aggregator aggregator)
+    {
+        this.rings = tables.rings;
+        this.clt = tables.clt;
+        this.edges = tables.edges;
+        this.counters = counters;
+        this.output = output;
+        this.aggregator = aggregator;
+        ringRestarts = counters.counter(DataplaneCounter.RING_RESTARTS);
+        cltInserts = counters.counter(DataplaneCounter.CLT_INSERTS);
+        cltUpdates = counters.counter(DataplaneCounter.CLT_UPDATES);
+        cltForeign = counters.counter(DataplaneCounter.CLT_FOREIGN);
+        cltFull = counters.counter(DataplaneCounter.CLT_FULL);
+    }
+
+    /**
+     * Learn a connection on a ring edge that is not a ring connection (no InetTag, or an unknown ring), so its
+     * later packets pass through without a second look.
+     */
+    void learnForeign(final FlowKey key)
+    {
+        if (clt.insert(key, ConnectionTable.KIND_FOREIGN) < 0)
+        {
+            cltFull.incrementRelease();
+        }
+        else
+        {
+            cltForeign.incrementRelease();
+        }
+    }
+
+    /**
+     * A first packet (RDMA WRITE FIRST or ONLY) whose payload starts with the InetTag; the frame's key is filled.
+     */
+    void onTaggedFirst(final ArrivingFrame arriving)
+    {
+        final RoceFrame frame = arriving.frame();
+        final MutableDirectBuffer buffer = arriving.buffer();
+        final FlowKey key = arriving.key();
+        final int ina = frame.payloadOffset();
+        final Ring ring = rings[InaHeader.ringId(buffer, ina)];
+        if (ring == null)
+        {
+            counters.increment(DataplaneCounter.PASS_THROUGH_UNKNOWN_RING);
+            if (edges.contains(key))
+            {
+                final int slot = clt.find(key);
+                if (slot < 0)
+                {
+                    learnForeign(key);
+                }
+                else
+                {
+                    clt.setForeign(slot);
+                }
+            }
+            output.forward(arriving);
+            return;
+        }
+        final int gradient = ina + InaHeader.LENGTH;
+        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
+            return;
+        }
+        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
+            return;
+        }
+        // The header CRC is computed once, before the tag is rewritten; the stored (marked) header's CRC follows
+        // from it by RESULT_TAG_CRC_DELTA.
+        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
+        if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(0)))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
+            return;
+        }
+        final DataplaneCounter refusal = checkFirst(arriving, ring);
+        if (refusal != null)
+        {
+            output.drop(arriving, refusal);
+            return;
+        }
+        final int rank = InaHeader.rank(buffer, ina);
+        final int msgId = InaHeader.msgId(buffer, ina);
+        final int age = recordFirst(arriving, ring, rank, msgId);
+        if (age == REFUSED)
+        {
+            return;
+        }
+        if (age <= -ring.slots())
+        {
+            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
+            return;
+        }
+        ring.recordMessageStart(rank, msgId, frame.psn());
+        // Results carry the result tag so the receiving worker can tell a sum from a message that passed through
+        // unaggregated. The rank's stored header (and so its header CRC) is the marked one.
+        InaHeader.inetTag(buffer, ina, InaHeader.RESULT_TAG);
+        aggregator.aggregate(arriving, ring, rank, msgId, 0, age, gradient, headerCrc ^ RESULT_TAG_CRC_DELTA);
+    }
+
+    /**
+     * The checks of a first packet with a good ICRC against its ring that need no table: MsgLen, rank, opcode,
+     * and that source and destination are the rank and its successor (addresses, receive QP, MAC where
+     * configured).
+     *
+     * @return the reason to drop it, or null.
+     */
+    private static DataplaneCounter checkFirst(final ArrivingFrame arriving, final Ring ring)
+    {
+        final RoceFrame frame = arriving.frame();
+        final MutableDirectBuffer buffer = arriving.buffer();
+        final int ina = frame.payloadOffset();
+        if (InaHeader.msgLen(buffer, ina) != ring.msgLen())
+        {
+            return DataplaneCounter.DROP_WRONG_MSG_LEN;
+        }
+        final int rank = InaHeader.rank(buffer, ina);
+        if (rank >= ring.ranks())
+        {
+            return DataplaneCounter.DROP_BAD_RANK;
+        }
+        if (Opcode.has(frame.opcode(), Opcode.IS_LAST) != (ring.msgLen() == 1))
+        {
+            return DataplaneCounter.DROP_OPCODE_MISMATCH;
+        }
+        final FlowKey key = arriving.key();
+        final int successor = ring.successor(rank);
+        if (!ring.isMember(rank, key.srcHigh(), key.srcLow()) ||
+            !ring.isMember(successor, key.dstHigh(), key.dstLow()) ||
+            (ring.memberReceiveQp(successor) != RingMember.ANY && ring.memberReceiveQp(successor) != key.qp()) ||
+            (ring.memberMac(rank) != RingMember.ANY_MAC &&
+                ring.memberMac(rank) != EthernetHeader.srcMac(buffer, arriving.offset())))
+        {
+            return DataplaneCounter.DROP_SPOOFED;
+        }
+        return null;
+    }
+
+    /**
+     * Record a checked first packet in the CLT: insert a new connection, update the entry with the
+     * connection's next message, or take a first packet off the connection's PSN sequence for a new
+     * connection on a reused QP number.
+     *
+     * @return the message's age (0 for the connection's newest message, negative for a retransmitted older one),
+     *         or {@link #REFUSED} when the packet was dropped.
+     */
+    private int recordFirst(final ArrivingFrame arriving, final Ring ring, final int rank, final int msgId)
+    {
+        final FlowKey key = arriving.key();
+        final int psn = arriving.frame().psn();
+        int slot = clt.find(key);
+        if (slot < 0)
+        {
+            slot = clt.insert(key, ConnectionTable.KIND_RING);
+            if (slot < 0)
+            {
+                cltFull.incrementRelease();
+                output.drop(arriving, DataplaneCounter.DROP_CLT_FULL);
+                return REFUSED;
+            }
+            cltInserts.incrementRelease();
+            clt.setRing(slot, ring.id(), rank, msgId, psn, connect(ring, rank));
+            return 0;
+        }
+        if (clt.kind(slot) != ConnectionTable.KIND_RING || clt.ring(slot) != ring.id() ||
+            clt.rank(slot) != rank || !continuesPsnSequence(slot, msgId, psn, ring.msgLen()))
+        {
+            // Not this connection's PSN sequence: a new QP that got the same number as an old one (rxe hands
+            // QP numbers out again) and a fresh random start PSN.
+            cltUpdates.incrementRelease();
+            clt.setRing(slot, ring.id(), rank, msgId, psn, connect(ring, rank));
+            return 0;
+        }
+        if (clt.generation(slot) != ring.generation(rank) || !ring.inCurrentRun(rank))
+        {
+            // A retransmission on a connection that a newer one of the rank, or a newer run of the ring,
+            // superseded: its aggregators are gone, and taking it for a new connection would end the new run.
+            output.drop(arriving, DataplaneCounter.DROP_STALE_CONNECTION);
+            return REFUSED;
+        }
+        final int delta = (byte)(msgId - clt.msgId(slot));
+        if (delta > 0)
+        {
+            cltUpdates.incrementRelease();
+            clt.setLatest(slot, msgId, psn);
+            return 0;
+        }
+        // Same or older MsgID on this connection's PSN sequence (checked above): a go-back-N retransmission of
+        // a first packet. The CLT keeps its newest message.
+        return delta;
+    }
+
+    /**
+     * Whether a tagged first packet (MsgID, PSN) lies on the PSN sequence of the connection in CLT slot
+     * {@code slot}: every message is exactly MsgLen packets, so message MsgID0 + d starts at PSN0 + d * MsgLen.
+     */
+    private boolean continuesPsnSequence(final int slot, final int msgId, final int psn, final int msgLen)
+    {
+        final int delta = (byte)(msgId - clt.msgId(slot));
+        return psn == BthHeader.psnAdd(clt.psn0(slot), delta * msgLen);
+    }
+
+    /**
+     * A new connection carries {@code rank}; if it begins a new run of the ring, the previous run's aggregators
+     * (its last N results, kept for retransmissions, and anything it left incomplete) are discarded.
+     *
+     * @return the connection's generation.
+     */
+    private int connect(final Ring ring, final int rank)
+    {
+        if (ring.connect(rank))
+        {
+            ring.region().freeAll();
+            ringRestarts.incrementRelease();
+        }
+        return ring.generation(rank);
+    }
+
+    /**
+     * A middle or last packet of a ring connection (CLT slot {@code slot}).
+     */
+    void onRingPacket(final ArrivingFrame arriving, final int slot)
+    {
+        final RoceFrame frame = arriving.frame();
+        final Ring ring = rings[clt.ring(slot)];
+        final int rank = clt.rank(slot);
+        if (clt.generation(slot) != ring.generation(rank) || !ring.inCurrentRun(rank))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_STALE_CONNECTION);
+            return;
+        }
+        final int psn = frame.psn();
+        final int msgLen = ring.msgLen();
+        final int delta = BthHeader.psnDelta(psn, clt.psn0(slot));
+        final int age = Math.floorDiv(delta, msgLen);
+        final int position = delta - age * msgLen;
+        if (age >= 1)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_FIRST_PACKET_LOST);
+            return;
+        }
+        if (age <= -ring.slots())
+        {
+            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
+            return;
+        }
+        final boolean last = Opcode.has(frame.opcode(), Opcode.IS_LAST);
+        if (position == 0 || last != (position == msgLen - 1))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_OPCODE_MISMATCH);
+            return;
+        }
+        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
+            return;
+        }
+        final int msgId = (clt.msgId(slot) + age) & 0xFF;
+        final int arraySlot = msgId & (ring.slots() - 1);
+        if (ring.slotMsg(rank, arraySlot) != msgId ||
+            ring.slotPsn0(rank, arraySlot) != BthHeader.psnAdd(psn, -position))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
+            return;
+        }
+        final int gradient = frame.payloadOffset();
+        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
+            return;
+        }
+        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
+        if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(position)))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
+            return;
+        }
+        aggregator.aggregate(arriving, ring, rank, msgId, position, age, gradient, headerCrc);
+    }
+
+    /**
+     * Whether the frame's ICRC matches the CRC of its headers (given) combined with the CRC of its gradient,
+     * which is computed here once and is the only pass over the payload before it is stored.
+     */
+    private boolean icrcMatches(
+        final ArrivingFrame arriving, final int gradient, final int headerCrc, final int shiftOperator)
+    {
+        final int icrcOffset = arriving.frame().icrcOffset();
+        final MutableDirectBuffer buffer = arriving.buffer();
+        final int payloadCrc = frameIcrc.crcOf(buffer, gradient, icrcOffset - gradient);
+        return Crc32Combine.combineWithOperator(headerCrc, payloadCrc, shiftOperator) ==
+            Icrc.read(buffer, icrcOffset);
+    }
+}
