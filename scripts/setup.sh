@@ -4,6 +4,7 @@ set -euo pipefail
 need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 /usr/bin/python3 -c 'import scapy' >/dev/null 2>&1 || need+=(python3-scapy)
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || need+=(python3-pytest)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
