@@ -1,5 +1,7 @@
 package io.netreduce.daemon;
 
+import io.netreduce.controlplane.metrics.SnapshotCollector;
+
 import io.netreduce.controlplane.api.ConfigSource;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.ControlApi;
@@ -64,7 +66,7 @@ public final class Daemon implements AutoCloseable
                 controlPlaneMetrics.reloadRefused();
             }
         });
-        registry.register(new io.netreduce.controlplane.metrics.SnapshotCollector(MetricsSource.composite(
+        registry.register(new SnapshotCollector(MetricsSource.composite(
             List.of(new ConfigMetricsSource(appliance::config), dataplane.metrics()))));
 
         HttpEndpoint startedApi = null;
@@ -177,7 +179,7 @@ public final class Daemon implements AutoCloseable
             {
                 rings++;
                 LOG.info("  job {} ring {}: {} ranks, {} window {} msgLen {} payload {} pmtu {}, aggregators {}",
-                    job.name(), ring.id(), ring.worldSize(), ring.elementType().configName(), ring.window(),
+                    job.name(), ring.id(), ring.worldSize(), ring.elementType().cliName(), ring.window(),
                     ring.msgLen(), ring.payloadSize(), ring.pmtu(), ByteSize.human(ring.aggregatorBytes()));
             }
         }

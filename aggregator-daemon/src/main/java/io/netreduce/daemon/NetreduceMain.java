@@ -1,5 +1,7 @@
 package io.netreduce.daemon;
 
+import io.netreduce.daemon.ctl.CtlCommand;
+
 import io.netreduce.daemon.pcap.PcapCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -17,7 +19,7 @@ import picocli.CommandLine.Command;
         CommandLine.HelpCommand.class,
         DaemonCommand.class,
         PcapCommand.class,
-        io.netreduce.daemon.ctl.CtlCommand.class
+        CtlCommand.class
     })
 public final class NetreduceMain implements Runnable
 {

@@ -30,11 +30,14 @@ import io.netreduce.dataplane.agent.RingInstalled;
 import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.counters.RingCounter;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortCounters;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
+import io.netreduce.dataplane.agent.AggregatorUsage;
+import io.netreduce.controlplane.config.RingConfig;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.daemon.capture.CaptureManager;
@@ -208,7 +211,7 @@ public final class PacketDataplane implements DataplaneAttachment
             @Override
             public void install(final RingRef ring)
             {
-                final RingConfig config = toDataplane(ring);
+                final RingDefinition config = toDataplane(ring);
                 final RingInstalled installed = await(proxy().installRing(config), "install ring " + config.ringId());
                 ringJobs.put(config.ringId(), ring.job());
                 LOG.info("ring {} of job {} installed: {} ranks, {} aggregators, {} bytes (budget used {} of {})",
@@ -229,9 +232,9 @@ public final class PacketDataplane implements DataplaneAttachment
     /**
      * Translate a validated ring of the configuration into the dataplane's install command.
      */
-    static RingConfig toDataplane(final RingRef ref)
+    static RingDefinition toDataplane(final RingRef ref)
     {
-        final io.netreduce.controlplane.config.RingConfig ring = ref.ring();
+        final RingConfig ring = ref.ring();
         final List<RingMember> members = new ArrayList<>();
         for (final MemberConfig member : ring.members())
         {
@@ -241,7 +244,7 @@ public final class PacketDataplane implements DataplaneAttachment
                 member.qpn() == null ? RingMember.ANY : member.qpn(),
                 member.mac() == null ? RingMember.ANY_MAC : EthernetHeader.parseMac(member.mac())));
         }
-        return new RingConfig(ring.id(), ref.job(), ring.elementType().dataplaneType(), ring.window(),
+        return new RingDefinition(ring.id(), ref.job(), ring.elementType(), ring.window(),
             ring.msgLen(), ring.payloadSize(), members);
     }
 
@@ -311,10 +314,9 @@ public final class PacketDataplane implements DataplaneAttachment
         {
             if (typeId == DataplaneCounters.RING_COUNTER_TYPE_ID)
             {
-                final int ringId = keyBuffer.getInt(0);
-                final String prefix = "ring " + ringId + " ";
-                final String what = label.startsWith(prefix) ? label.substring(prefix.length()) : label;
-                sink.counter("netreduce_ring_" + what.replace(' ', '_'), "Per ring: " + what + ".",
+                final int ringId = keyBuffer.getInt(RingCounter.RING_ID_KEY_OFFSET);
+                final RingCounter kind = RingCounter.of(keyBuffer.getInt(RingCounter.KIND_KEY_OFFSET));
+                sink.counter("netreduce_ring_" + kind.key(), "Per ring: " + kind.what() + ".",
                     counters.reader().getCounterValue(counterId),
                     "job", ringJobs.getOrDefault(ringId, ""), "ring", Integer.toString(ringId));
             }
@@ -446,7 +448,7 @@ public final class PacketDataplane implements DataplaneAttachment
         {
             final int worldSize = configured.ring(ringId)
                 .orElseThrow(() -> new NotFoundException("no ring " + ringId)).worldSize();
-            final io.netreduce.dataplane.agent.RingOccupancy snapshot =
+            final AggregatorUsage snapshot =
                 await(proxy().occupancy(ringId, OCCUPANCY_LIMIT), "occupancy of ring " + ringId);
             final List<RingOccupancy.AggregatorOccupancy> incomplete = new ArrayList<>();
             for (final PendingAggregator pending : snapshot.oldest())

@@ -11,7 +11,7 @@ import io.netreduce.dataplane.capture.CaptureFileWriter;
 import io.netreduce.protocol.pcap.PcapReader;
 import io.netreduce.protocol.pcap.PcapRecord;
 import io.netreduce.protocol.port.MemoryPort;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.testing.RingWorker;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -102,7 +102,7 @@ class CaptureApiTest
         assertThat(portCapture.path("running").asBoolean()).isTrue();
         assertThat(dropCapture.path("reasonsFile").asText()).isEqualTo(captures.resolve("drops.pcap.reasons").toString());
 
-        final RingConfig ring = PacketDataplane.toDataplane(
+        final RingDefinition ring = PacketDataplane.toDataplane(
             new RingRef("pair", config.job("pair").orElseThrow().rings().getFirst()));
         final List<byte[]> input = new ArrayList<>();
         for (int rank = 0; rank < 2; rank++)

@@ -6,7 +6,7 @@ import io.netreduce.controlplane.config.NetreduceConfig;
 import io.netreduce.controlplane.config.RingRef;
 import io.netreduce.controlplane.config.ValidationOptions;
 import io.netreduce.protocol.port.MemoryPort;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.Opcode;
@@ -86,7 +86,7 @@ class PacketDataplaneTest
             ApiClient api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(5));
             ApiClient metrics = new ApiClient(daemon.metricsAddress(), Duration.ofSeconds(5)))
         {
-            final RingConfig ring = PacketDataplane.toDataplane(
+            final RingDefinition ring = PacketDataplane.toDataplane(
                 new RingRef("drop", config.job("drop").orElseThrow().rings().getFirst()));
             final RingWorker[] workers = { RingWorker.of(ring, 0, 100), RingWorker.of(ring, 1, 5000) };
             final int elements = workers[0].gradientBytes() / Float.BYTES;
@@ -137,7 +137,7 @@ class PacketDataplaneTest
         try (Daemon daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY),
                 ValidationOptions.DOCUMENT_ONLY, dataplane))
         {
-            final RingConfig ring = PacketDataplane.toDataplane(
+            final RingDefinition ring = PacketDataplane.toDataplane(
                 new RingRef("keep", config.job("keep").orElseThrow().rings().getFirst()));
             final RingWorker[] workers =
                 { RingWorker.of(ring, 0, 10), RingWorker.of(ring, 1, 20), RingWorker.of(ring, 2, 30) };

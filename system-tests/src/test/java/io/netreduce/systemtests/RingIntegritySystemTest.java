@@ -3,7 +3,7 @@ package io.netreduce.systemtests;
 import io.netreduce.controlplane.api.ApiClient;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.port.AfPacketPort;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.host.allreduce.AllReduce;
@@ -79,7 +79,7 @@ class RingIntegritySystemTest
             {
                 members.add(new RingMember(r, r == 1 ? TestBed.address(TestBed.OUTSIDER_IP) : TestBed.workerIp(r)));
             }
-            final RingConfig claimed = new RingConfig(RING, "guarded",
+            final RingDefinition claimed = new RingDefinition(RING, "guarded",
                 io.netreduce.protocol.element.ElementType.FP32, WINDOW, MSG_LEN, PAYLOAD, members);
             final RingWorker intruder = new RingWorker(claimed, 1, ring.link(2).receiveQp().qpn(), 77,
                 OUTSIDER_MAC, TestBed.workerMac(2));

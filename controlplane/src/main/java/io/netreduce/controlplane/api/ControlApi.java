@@ -4,6 +4,9 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.module.SimpleModule;
+import com.fasterxml.jackson.databind.ser.std.ToStringSerializerBase;
+import io.netreduce.protocol.element.ElementType;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import io.netreduce.controlplane.config.ConfigError;
 import io.netreduce.controlplane.config.ConfigException;
@@ -40,10 +43,21 @@ import java.util.Map;
  */
 public final class ControlApi implements RequestHandler
 {
-    /** The JSON mapper used for responses; nulls are left out. */
+    /**
+     * The JSON mapper used for responses; nulls are left out, element types are written as configured (fp32).
+     */
     public static final ObjectMapper JSON = JsonMapper.builder()
         .serializationInclusion(JsonInclude.Include.NON_NULL)
         .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+        .addModule(new SimpleModule("netreduce-element-type")
+            .addSerializer(ElementType.class, new ToStringSerializerBase(ElementType.class)
+            {
+                @Override
+                public String valueToString(final Object value)
+                {
+                    return ((ElementType)value).cliName();
+                }
+            }))
         .build();
 
     private final ApplianceControl control;

@@ -1,5 +1,7 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.dataplane.agent.DataplaneContext;
+
 import java.util.List;
 
 /**
@@ -22,8 +24,8 @@ public record ApplianceConfig(
     LogLevel logLevel,
     String captureDirectory)
 {
-    /** Default memory budget text. */
-    public static final String DEFAULT_MEMORY_BUDGET = "1GiB";
+    /** Default memory budget in bytes: the dataplane's own default (1 GiB). */
+    public static final long DEFAULT_MEMORY_BUDGET = DataplaneContext.DEFAULT_MEMORY_BUDGET;
     /** Default control API address: loopback only. */
     public static final String DEFAULT_API_LISTEN = "127.0.0.1:9740";
     /** Default metrics address: loopback only. */

@@ -1,5 +1,7 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.protocol.element.ElementType;
+
 import com.fasterxml.jackson.databind.JsonNode;
 
 import java.util.ArrayList;
@@ -96,7 +98,7 @@ final class ConfigReader
         {
             // A placeholder so the jobs are still checked; the error at "appliance" hides errors below it.
             return new ApplianceConfig(List.of(), DataplaneConfig.defaults(),
-                ByteSize.parse(ApplianceConfig.DEFAULT_MEMORY_BUDGET),
+                ApplianceConfig.DEFAULT_MEMORY_BUDGET,
                 ListenAddress.parse(ApplianceConfig.DEFAULT_API_LISTEN),
                 ListenAddress.parse(ApplianceConfig.DEFAULT_METRICS_LISTEN), ApplianceConfig.DEFAULT_LOG_LEVEL);
         }
@@ -142,7 +144,7 @@ final class ConfigReader
         }
 
         final long memoryBudget = size(node.get("memoryBudget"), child(path, "memoryBudget"),
-            ByteSize.parse(ApplianceConfig.DEFAULT_MEMORY_BUDGET));
+            ApplianceConfig.DEFAULT_MEMORY_BUDGET);
         final ListenAddress api = listen(node.get("api"), child(path, "api"), ApplianceConfig.DEFAULT_API_LISTEN);
         final ListenAddress metrics =
             listen(node.get("metrics"), child(path, "metrics"), ApplianceConfig.DEFAULT_METRICS_LISTEN);
@@ -170,7 +172,7 @@ final class ConfigReader
         checkKeys(node, path, RING_KEYS);
         final int id = integer(required(node, path, "id"), child(path, "id"), -1);
         final ElementType elementType = named(required(node, path, "elementType"), child(path, "elementType"),
-            null, ElementType::fromConfigName, "fp32, fp16, bf16 or int32");
+            null, ElementType::fromCliName, "fp32, fp16, bf16 or int32");
         final int window = integer(required(node, path, "window"), child(path, "window"), 0);
         final int msgLen = integer(required(node, path, "msgLen"), child(path, "msgLen"), 0);
         final int payloadSize = integer(required(node, path, "payloadSize"), child(path, "payloadSize"), 0);

@@ -1,5 +1,7 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.protocol.element.ElementType;
+
 import java.net.InetAddress;
 import java.io.IOException;
 import java.net.NetworkInterface;
@@ -247,10 +249,10 @@ public final class ConfigValidator
         {
             errors.add(payloadPath, "payload size " + ring.payloadSize() + " must be at least 1");
         }
-        else if (type != null && ring.payloadSize() % type.sizeBytes() != 0)
+        else if (type != null && ring.payloadSize() % type.size() != 0)
         {
             errors.add(payloadPath, "payload size " + ring.payloadSize() + " is not a multiple of the " +
-                type.configName() + " element size " + type.sizeBytes());
+                type.cliName() + " element size " + type.size());
         }
         else if (pmtuValid && ring.payloadSize() > ring.pmtu())
         {

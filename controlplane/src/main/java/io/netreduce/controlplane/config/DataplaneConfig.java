@@ -1,5 +1,7 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.dataplane.agent.DataplaneContext;
+
 /**
  * How the dataplane runs: lanes (agent threads), how they idle, and how much they do per duty cycle.
  *
@@ -19,19 +21,19 @@ public record DataplaneConfig(
     double dropProbability,
     long dropSeed)
 {
-    /** Default drop probability: no fault injection. */
-    public static final double DEFAULT_DROP_PROBABILITY = 0.0;
-    /** Default fault injector seed. */
-    public static final long DEFAULT_DROP_SEED = 1;
+    /** Default drop probability: no fault injection (the dataplane's own default). */
+    public static final double DEFAULT_DROP_PROBABILITY = DataplaneContext.DEFAULT_DROP_PROBABILITY;
+    /** Default fault injector seed (the dataplane's own default). */
+    public static final long DEFAULT_DROP_SEED = DataplaneContext.DEFAULT_DROP_SEED;
 
     /** Default lanes. */
     public static final int DEFAULT_LANES = 1;
     /** Default idle strategy. */
     public static final IdleStrategyKind DEFAULT_IDLE_STRATEGY = IdleStrategyKind.BACKOFF;
-    /** Default batch size. */
-    public static final int DEFAULT_BATCH_SIZE = 64;
-    /** Default command queue capacity. */
-    public static final int DEFAULT_COMMAND_QUEUE_CAPACITY = 1024;
+    /** Default batch size (the dataplane's own default). */
+    public static final int DEFAULT_BATCH_SIZE = DataplaneContext.DEFAULT_BATCH_SIZE;
+    /** Default command queue capacity (the dataplane's own default). */
+    public static final int DEFAULT_COMMAND_QUEUE_CAPACITY = DataplaneContext.DEFAULT_COMMAND_QUEUE_CAPACITY;
     /** Upper bound on lanes: more than this is a typo on any machine this runs on. */
     public static final int MAX_LANES = 64;
     /** Upper bound on the batch size (frames per receive call). */

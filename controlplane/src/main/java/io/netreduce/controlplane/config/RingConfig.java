@@ -1,5 +1,8 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.dataplane.ring.RingDefinition;
+import io.netreduce.protocol.element.ElementType;
+
 import com.fasterxml.jackson.annotation.JsonIgnore;
 
 import java.util.List;
@@ -37,9 +40,9 @@ public record RingConfig(
     public static final int MIN_WORLD_SIZE = 2;
     /**
      * Largest world size. Ranks are 8 bits in the INA header, but the dataplane keeps one 64-bit rank bitmap per
-     * aggregator, so a ring has at most {@link io.netreduce.dataplane.ring.RingConfig#MAX_RANKS} ranks.
+     * aggregator, so a ring has at most {@link RingDefinition#MAX_RANKS} ranks.
      */
-    public static final int MAX_WORLD_SIZE = io.netreduce.dataplane.ring.RingConfig.MAX_RANKS;
+    public static final int MAX_WORLD_SIZE = RingDefinition.MAX_RANKS;
     /** The RoCE path MTUs. */
     public static final List<Integer> PMTUS = List.of(256, 512, 1024, 2048, 4096);
 

@@ -1,5 +1,7 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.protocol.element.ElementType;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

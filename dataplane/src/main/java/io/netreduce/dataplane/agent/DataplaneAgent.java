@@ -1,5 +1,7 @@
 package io.netreduce.dataplane.agent;
 
+import io.netreduce.protocol.element.SumKernel;
+
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.protocol.port.PacketPort;
 import org.HdrHistogram.SingleWriterRecorder;
@@ -116,22 +118,8 @@ public final class DataplaneAgent implements Agent
         catch (final RuntimeException ex)
         {
             // A refused command is an answer, not a dataplane failure: the control thread gets the reason.
-            replyOf(command).completeExceptionally(ex);
+            command.reply().completeExceptionally(ex);
         }
-    }
-
-    private static java.util.concurrent.CompletableFuture<?> replyOf(final DataplaneCommand command)
-    {
-        return switch (command)
-        {
-            case DataplaneCommand.InstallRing install -> install.reply();
-            case DataplaneCommand.RemoveRing remove -> remove.reply();
-            case DataplaneCommand.SnapshotConnections snapshot -> snapshot.reply();
-            case DataplaneCommand.SnapshotRing snapshot -> snapshot.reply();
-            case DataplaneCommand.ListRings list -> list.reply();
-            case DataplaneCommand.StartCapture start -> start.reply();
-            case DataplaneCommand.StopCapture stop -> stop.reply();
-        };
     }
 
     /**
@@ -140,7 +128,7 @@ public final class DataplaneAgent implements Agent
     @Override
     public void onStart()
     {
-        io.netreduce.protocol.element.SumKernel.warmUp(WARM_UP_ITERATIONS);
+        SumKernel.warmUp(WARM_UP_ITERATIONS);
     }
 
     @Override
@@ -149,7 +137,7 @@ public final class DataplaneAgent implements Agent
         DataplaneCommand command;
         while ((command = commands.poll()) != null)
         {
-            replyOf(command).completeExceptionally(new IllegalStateException("dataplane closed"));
+            command.reply().completeExceptionally(new IllegalStateException("dataplane closed"));
         }
         tables.close();
     }

@@ -1,7 +1,7 @@
 package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.capture.CaptureTap;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -14,10 +14,16 @@ import java.util.concurrent.CompletableFuture;
 public sealed interface DataplaneCommand
 {
     /**
+     * @return the future the dataplane completes with its reply, or exceptionally when it refuses the command or
+     *         closes before applying it.
+     */
+    CompletableFuture<?> reply();
+
+    /**
      * Install a ring: allocate its aggregator array, register its edges. Refused if the ring id is in use,
      * the configuration is invalid or its memory does not fit the budget.
      */
-    record InstallRing(RingConfig config, CompletableFuture<RingInstalled> reply) implements DataplaneCommand
+    record InstallRing(RingDefinition config, CompletableFuture<RingInstalled> reply) implements DataplaneCommand
     {
     }
 
@@ -38,7 +44,7 @@ public sealed interface DataplaneCommand
     /**
      * Report a ring's aggregator occupancy with up to {@code limit} of its oldest incomplete aggregators.
      */
-    record SnapshotRing(int ringId, int limit, CompletableFuture<RingOccupancy> reply) implements DataplaneCommand
+    record SnapshotRing(int ringId, int limit, CompletableFuture<AggregatorUsage> reply) implements DataplaneCommand
     {
     }
 

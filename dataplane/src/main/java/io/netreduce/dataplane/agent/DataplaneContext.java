@@ -12,12 +12,28 @@ import java.util.Objects;
  */
 public final class DataplaneContext
 {
+    /**
+     * Frames received per port per duty cycle. The defaults here are the only ones: the YAML configuration's
+     * defaults ({@code DataplaneConfig}, {@code ApplianceConfig}) are defined as these constants.
+     */
     public static final int DEFAULT_BATCH_SIZE = 64;
+    /** CLT capacity: ring and foreign connections the appliance tracks at once. */
     public static final int DEFAULT_CLT_ENTRIES = 16 * 1024;
+    /** Aggregator memory all rings may take together: 1 GiB. */
     public static final long DEFAULT_MEMORY_BUDGET = 1L << 30;
-    public static final int DEFAULT_COMMAND_QUEUE_CAPACITY = 256;
+    /**
+     * Capacity of the control-to-dataplane command queue; commands are rare (ring installs, captures, snapshots)
+     * but a reload can send one per ring at once.
+     */
+    public static final int DEFAULT_COMMAND_QUEUE_CAPACITY = 1024;
+    /** Commands applied per duty cycle, so a burst of commands cannot starve the ports. */
     public static final int DEFAULT_COMMANDS_PER_CYCLE = 4;
+    /** Highest first-packet-to-result latency the histogram records, in ns; longer ones are recorded as this. */
     public static final long DEFAULT_HIGHEST_LATENCY_NS = 60_000_000_000L;
+    /** Fault injection: no frame dropped. */
+    public static final double DEFAULT_DROP_PROBABILITY = 0.0;
+    /** Fault injection: the seed of the drop sequence, so a drill can be repeated. */
+    public static final long DEFAULT_DROP_SEED = 1;
 
     private List<PacketPort> ports = List.of();
     private int[] peers;
@@ -28,8 +44,8 @@ public final class DataplaneContext
     private int commandsPerCycle = DEFAULT_COMMANDS_PER_CYCLE;
     private long highestLatencyNs = DEFAULT_HIGHEST_LATENCY_NS;
     private DataplaneCounters counters;
-    private double dropProbability;
-    private long dropSeed = 1;
+    private double dropProbability = DEFAULT_DROP_PROBABILITY;
+    private long dropSeed = DEFAULT_DROP_SEED;
 
     /**
      * The ports the agent polls, by index. Default peers: one-armed (every frame leaves on its own port).

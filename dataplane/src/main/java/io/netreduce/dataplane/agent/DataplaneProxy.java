@@ -3,7 +3,7 @@ package io.netreduce.dataplane.agent;
 import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.SingleWriterRecorder;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
@@ -39,7 +39,7 @@ public final class DataplaneProxy
         this.accumulated = new Histogram(latency.getIntervalHistogram().getHighestTrackableValue(), 3);
     }
 
-    public CompletableFuture<RingInstalled> installRing(final RingConfig config)
+    public CompletableFuture<RingInstalled> installRing(final RingDefinition config)
     {
         final CompletableFuture<RingInstalled> reply = new CompletableFuture<>();
         return offer(new DataplaneCommand.InstallRing(config, reply), reply);
@@ -60,9 +60,9 @@ public final class DataplaneProxy
     /**
      * @param limit how many of the oldest incomplete aggregators to list.
      */
-    public CompletableFuture<RingOccupancy> occupancy(final int ringId, final int limit)
+    public CompletableFuture<AggregatorUsage> occupancy(final int ringId, final int limit)
     {
-        final CompletableFuture<RingOccupancy> reply = new CompletableFuture<>();
+        final CompletableFuture<AggregatorUsage> reply = new CompletableFuture<>();
         return offer(new DataplaneCommand.SnapshotRing(ringId, limit, reply), reply);
     }
 

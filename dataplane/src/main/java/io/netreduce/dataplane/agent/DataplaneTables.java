@@ -5,8 +5,9 @@ import io.netreduce.dataplane.clt.AddressPairSet;
 import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.IpKey;
 import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.counters.RingCounter;
 import io.netreduce.dataplane.ring.Ring;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import org.agrona.concurrent.status.AtomicCounter;
 
 import java.util.ArrayList;
@@ -63,7 +64,7 @@ public final class DataplaneTables implements AutoCloseable
      * @throws IllegalArgumentException if the configuration is invalid, the id is taken or the ring does not fit
      *                                  the memory budget; the message says which.
      */
-    public RingInstalled install(final RingConfig config)
+    public RingInstalled install(final RingDefinition config)
     {
         config.validate();
         if (rings[config.ringId()] != null)
@@ -83,8 +84,8 @@ public final class DataplaneTables implements AutoCloseable
                 config.payloadSize(), bytesText(memoryBudget - memoryUsed), bytesText(memoryBudget)));
         }
         final AggregatorRegion region = AggregatorRegion.allocate(config.worldSize(), aggregators, config.payloadSize());
-        final AtomicCounter completed = counters.newRingCounter(config.ringId(), "aggregations completed");
-        final AtomicCounter results = counters.newRingCounter(config.ringId(), "result packets");
+        final AtomicCounter completed = counters.newRingCounter(config.ringId(), RingCounter.AGGREGATIONS_COMPLETED);
+        final AtomicCounter results = counters.newRingCounter(config.ringId(), RingCounter.RESULT_PACKETS);
         final Ring ring = new Ring(config, region, completed, results);
         for (int rank = 0; rank < ring.ranks(); rank++)
         {
@@ -162,7 +163,7 @@ public final class DataplaneTables implements AutoCloseable
     /**
      * @throws IllegalArgumentException if no such ring is installed.
      */
-    public RingOccupancy occupancy(final int ringId, final int limit, final long nowNs)
+    public AggregatorUsage occupancy(final int ringId, final int limit, final long nowNs)
     {
         final Ring ring = ringId >= 0 && ringId < MAX_RINGS ? rings[ringId] : null;
         if (ring == null)
@@ -208,7 +209,7 @@ public final class DataplaneTables implements AutoCloseable
             .comparingInt((PendingAggregator p) -> reference < 0 ? 0 : -(byte)(reference - p.msgId()))
             .thenComparingInt(PendingAggregator::position));
         final int incomplete = pending.size();
-        return new RingOccupancy(ringId, region.aggregators(), free, complete, incomplete,
+        return new AggregatorUsage(ringId, region.aggregators(), free, complete, incomplete,
             List.copyOf(pending.subList(0, Math.min(Math.max(0, limit), incomplete))));
     }
 

@@ -67,12 +67,17 @@ public final class DataplaneCounters
     }
 
     /**
-     * Allocate a counter for a ring (dataplane thread, on install).
+     * Allocate a counter for a ring (dataplane thread, on install); its key holds the ring id and the kind
+     * (see {@link RingCounter}).
      */
-    public AtomicCounter newRingCounter(final int ringId, final String what)
+    public AtomicCounter newRingCounter(final int ringId, final RingCounter kind)
     {
-        return manager.newCounter("ring " + ringId + " " + what, RING_COUNTER_TYPE_ID,
-            key -> key.putInt(0, ringId));
+        return manager.newCounter("ring " + ringId + " " + kind.what(), RING_COUNTER_TYPE_ID,
+            key ->
+            {
+                key.putInt(RingCounter.RING_ID_KEY_OFFSET, ringId);
+                key.putInt(RingCounter.KIND_KEY_OFFSET, kind.ordinal());
+            });
     }
 
     /**

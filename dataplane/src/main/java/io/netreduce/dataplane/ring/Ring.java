@@ -1,5 +1,7 @@
 package io.netreduce.dataplane.ring;
 
+import io.netreduce.protocol.wire.InaHeader;
+
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.clt.IpKey;
@@ -27,9 +29,9 @@ import java.util.Arrays;
 public final class Ring implements AutoCloseable
 {
     /** Gradient bytes in a first packet are the payload minus the INA header. */
-    public static final int INA_LENGTH = io.netreduce.protocol.wire.InaHeader.LENGTH;
+    public static final int INA_LENGTH = InaHeader.LENGTH;
 
-    private final RingConfig config;
+    private final RingDefinition config;
     private final int id;
     private final int ranks;
     private final int window;
@@ -54,7 +56,7 @@ public final class Ring implements AutoCloseable
     private final AtomicCounter results;
 
     public Ring(
-        final RingConfig config,
+        final RingDefinition config,
         final AggregatorRegion region,
         final AtomicCounter completed,
         final AtomicCounter results)
@@ -92,7 +94,7 @@ public final class Ring implements AutoCloseable
         this.results = results;
     }
 
-    public RingConfig config()
+    public RingDefinition config()
     {
         return config;
     }

@@ -4,7 +4,7 @@ import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.dataplane.support.DataplaneHarness;
 import io.netreduce.protocol.support.Gradients;
@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class DataplaneSafetyTest
 {
-    private static final RingConfig RING_7 = Rings.ring(7, 4, ElementType.FP32, 2, 3, 128);
+    private static final RingDefinition RING_7 = Rings.ring(7, 4, ElementType.FP32, 2, 3, 128);
 
     @Test
     void shouldNeverLetAPacketClaimingRank2FromRank3sAddressChangeAResult() throws Exception
@@ -49,7 +49,7 @@ class DataplaneSafetyTest
     {
         final List<RingMember> members = new ArrayList<>(RING_7.members());
         members.set(2, new RingMember(2, spoofer));
-        final RingConfig forged = new RingConfig(7, "forged", ElementType.FP32, 2, 3, 128, members);
+        final RingDefinition forged = new RingDefinition(7, "forged", ElementType.FP32, 2, 3, 128, members);
         final RingWorker attacker = RingWorker.of(forged, 2, 500);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
@@ -82,7 +82,7 @@ class DataplaneSafetyTest
         // A job ends with its last messages' aggregators still complete (nothing releases them); a second job on
         // the same QPs restarts at MsgID 0 with a new PSN sequence. Its first packets must not be taken for
         // retransmissions and answered with the first job's sums (valid ICRC, result tag: silently wrong).
-        final RingConfig ring = Rings.ring(6, 2, ElementType.FP32, 4, 3, 128);
+        final RingDefinition ring = Rings.ring(6, 2, ElementType.FP32, 4, 3, 128);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
             harness.install(ring);
@@ -134,8 +134,8 @@ class DataplaneSafetyTest
         {
             members.add(new RingMember(r, Rings.address(r, false), 0x200 + r, RingMember.ANY_MAC));
         }
-        final RingConfig config = new RingConfig(5, "qp", ElementType.INT32, 1, 1, 64, members);
-        final RingConfig wrongQp = Rings.ring(5, 2, ElementType.INT32, 1, 1, 64);
+        final RingDefinition config = new RingDefinition(5, "qp", ElementType.INT32, 1, 1, 64, members);
+        final RingDefinition wrongQp = Rings.ring(5, 2, ElementType.INT32, 1, 1, 64);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
             harness.install(config);
@@ -209,7 +209,7 @@ class DataplaneSafetyTest
             assertThat(harness.process(corrupt)).isEmpty();
             assertThat(harness.counter(DataplaneCounter.DROP_BAD_ICRC)).isEqualTo(1);
 
-            final RingConfig wrongSize = Rings.ring(7, 4, ElementType.FP32, 2, 3, 256);
+            final RingDefinition wrongSize = Rings.ring(7, 4, ElementType.FP32, 2, 3, 256);
             final RingWorker big = RingWorker.of(wrongSize, 1, 1000);
             assertThat(harness.process(big.message(0, new byte[big.gradientBytes()]).getFirst())).isEmpty();
             assertThat(harness.counter(DataplaneCounter.DROP_WRONG_SIZE)).isEqualTo(1);
@@ -240,7 +240,7 @@ class DataplaneSafetyTest
     @Test
     void shouldRefuseARingThatDoesNotFitTheMemoryBudget()
     {
-        final RingConfig big = Rings.ring(1, 8, ElementType.FP32, 8, 100, 4096);
+        final RingDefinition big = Rings.ring(1, 8, ElementType.FP32, 8, 100, 4096);
         try (DataplaneHarness harness = new DataplaneHarness(1, false, 32L << 20))
         {
             assertThatThrownBy(() -> harness.install(big))
@@ -267,7 +267,7 @@ class DataplaneSafetyTest
             final List<byte[]> frames = worker.message(0, new byte[worker.gradientBytes()]);
             assertThat(harness.process(frames.get(0))).isEmpty();
             assertThat(harness.await(harness.proxy().connections())).hasSize(1);
-            final RingOccupancy pending = harness.await(harness.proxy().occupancy(7, 5));
+            final AggregatorUsage pending = harness.await(harness.proxy().occupancy(7, 5));
             assertThat(pending.incomplete()).isEqualTo(1);
             assertThat(pending.oldest().getFirst().missingRanks()).containsExactly(1, 2, 3);
 
@@ -284,7 +284,7 @@ class DataplaneSafetyTest
     @Test
     void shouldSendResultsOutOfThePeerPortInBumpInTheWireMode()
     {
-        final RingConfig config = Rings.ring(4, 2, ElementType.INT32, 1, 1, 64);
+        final RingDefinition config = Rings.ring(4, 2, ElementType.INT32, 1, 1, 64);
         try (DataplaneHarness harness = new DataplaneHarness(2, true, 1L << 24))
         {
             harness.install(config);

@@ -2,7 +2,7 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.support.DataplaneHarness;
 import io.netreduce.dataplane.support.RingSimulation;
 import io.netreduce.dataplane.support.Rings;
@@ -43,7 +43,7 @@ class GoBackNPropertyTest
         final double duplicate = random.nextDouble(0.2);
         final double dropOut = random.nextDouble(0.2);
         final double spuriousTimeout = random.nextDouble(0.02);
-        final RingConfig config = Rings.ring(3, ranks, type, window, msgLen, 64);
+        final RingDefinition config = Rings.ring(3, ranks, type, window, msgLen, 64);
         final List<List<byte[]>> lossless;
         try (DataplaneHarness harness = new DataplaneHarness())
         {
@@ -78,7 +78,7 @@ class GoBackNPropertyTest
     @Test
     void shouldDeliverLosslessBytesWhenTheApplianceItselfDropsFrames()
     {
-        final RingConfig config = Rings.ring(4, 4, ElementType.FP32, 4, 5, 64);
+        final RingDefinition config = Rings.ring(4, 4, ElementType.FP32, 4, 5, 64);
         final int messages = 24;
         final List<List<byte[]>> lossless;
         try (DataplaneHarness harness = new DataplaneHarness())

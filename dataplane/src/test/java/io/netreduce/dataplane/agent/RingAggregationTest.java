@@ -2,7 +2,7 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.support.DataplaneHarness;
 import io.netreduce.dataplane.support.RingSimulation;
 import io.netreduce.dataplane.support.Rings;
@@ -46,7 +46,7 @@ class RingAggregationTest
     void shouldDeliverTheRankOrderSumOnEveryConnection(
         final int ranks, final ElementType type, final int msgLen, final int window, final int payload)
     {
-        final RingConfig config = Rings.ring(7, ranks, type, window, msgLen, payload);
+        final RingDefinition config = Rings.ring(7, ranks, type, window, msgLen, payload);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
             harness.install(config);
@@ -76,7 +76,7 @@ class RingAggregationTest
     @Test
     void shouldAggregateIpv6Rings()
     {
-        final RingConfig config = Rings.ring(9, 3, ElementType.FP32, 2, 4, 256, true);
+        final RingDefinition config = Rings.ring(9, 3, ElementType.FP32, 2, 4, 256, true);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
             harness.install(config);
@@ -100,9 +100,9 @@ class RingAggregationTest
         assertThat(output).startsWith("checked " + SCAPY_SAMPLE.size() + " mismatches 0").endsWith("exit 0");
     }
 
-    static void assertNoLeaks(final DataplaneHarness harness, final RingConfig config, final int messages)
+    static void assertNoLeaks(final DataplaneHarness harness, final RingDefinition config, final int messages)
     {
-        final RingOccupancy occupancy = harness.await(harness.proxy().occupancy(config.ringId(), 10));
+        final AggregatorUsage occupancy = harness.await(harness.proxy().occupancy(config.ringId(), 10));
         assertThat(occupancy.incomplete()).as("incomplete aggregators %s", occupancy.oldest()).isZero();
         // The last N messages keep their results for retransmissions; everything older has been released.
         assertThat(occupancy.complete()).isEqualTo(Math.min(config.window(), messages) * config.msgLen());

@@ -2,7 +2,7 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.support.DataplaneHarness;
 import io.netreduce.protocol.support.Gradients;
 import io.netreduce.dataplane.support.RingSimulation;
@@ -35,7 +35,7 @@ class RingRestartTest
     void shouldNotAnswerARestartedRingWithTheResultOfThePreviousRunsLastMessage()
     {
         // 257 messages: the last one has MsgID 0 and its complete aggregator stays bound in slot 0.
-        final RingConfig config = Rings.ring(1, 3, ElementType.INT32, 4, 4, 256);
+        final RingDefinition config = Rings.ring(1, 3, ElementType.INT32, 4, 4, 256);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
             harness.install(config);
@@ -51,7 +51,7 @@ class RingRestartTest
     {
         // 5 messages with N = 2: MsgIDs 3 and 4 stay bound in slots 3 and 0, so the new run's MsgID 0 would find
         // its aggregator held by another message.
-        final RingConfig config = Rings.ring(1, 3, ElementType.FP32, 2, 3, 64);
+        final RingDefinition config = Rings.ring(1, 3, ElementType.FP32, 2, 3, 64);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
             harness.install(config);
@@ -65,7 +65,7 @@ class RingRestartTest
     @Test
     void shouldServeARestartOnNewQueuePairsWhileTheOldConnectionsAreStillInTheClt()
     {
-        final RingConfig config = Rings.ring(1, 3, ElementType.INT32, 2, 2, 64);
+        final RingDefinition config = Rings.ring(1, 3, ElementType.INT32, 2, 2, 64);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
             harness.install(config);
@@ -126,7 +126,7 @@ class RingRestartTest
         final int ranks = random.nextInt(2, 5);
         final int window = 1 << random.nextInt(3);
         final int msgLen = random.nextInt(1, 5);
-        final RingConfig config = Rings.ring(2, ranks, ElementType.INT32, window, msgLen, 64);
+        final RingDefinition config = Rings.ring(2, ranks, ElementType.INT32, window, msgLen, 64);
         try (DataplaneHarness harness = new DataplaneHarness())
         {
             harness.install(config);
@@ -155,7 +155,7 @@ class RingRestartTest
         }
     }
 
-    private static void assertDeliversTheSum(final RingSimulation run, final RingConfig config)
+    private static void assertDeliversTheSum(final RingSimulation run, final RingDefinition config)
     {
         for (int rank = 0; rank < config.worldSize(); rank++)
         {
@@ -181,7 +181,7 @@ class RingRestartTest
         return out.toByteArray();
     }
 
-    private static byte[] message(final RingConfig config, final int rank, final int m, final byte[] sum)
+    private static byte[] message(final RingDefinition config, final int rank, final int m, final byte[] sum)
     {
         final byte[] message = new byte[InaHeader.LENGTH + sum.length];
         final UnsafeBuffer header = new UnsafeBuffer(message);

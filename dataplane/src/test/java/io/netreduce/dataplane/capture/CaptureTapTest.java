@@ -9,7 +9,7 @@ import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.support.DataplaneHarness;
 import io.netreduce.dataplane.support.Rings;
 import io.netreduce.dataplane.testing.RingWorker;
@@ -38,7 +38,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class CaptureTapTest
 {
-    private static final RingConfig RING_7 = Rings.ring(7, 4, ElementType.FP32, 2, 3, 128);
+    private static final RingDefinition RING_7 = Rings.ring(7, 4, ElementType.FP32, 2, 3, 128);
     private static final List<String> PORT_NAMES = List.of("test0");
 
     @Test

@@ -7,7 +7,7 @@ import io.netreduce.dataplane.agent.RingInstalled;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.port.PacketPort;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -73,7 +73,7 @@ public final class DataplaneHarness implements AutoCloseable
         return agent;
     }
 
-    public RingInstalled install(final RingConfig config)
+    public RingInstalled install(final RingDefinition config)
     {
         return await(proxy().installRing(config));
     }

@@ -2,7 +2,7 @@ package io.netreduce.dataplane.support;
 
 import io.netreduce.protocol.support.Gradients;
 import io.netreduce.protocol.icrc.Icrc;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.protocol.wire.BthHeader;
 import io.netreduce.protocol.wire.InaHeader;
@@ -26,7 +26,7 @@ import java.util.Random;
 public final class RingSimulation
 {
     private final DataplaneHarness harness;
-    private final RingConfig config;
+    private final RingDefinition config;
     private final int messages;
     private final Random random;
     private final double dropIn;
@@ -50,7 +50,7 @@ public final class RingSimulation
 
     public RingSimulation(
         final DataplaneHarness harness,
-        final RingConfig config,
+        final RingDefinition config,
         final int messages,
         final long dataSeed,
         final long networkSeed,
@@ -69,7 +69,7 @@ public final class RingSimulation
      */
     public RingSimulation(
         final DataplaneHarness harness,
-        final RingConfig config,
+        final RingDefinition config,
         final int messages,
         final long dataSeed,
         final long networkSeed,
@@ -124,7 +124,7 @@ public final class RingSimulation
     }
 
     public static RingSimulation lossless(
-        final DataplaneHarness harness, final RingConfig config, final int messages, final long seed)
+        final DataplaneHarness harness, final RingDefinition config, final int messages, final long seed)
     {
         return new RingSimulation(harness, config, messages, seed, seed + 1, 0, 0, 0, 0);
     }

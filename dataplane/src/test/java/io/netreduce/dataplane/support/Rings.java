@@ -1,7 +1,7 @@
 package io.netreduce.dataplane.support;
 
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 
 import java.net.InetAddress;
@@ -18,14 +18,14 @@ public final class Rings
     {
     }
 
-    public static RingConfig ring(
+    public static RingDefinition ring(
         final int ringId, final int ranks, final ElementType type, final int window, final int msgLen,
         final int payloadSize)
     {
         return ring(ringId, ranks, type, window, msgLen, payloadSize, false);
     }
 
-    public static RingConfig ring(
+    public static RingDefinition ring(
         final int ringId, final int ranks, final ElementType type, final int window, final int msgLen,
         final int payloadSize, final boolean ipv6)
     {
@@ -34,7 +34,7 @@ public final class Rings
         {
             members.add(new RingMember(r, address(r, ipv6)));
         }
-        return new RingConfig(ringId, "job-" + ringId, type, window, msgLen, payloadSize, members);
+        return new RingDefinition(ringId, "job-" + ringId, type, window, msgLen, payloadSize, members);
     }
 
     public static InetAddress address(final int rank, final boolean ipv6)

@@ -1,6 +1,6 @@
 package io.netreduce.dataplane.testing;
 
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.protocol.wire.BthHeader;
 import io.netreduce.protocol.wire.InaHeader;
@@ -24,7 +24,7 @@ public final class RingWorker
     public static final long REMOTE_BASE = 0x7F00_0000_0000L;
     public static final int RKEY = 0x1234;
 
-    private final RingConfig config;
+    private final RingDefinition config;
     private final int rank;
     private final int destQp;
     private final int firstPsn;
@@ -40,7 +40,7 @@ public final class RingWorker
      * @param dstMac   the successor's MAC.
      */
     public RingWorker(
-        final RingConfig config,
+        final RingDefinition config,
         final int rank,
         final int destQp,
         final int firstPsn,
@@ -69,7 +69,7 @@ public final class RingWorker
      * A worker with MACs derived from the rank and the successor's receive QP taken from the config (or
      * {@code 0x100 + successor} when the config does not say).
      */
-    public static RingWorker of(final RingConfig config, final int rank, final int firstPsn)
+    public static RingWorker of(final RingDefinition config, final int rank, final int firstPsn)
     {
         final int successor = (rank + 1) % config.worldSize();
         final RingMember next = config.member(successor);

@@ -6,7 +6,7 @@ import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.dataplane.ring.RingConfig;
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.host.rc.RcConfig;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -77,7 +77,7 @@ class NetReduceApplianceTest
                 members.add(new RingMember(r, RingHarness.ip(r), ring.links[r].receiveQp().qpn(),
                     RingHarness.mac(r)));
             }
-            await(appliance, appliance.proxy().installRing(new RingConfig(RING, "test",
+            await(appliance, appliance.proxy().installRing(new RingDefinition(RING, "test",
                 type, window, msgLen, payload, members)));
             ring.extraWork = appliance::doWork;
 

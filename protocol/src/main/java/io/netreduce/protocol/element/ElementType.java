@@ -53,6 +53,23 @@ public enum ElementType
     }
 
     /**
+     * The strict spelling used in the YAML configuration and the control API: exactly a {@link #cliName()}.
+     *
+     * @return the element type, or null if {@code name} is not one of fp32, fp16, bf16, int32.
+     */
+    public static ElementType fromCliName(final String name)
+    {
+        for (final ElementType type : values())
+        {
+            if (type.cliName().equals(name))
+            {
+                return type;
+            }
+        }
+        return null;
+    }
+
+    /**
      * @return the lower-case name used on command lines and in reports, e.g. {@code bf16}; {@link #parse} accepts
      * it.
      */

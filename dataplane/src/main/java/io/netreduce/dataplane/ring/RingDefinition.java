@@ -20,7 +20,7 @@ import java.util.Objects;
  *                    MsgLen * payloadSize bytes.
  * @param members     one entry per rank, in any order; rank r sends to rank (r + 1) % worldSize.
  */
-public record RingConfig(
+public record RingDefinition(
     int ringId,
     String jobName,
     ElementType elementType,
@@ -33,7 +33,7 @@ public record RingConfig(
     public static final int MAX_PAYLOAD = 4096;
     public static final int MIN_PAYLOAD = 16;
 
-    public RingConfig
+    public RingDefinition
     {
         Objects.requireNonNull(jobName, "jobName");
         Objects.requireNonNull(elementType, "elementType");

@@ -12,7 +12,7 @@ import java.util.List;
  * @param incomplete  aggregators waiting for packets.
  * @param oldest      the incomplete aggregators, oldest message first, at most the number asked for.
  */
-public record RingOccupancy(
+public record AggregatorUsage(
     int ringId, int aggregators, int free, int complete, int incomplete, List<PendingAggregator> oldest)
 {
 }
