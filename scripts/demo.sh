@@ -14,7 +14,7 @@
 # Exit status: 0 when every worker's every result was exact, 1 otherwise, 2 on a usage error.
 #
 # usage: scripts/demo.sh [--size BYTES|64MiB] [--iterations N] [--workers W] [--prefix P] [--no-build]
-#                        [--timeout SECONDS]
+#                        [--timeout SECONDS] [--idle busy-spin|yield|backoff|sleep|poll]
 # Needs root (network namespaces). On the shared 2-core development machine the default run (W=4, 64 MiB, 3
 # iterations) takes about 30-40 s after the build (workers: ~12-25 s).
 set -euo pipefail
@@ -27,6 +27,7 @@ workers=4
 prefix=nr
 build=1
 timeout=600
+idle=""
 window=8
 msg_len=16
 payload=4096
@@ -51,6 +52,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
+    --idle) idle="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option $1" >&2; exit 2 ;;
   esac
@@ -104,7 +106,9 @@ appliance:
     - name: eth0
       mtu: 9000
   memoryBudget: 256MiB
-  api:
+${idle:+  dataplane:
+    idleStrategy: $idle
+}  api:
     listen: $api
   metrics:
     listen: 127.0.0.1:0

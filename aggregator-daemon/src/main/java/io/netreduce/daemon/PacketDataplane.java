@@ -31,6 +31,8 @@ import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.counters.RingCounter;
+import io.netreduce.protocol.port.PortPollIdleStrategy;
+import io.netreduce.protocol.port.PortPoller;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.PacketPort;
@@ -93,6 +95,7 @@ public final class PacketDataplane implements DataplaneAttachment
     private DataplaneAgent agent;
     private DataplaneProxy proxy;
     private AgentRunner runner;
+    private PortPoller poller;
     private CaptureManager captures;
     private DropBurstWatcher dropWatcher;
 
@@ -161,7 +164,8 @@ public final class PacketDataplane implements DataplaneAttachment
         }
         agent = new DataplaneAgent(context);
         proxy = agent.proxy();
-        runner = new AgentRunner(idleStrategy(settings.idleStrategy()), this::onDataplaneError, null, agent);
+        poller = new PortPoller(ports);
+        runner = new AgentRunner(idleStrategy(settings.idleStrategy(), poller), this::onDataplaneError, null, agent);
         AgentRunner.startOnThread(runner);
         captures = new CaptureManager(proxy, ports.stream().map(PacketPort::name).toList(),
             Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
@@ -191,10 +195,11 @@ public final class PacketDataplane implements DataplaneAttachment
         LOG.error("dataplane error", error);
     }
 
-    private static IdleStrategy idleStrategy(final IdleStrategyKind kind)
+    private static IdleStrategy idleStrategy(final IdleStrategyKind kind, final PortPoller poller)
     {
         return switch (kind)
         {
+            case POLL -> new PortPollIdleStrategy(poller);
             case BUSY_SPIN -> new BusySpinIdleStrategy();
             case YIELD -> new YieldingIdleStrategy();
             // Park at most 100 us: an idle appliance must still answer the first packet of a burst quickly.
@@ -371,6 +376,7 @@ public final class PacketDataplane implements DataplaneAttachment
         {
             // Stops the duty cycle after the batch in hand and closes the agent (tables, aggregator memory).
             runner.close();
+            poller.close();
             runner = null;
         }
         closePorts();

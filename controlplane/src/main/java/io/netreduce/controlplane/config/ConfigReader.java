@@ -132,7 +132,7 @@ final class ConfigReader
                 integer(dataplaneNode.get("lanes"), child(dataplanePath, "lanes"), DataplaneConfig.DEFAULT_LANES),
                 named(dataplaneNode.get("idleStrategy"), child(dataplanePath, "idleStrategy"),
                     DataplaneConfig.DEFAULT_IDLE_STRATEGY, IdleStrategyKind::fromConfigName,
-                    "busy-spin, yield, backoff or sleep"),
+                    "busy-spin, yield, backoff, sleep or poll"),
                 integer(dataplaneNode.get("batchSize"), child(dataplanePath, "batchSize"),
                     DataplaneConfig.DEFAULT_BATCH_SIZE),
                 integer(dataplaneNode.get("commandQueueCapacity"), child(dataplanePath, "commandQueueCapacity"),

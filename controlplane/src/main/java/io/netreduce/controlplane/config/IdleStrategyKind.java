@@ -10,7 +10,9 @@ public enum IdleStrategyKind
     BUSY_SPIN("busy-spin"),
     YIELD("yield"),
     BACKOFF("backoff"),
-    SLEEP("sleep");
+    SLEEP("sleep"),
+    /** Spin, yield, then block in poll(2) on the ports' sockets until a frame arrives (at most 1 ms). */
+    POLL("poll");
 
     private final String configName;
 

@@ -319,6 +319,24 @@ public final class AfPacketPort implements PacketPort
      *
      * @return true if {@link #receive} may have frames to deliver.
      */
+    /** The receive socket, for {@link PortPoller}. */
+    int receiveFd()
+    {
+        return rxFd;
+    }
+
+    /** Whether the receive ring holds frames not yet handed over (no system call). */
+    boolean hasReceiveWork()
+    {
+        return !closed && rxReader.hasWork();
+    }
+
+    /** Whether frames are queued on the transmit ring that the kernel has not taken yet. */
+    boolean hasPendingTransmit()
+    {
+        return txPendingCount > 0;
+    }
+
     public boolean awaitReceive(final int timeoutMs)
     {
         if (closed)

@@ -508,6 +508,31 @@ class AfPacketPortVethTest
         return AfPacketConfiguration.defaults(VethPair.DEVICE_B).withRxRingVersion(version);
     }
 
+    @Test
+    void shouldWakeAPollingIdleStrategyWhenAFrameArrives()
+    {
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
+        final AfPacketPort b = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B));
+        try (PortPoller poller = new PortPoller(List.of(b)))
+        {
+            assertThat(poller.canBlock()).isTrue();
+            final PortPollIdleStrategy idle = new PortPollIdleStrategy(poller, 0, 0, 50);
+            final byte[] frame = testFrame(7, 200, new Random(7));
+            assertThat(a.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
+            a.flush();
+            // The frame is in b's ring (or about to be): the poller says so, and a receive loop idling with the
+            // strategy (blocking in poll(2) between empty cycles) gets it.
+            assertThat(poller.await(1_000)).isTrue();
+            final List<byte[]> atB = new ArrayList<>();
+            for (int cycle = 0; cycle < 200 && atB.isEmpty(); cycle++)
+            {
+                idle.idle(b.receive(collectTestFrames(atB), 64));
+            }
+            assertThat(atB).hasSize(1);
+            assertThat(atB.get(0)).isEqualTo(frame);
+        }
+    }
+
     private AfPacketPort open(final String namespace, final AfPacketConfiguration configuration)
     {
         final AfPacketPort port = NetworkNamespace.callIn(namespace, () -> AfPacketPort.open(configuration));

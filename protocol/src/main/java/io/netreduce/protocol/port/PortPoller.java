@@ -1,0 +1,89 @@
+package io.netreduce.protocol.port;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Waits, without spinning, until any of a set of ports may have frames to receive: one {@code poll(2)} over the
+ * receive sockets of the {@link AfPacketPort}s. Ports without a file descriptor (the {@link MemoryPort}) are
+ * waited for by parking briefly (100 us). For idle strategies of processes that share their cores (an appliance
+ * on a small box, a worker beside its trainer): a blocked thread costs no CPU and wakes when a frame arrives.
+ * <p>
+ * Not thread-safe: owned by the thread that receives from the ports.
+ */
+public final class PortPoller implements AutoCloseable
+{
+    private static final short POLLIN = 0x1;
+    /** With no socket to wait on (memory ports), park this long at most: as Agrona's backoff would. */
+    private static final long NO_SOCKET_PARK_NS = 100_000;
+    private static final int POLLFD_SIZE = 8;
+
+    // Shared: built by the thread that opens the ports, used by the one that receives from them.
+    private final Arena arena = Arena.ofShared();
+    private final AfPacketPort[] sockets;
+    private final MemorySegment pollFds;
+    private final MemorySegment errnoState;
+    private final int count;
+
+    public PortPoller(final List<? extends PacketPort> ports)
+    {
+        final List<AfPacketPort> afPacket = new ArrayList<>();
+        for (final PacketPort port : ports)
+        {
+            if (port instanceof AfPacketPort socket)
+            {
+                afPacket.add(socket);
+            }
+        }
+        sockets = afPacket.toArray(new AfPacketPort[0]);
+        count = sockets.length;
+        pollFds = arena.allocate((long)POLLFD_SIZE * Math.max(1, count), 8);
+        for (int i = 0; i < count; i++)
+        {
+            pollFds.set(ValueLayout.JAVA_INT, (long)i * POLLFD_SIZE, sockets[i].receiveFd());
+            pollFds.set(ValueLayout.JAVA_SHORT, (long)i * POLLFD_SIZE + 4, POLLIN);
+        }
+        errnoState = Libc.allocateErrnoState(arena);
+    }
+
+    /**
+     * @return whether any port has a descriptor to wait on (else {@link #await} only parks).
+     */
+    public boolean canBlock()
+    {
+        return count > 0;
+    }
+
+    /**
+     * Wait until a port may have frames, or {@code timeoutMs} passes. Returns at once when a port already has
+     * frames in its ring or still has frames queued for the kernel to send (those go with the next flush).
+     *
+     * @return true if a port may have frames to receive.
+     */
+    public boolean await(final int timeoutMs)
+    {
+        if (count == 0)
+        {
+            LockSupport.parkNanos(Math.min(timeoutMs * 1_000_000L, NO_SOCKET_PARK_NS));
+            return false;
+        }
+        for (final AfPacketPort socket : sockets)
+        {
+            if (socket.hasReceiveWork() || socket.hasPendingTransmit())
+            {
+                return true;
+            }
+        }
+        return Libc.poll(errnoState, pollFds, count, timeoutMs) > 0;
+    }
+
+    @Override
+    public void close()
+    {
+        arena.close();
+    }
+}
