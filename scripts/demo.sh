@@ -15,6 +15,7 @@
 #
 # usage: scripts/demo.sh [--size BYTES|64MiB] [--iterations N] [--workers W] [--prefix P] [--no-build]
 #                        [--timeout SECONDS] [--idle busy-spin|yield|backoff|sleep|poll]
+#                        [--worker-idle poll|yield]
 # Needs root (network namespaces). On the shared 2-core development machine the default run (W=4, 64 MiB, 3
 # iterations) takes about 30-40 s after the build (workers: ~12-25 s).
 set -euo pipefail
@@ -28,6 +29,7 @@ prefix=nr
 build=1
 timeout=600
 idle=""
+worker_idle=""
 window=8
 msg_len=16
 payload=4096
@@ -53,6 +55,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
     --idle) idle="$2"; shift 2 ;;
+    --worker-idle) worker_idle="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option $1" >&2; exit 2 ;;
   esac
@@ -149,6 +152,7 @@ for i in $(seq 0 $(( workers - 1 ))); do
     ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$workers" --dev eth0 \
       --ring-id "$ring_id" --mode netreduce --type fp32 --size "$size" --iterations "$iterations" \
       --window "$window" --msg-len "$msg_len" --pmtu "$payload" --timeout 30 --rto-us 100000 --json \
+      ${worker_idle:+--idle "$worker_idle"} \
       > "$work/worker$i.log" 2>&1 &
   worker_pids+=($!)
 done

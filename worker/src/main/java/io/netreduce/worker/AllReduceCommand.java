@@ -18,7 +18,9 @@ import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.YieldingIdleStrategy;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -122,7 +124,23 @@ public final class AllReduceCommand implements Callable<Integer>
     @Option(names = "--json", description = "Print one JSON summary line at the end.")
     boolean json;
 
+    @Option(names = "--idle", description = "How the rank waits when its endpoint has nothing to do: poll (spin " +
+        "briefly, then block in poll(2) until a frame or the next RC timer; leaves shared cores to others) or " +
+        "yield (spin with Thread.yield) (default ${DEFAULT-VALUE}).")
+    String idleMode = "poll";
+
     private final PrintStream out = System.out;
+
+    private IdleStrategy idleStrategy(final RcEndpoint endpoint)
+    {
+        return switch (idleMode)
+        {
+            case "poll" -> endpoint.idleStrategy();
+            case "yield" -> new YieldingIdleStrategy();
+            default -> throw new CommandLine.ParameterException(new CommandLine(this),
+                "--idle must be poll or yield: " + idleMode);
+        };
+    }
 
     @Override
     public Integer call() throws Exception
@@ -231,7 +249,7 @@ public final class AllReduceCommand implements Callable<Integer>
     {
         final int elements = bytes / elementType.size();
         final Tensor tensor = new Tensor(elementType, new UnsafeBuffer(ByteBuffer.allocateDirect(bytes)), 0, elements);
-        final YieldingIdleStrategy idle = new YieldingIdleStrategy();
+        final IdleStrategy idle = idleStrategy(op.link().endpoint());
         final int chunkElements = (elements + world - 1) / world;
         final RcEndpoint endpoint = op.link().endpoint();
         double totalSeconds = 0;
@@ -341,7 +359,7 @@ public final class AllReduceCommand implements Callable<Integer>
             // a neighbour already gone: nothing left to wait for on that side
         }
         final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.max(timeoutSeconds, 10));
-        final YieldingIdleStrategy idle = new YieldingIdleStrategy();
+        final IdleStrategy idle = idleStrategy(endpoint);
         while (!(successorDone.isDone() && predecessorDone.isDone()) && System.nanoTime() - deadline < 0)
         {
             idle.idle(endpoint.doWork());

@@ -63,10 +63,11 @@ public interface AllReduce
     }
 
     /**
-     * {@link #allreduce(Tensor, IdleStrategy)} yielding the CPU when idle.
+     * {@link #allreduce(Tensor, IdleStrategy)} with the endpoint's own idle strategy: spin briefly, then block in
+     * poll(2) until a frame or the endpoint's next deadline, so a rank does not take a core it shares.
      */
     default void allreduce(final Tensor tensor)
     {
-        allreduce(tensor, new org.agrona.concurrent.YieldingIdleStrategy());
+        allreduce(tensor, link().endpoint().idleStrategy());
     }
 }

@@ -40,6 +40,7 @@ public final class RcEndpoint implements Agent, AutoCloseable
     private final PacketPort port;
     private final RcConfig config;
     private final NanoClock clock;
+    private EndpointIdleStrategy idleStrategy;
     private final InetAddress localIp;
     private final long localMac;
     private final MemoryRegistry memory;
@@ -164,6 +165,33 @@ public final class RcEndpoint implements Agent, AutoCloseable
         return "rc-endpoint-" + port.name();
     }
 
+    /**
+     * @return the earliest time a queue pair's timer or pending transmission needs the duty cycle (now if one
+     *         has work it can do), or {@link Long#MAX_VALUE}: how long an idle endpoint may block waiting for frames.
+     */
+    public long nextDeadlineNs(final long nowNs)
+    {
+        long deadline = Long.MAX_VALUE;
+        for (final QueuePair qp : qps)
+        {
+            deadline = QueuePair.earlier(deadline, qp.nextDeadlineNs(nowNs));
+        }
+        return deadline;
+    }
+
+    /**
+     * @return the idle strategy for the loop that drives this endpoint on a core it shares (see
+     *         {@link EndpointIdleStrategy}); one per endpoint, as the endpoint has one driving thread.
+     */
+    public EndpointIdleStrategy idleStrategy()
+    {
+        if (idleStrategy == null)
+        {
+            idleStrategy = new EndpointIdleStrategy(this, clock);
+        }
+        return idleStrategy;
+    }
+
     @Override
     public int doWork()
     {
@@ -283,11 +311,19 @@ public final class RcEndpoint implements Agent, AutoCloseable
     public void onClose()
     {
         port.close();
+        if (idleStrategy != null)
+        {
+            idleStrategy.close();
+        }
     }
 
     @Override
     public void close()
     {
         port.close();
+        if (idleStrategy != null)
+        {
+            idleStrategy.close();
+        }
     }
 }

@@ -89,6 +89,28 @@ class QueuePairTest
     }
 
     @Test
+    void shouldTellAnIdleLoopWhenItMustRunAgain()
+    {
+        final RcPair pair = new RcPair(new RcConfig().pmtu(256).retransmitTimeoutNs(5_000_000));
+        final MemoryRegion src = pair.a.registerMemory(4096);
+        final MemoryRegion dst = pair.b.registerMemory(8192);
+        final long now = pair.clock.nanoTime();
+        assertThat(pair.a.nextDeadlineNs(now)).as("nothing posted, nothing armed").isEqualTo(Long.MAX_VALUE);
+
+        assertThat(pair.qpA.postSend(write(1, src, 0, 1000, dst, 0))).isEqualTo(QueuePair.POST_OK);
+        assertThat(pair.a.nextDeadlineNs(now)).as("packets it may send now").isEqualTo(now);
+
+        pair.a.doWork();
+        final long sentAt = pair.clock.nanoTime();
+        assertThat(pair.a.nextDeadlineNs(sentAt)).as("sent, unacknowledged: the retransmission timer")
+            .isEqualTo(sentAt + 5_000_000);
+
+        pair.runUntil(() -> pair.completionsA.size() == 1, 1000);
+        final long done = pair.clock.nanoTime();
+        assertThat(pair.a.nextDeadlineNs(done)).as("acknowledged: nothing armed").isEqualTo(Long.MAX_VALUE);
+    }
+
+    @Test
     void shouldSetAckRequestAtLeastEverySixtyFourPacketsAndCoalesceAcks()
     {
         final RcPair pair = new RcPair(new RcConfig().pmtu(256));
