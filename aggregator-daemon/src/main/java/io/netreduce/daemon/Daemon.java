@@ -168,9 +168,9 @@ public final class Daemon implements AutoCloseable
     private void logSummary(final NetreduceConfig config)
     {
         final var appliance = config.appliance();
-        LOG.info("netreduce started: ports [{}], {} lane(s), idle {}, batch {}, command queue {}",
+        LOG.info("netreduce started: ports [{}], idle {}, batch {}, command queue {}",
             appliance.ports().stream().map(p -> p.name() + " mtu " + p.mtu()).collect(Collectors.joining(", ")),
-            appliance.dataplane().lanes(), appliance.dataplane().idleStrategy().configName(),
+            appliance.dataplane().idleStrategy().configName(),
             appliance.dataplane().batchSize(), appliance.dataplane().commandQueueCapacity());
         int rings = 0;
         for (final JobConfig job : config.jobs())

@@ -43,7 +43,7 @@ public interface DataplaneAttachment extends AutoCloseable
     /**
      * Called once before the configuration is applied.
      *
-     * @param config the configuration the daemon starts with (ports, lanes, idle strategy, queue capacity).
+     * @param config the configuration the daemon starts with (ports, idle strategy, queue capacity).
      */
     default void start(final NetreduceConfig config)
     {

@@ -195,7 +195,7 @@ public final class ConfiguredAppliance implements ApplianceControl
     private ReloadResult reloadFromSource() throws ConfigException
     {
         final NetreduceConfig loaded = source.load();
-        // The appliance section (ports, lanes, listen addresses) cannot change under a running dataplane; the
+        // The appliance section (ports, dataplane settings, listen addresses) cannot change under a running dataplane; the
         // jobs are checked against the running appliance, and a changed appliance is reported as needing a restart.
         final NetreduceConfig next = new NetreduceConfig(config.appliance(), loaded.jobs());
         final List<ConfigError> errors = ConfigValidator.validate(next, options);

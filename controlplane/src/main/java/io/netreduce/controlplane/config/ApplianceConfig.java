@@ -8,7 +8,7 @@ import java.util.List;
  * The appliance-wide part of the configuration. Changing it needs a restart; jobs can change live.
  *
  * @param ports        the ports the dataplane attaches to.
- * @param dataplane    lanes, idle strategy, batch size, command queue.
+ * @param dataplane    idle strategy, batch size, command queue.
  * @param memoryBudget bytes of aggregator memory all rings together may use.
  * @param api          where the control API listens.
  * @param metrics      where the Prometheus endpoint listens.

@@ -27,7 +27,7 @@ final class ConfigReader
         Set.of("ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory");
     private static final Set<String> PORT_KEYS = Set.of("name", "mtu");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
-        "lanes", "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed");
+        "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
     private static final Set<String> LOGGING_KEYS = Set.of("level");
     private static final Set<String> JOB_KEYS = Set.of("name", "rings");
@@ -129,7 +129,6 @@ final class ConfigReader
         {
             checkKeys(dataplaneNode, dataplanePath, DATAPLANE_KEYS);
             dataplane = new DataplaneConfig(
-                integer(dataplaneNode.get("lanes"), child(dataplanePath, "lanes"), DataplaneConfig.DEFAULT_LANES),
                 named(dataplaneNode.get("idleStrategy"), child(dataplanePath, "idleStrategy"),
                     DataplaneConfig.DEFAULT_IDLE_STRATEGY, IdleStrategyKind::fromConfigName,
                     "busy-spin, yield, backoff, sleep or poll"),

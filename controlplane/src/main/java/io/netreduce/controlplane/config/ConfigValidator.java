@@ -144,7 +144,6 @@ public final class ConfigValidator
 
         final DataplaneConfig dataplane = appliance.dataplane();
         final String dataplanePath = child(path, "dataplane");
-        range(dataplane.lanes(), 1, DataplaneConfig.MAX_LANES, child(dataplanePath, "lanes"));
         range(dataplane.batchSize(), 1, DataplaneConfig.MAX_BATCH_SIZE, child(dataplanePath, "batchSize"));
         final int capacity = dataplane.commandQueueCapacity();
         final String capacityPath = child(dataplanePath, "commandQueueCapacity");

@@ -3,9 +3,10 @@ package io.netreduce.controlplane.config;
 import io.netreduce.dataplane.agent.DataplaneContext;
 
 /**
- * How the dataplane runs: lanes (agent threads), how they idle, and how much they do per duty cycle.
+ * How the dataplane runs: how its agent idles, and how much it does per duty cycle. The dataplane runs one agent
+ * thread; more lanes (agents that each own a share of the rings) are not implemented, so there is no setting for
+ * them.
  *
- * @param lanes                 number of dataplane agent threads.
  * @param idleStrategy          how a lane waits when a duty cycle found no work.
  * @param batchSize             frames received per port per duty cycle.
  * @param commandQueueCapacity  capacity of the bounded control-to-dataplane command queue (a power of two).
@@ -14,7 +15,6 @@ import io.netreduce.dataplane.agent.DataplaneContext;
  * @param dropSeed              seed of the fault injector's random sequence, so a drill can be repeated.
  */
 public record DataplaneConfig(
-    int lanes,
     IdleStrategyKind idleStrategy,
     int batchSize,
     int commandQueueCapacity,
@@ -26,8 +26,6 @@ public record DataplaneConfig(
     /** Default fault injector seed (the dataplane's own default). */
     public static final long DEFAULT_DROP_SEED = DataplaneContext.DEFAULT_DROP_SEED;
 
-    /** Default lanes. */
-    public static final int DEFAULT_LANES = 1;
     /**
      * Default idle strategy: poll. The appliance shares small boxes (and, on the test bed, its cores with the
      * workers); blocking in poll(2) when idle wakes on the next frame and costs no CPU. Measured with
@@ -38,8 +36,6 @@ public record DataplaneConfig(
     public static final int DEFAULT_BATCH_SIZE = DataplaneContext.DEFAULT_BATCH_SIZE;
     /** Default command queue capacity (the dataplane's own default). */
     public static final int DEFAULT_COMMAND_QUEUE_CAPACITY = DataplaneContext.DEFAULT_COMMAND_QUEUE_CAPACITY;
-    /** Upper bound on lanes: more than this is a typo on any machine this runs on. */
-    public static final int MAX_LANES = 64;
     /** Upper bound on the batch size (frames per receive call). */
     public static final int MAX_BATCH_SIZE = 4096;
     /** Upper bound on the command queue capacity. */
@@ -50,7 +46,7 @@ public record DataplaneConfig(
      */
     public static DataplaneConfig defaults()
     {
-        return new DataplaneConfig(DEFAULT_LANES, DEFAULT_IDLE_STRATEGY, DEFAULT_BATCH_SIZE,
+        return new DataplaneConfig(DEFAULT_IDLE_STRATEGY, DEFAULT_BATCH_SIZE,
             DEFAULT_COMMAND_QUEUE_CAPACITY, DEFAULT_DROP_PROBABILITY, DEFAULT_DROP_SEED);
     }
 }

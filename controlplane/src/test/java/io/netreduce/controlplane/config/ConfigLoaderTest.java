@@ -83,7 +83,7 @@ class ConfigLoaderTest
 
         final ApplianceConfig appliance = config.appliance();
         assertThat(appliance.ports()).containsExactly(new PortConfig("eth1", PortConfig.DEFAULT_MTU));
-        assertThat(appliance.dataplane()).isEqualTo(new DataplaneConfig(1, IdleStrategyKind.POLL, 64, 1024, 0.0, 1));
+        assertThat(appliance.dataplane()).isEqualTo(new DataplaneConfig(IdleStrategyKind.POLL, 64, 1024, 0.0, 1));
         assertThat(appliance.memoryBudget()).isEqualTo(64L << 20);
         assertThat(appliance.api()).isEqualTo(new ListenAddress("127.0.0.1", 9740, null));
         assertThat(appliance.metrics()).isEqualTo(new ListenAddress("127.0.0.1", 9741, null));
@@ -160,6 +160,10 @@ class ConfigLoaderTest
                 "jobs[0].rings[0].members", "world size 1 is not in 2..64"),
             arguments("bad element type", BASE.replace("elementType: fp16", "elementType: fp64"),
                 "jobs[1].rings[0].elementType", "'fp64' is not one of fp32, fp16, bf16 or int32"),
+            arguments("lanes, not implemented, is not a setting", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  dataplane: { lanes: 2 }"),
+                "appliance.dataplane.lanes", "unknown key (expected one of batchSize, commandQueueCapacity, " +
+                    "dropProbability, dropSeed, idleStrategy)"),
             arguments("bad idle strategy", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { idleStrategy: spin }"),
                 "appliance.dataplane.idleStrategy", "'spin' is not one of busy-spin, yield, backoff, sleep or poll"),
