@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from . import tensors
+from . import ina, tensors
 
 
 def main(argv=None) -> int:
@@ -36,7 +36,17 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, default=1)
     ap.add_argument("--qp-timeout", type=int, default=16, help="RC ack timeout exponent (4.096 us * 2^T)")
     ap.add_argument("--stall", type=float, default=60.0, help="give up after this long without a completion")
+    ap.add_argument("--inet-tag", default="NRED", help="the ring's InetTag, 4 ASCII characters")
+    ap.add_argument("--result-tag", default="NRES",
+                    help="the tag results carry (the --inet-tag when the ring leaves results unmarked)")
+    ap.add_argument("--appliance", default=None,
+                    help="control API base URL (e.g. http://10.0.0.9:9740): check the ring's parameters "
+                         "against these settings before sending, and refuse to start on a mismatch")
     args = ap.parse_args(argv)
+    try:
+        inet_tag, result_tag = ina.tag_value(args.inet_tag), ina.tag_value(args.result_tag)
+    except ValueError as error:
+        ap.error(str(error))
 
     # pyverbs is imported here so that --help works on hosts without it.
     from .collectives import netreduce_allreduce, ring_allreduce
@@ -50,6 +60,12 @@ def main(argv=None) -> int:
     t_setup = time.monotonic()
     dev = Device(args.device, peers[args.rank], None if args.gid_index == "auto" else int(args.gid_index))
     payload = args.payload or dev.path_mtu
+    if args.appliance and args.algo != "ring":
+        from . import appliance
+        appliance.check_ring_parameters(
+            appliance.fetch_ring_parameters(args.appliance, args.ring_id), ring_id=args.ring_id, world=world,
+            rank=args.rank, window=args.window, msg_len=args.msg_len, payload=payload, dtype=args.dtype,
+            inet_tag=args.inet_tag, result_tag=args.result_tag, ip=peers[args.rank])
     mine = tensors.to_bytes(tensors.make(args.dtype, args.elements, args.rank, args.seed))
     want_sum = tensors.expected_sum(args.dtype, args.elements, world, args.seed)
     want_pred = tensors.make(args.dtype, args.elements, (args.rank - 1) % world, args.seed)
@@ -62,7 +78,7 @@ def main(argv=None) -> int:
             for algo in algos:
                 if algo == "netreduce":
                     run = netreduce_allreduce(dev, tcp, mine, payload, args.msg_len, args.window, args.ring_id,
-                                              args.stall, args.qp_timeout)
+                                              args.stall, args.qp_timeout, inet_tag, result_tag)
                     want = want_pred if args.expect == "predecessor" else want_sum
                 else:
                     run = ring_allreduce(dev, tcp, mine, args.dtype, args.stall, args.qp_timeout)

@@ -37,7 +37,8 @@ def _connect_pair(dev: Device, tcp: TcpRing, tag: str, send_qp: RcQp, recv_qp: R
 
 
 def netreduce_allreduce(dev: Device, tcp: TcpRing, data: bytes, payload: int, msg_len: int, window: int,
-                        ring_id: int, stall: float, timeout: int = 16) -> RunResult:
+                        ring_id: int, stall: float, timeout: int = 16, inet_tag: int = ina.INET_TAG,
+                        result_tag: int = ina.RESULT_TAG) -> RunResult:
     """NetReduce all-reduce of data (paper 000, §3.1-3.2).
 
     Message m (INA header + its slice of the tensor) goes to the successor as one RDMA WRITE WITH IMMEDIATE
@@ -54,7 +55,7 @@ def netreduce_allreduce(dev: Device, tcp: TcpRing, data: bytes, payload: int, ms
         raise ValueError(f"window {window}: need 1 <= N and 2N <= 256 (MsgID is 8 bits)")
     tensor_mr = dev.mr(layout.padded_tensor_bytes)
     tensor_mr.write(data, len(data), 0)
-    headers = b"".join(ina.pack(ring_id, m, msg_len, rank) for m in range(msgs))
+    headers = b"".join(ina.pack(ring_id, m, msg_len, rank, inet_tag) for m in range(msgs))
     header_mr = dev.mr(len(headers))
     header_mr.write(headers, len(headers), 0)
     result_mr = dev.mr(msgs * layout.message_bytes)
@@ -95,7 +96,7 @@ def netreduce_allreduce(dev: Device, tcp: TcpRing, data: bytes, payload: int, ms
         for m in range(msgs):
             raw = result_mr.read(layout.message_bytes, layout.message_offset(m))
             got = ina.unpack(raw)
-            want = (ina.RESULT_TAG, ring_id, m & 0xFF, msg_len, pred_rank)
+            want = (result_tag, ring_id, m & 0xFF, msg_len, pred_rank)
             if got != want and len(header_errors) < 5:
                 header_errors.append((m, got, want))
             out += raw[ina.LENGTH:]

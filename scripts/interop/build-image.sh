@@ -3,7 +3,11 @@
 # a kernel with rdma_rxe, rdma-core, perftest and pyverbs, and a tiny init that configures eth0 and rxe0
 # from the kernel command line and then serves commands through a 9p shared directory (see guest/).
 #
-# usage: scripts/interop/build-image.sh [--cache DIR] [--mirror URL] [--force]
+# usage: scripts/interop/build-image.sh [--cache DIR] [--mirror URL] [--force] [--extra-packages "PKG ..."]
+#                                       [--guest DIR]
+#   --extra-packages  more Debian packages for the image (part of the cache key)
+#   --guest DIR       the guest files (nr-init, nr-agent); default: guest/ beside this script, else the
+#                     repository's scripts/interop/guest (so a copy of this script elsewhere still works)
 #   DIR defaults to $NETREDUCE_INTEROP_CACHE or /var/cache/netreduce-interop (never inside the git tree).
 # Output (printed, and linked as DIR/current): DIR/image-<key>/{vmlinuz,initrd.img,rootfs.img}.
 # Cached in two stages: the debootstrapped root (rootfs-<key>, minutes; rebuilt when the package list or the
@@ -14,28 +18,43 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${NETREDUCE_INTEROP_CACHE:-/var/cache/netreduce-interop}"
 mirror=""
 force=0
+extra=""
+guest=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache="$2"; shift 2 ;;
     --mirror) mirror="$2"; shift 2 ;;
     --force) force=1; shift ;;
+    --extra-packages) extra="$2"; shift 2 ;;
+    --guest) guest="$2"; shift 2 ;;
     *) echo "build-image: unknown option $1" >&2; exit 2 ;;
   esac
 done
 
-[ "$(id -u)" = 0 ] || { echo "build-image: needs root (debootstrap, chroot)" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "build-image: needs root (debootstrap, chroot): run it as root or with sudo" >&2; exit 1; }
 repo_root="$(cd "$here/../.." && pwd)"
+if [ -z "$guest" ]; then
+  for candidate in "$here/guest" "${NETREDUCE_ROOT:-$repo_root}/scripts/interop/guest"; do
+    if [ -f "$candidate/nr-init" ]; then guest="$candidate"; break; fi
+  done
+fi
+[ -n "$guest" ] && [ -f "$guest/nr-init" ] && [ -f "$guest/nr-agent" ] || {
+  echo "build-image: cannot find the guest files (nr-init, nr-agent); pass --guest DIR or set NETREDUCE_ROOT" >&2
+  exit 2
+}
 case "$(readlink -f "$cache")/" in
   "$repo_root"/*) echo "build-image: cache $cache is inside the git tree; pick another" >&2; exit 2 ;;
 esac
 
 PACKAGES=(linux-image-amd64 initramfs-tools kmod iproute2 rdma-core ibverbs-utils perftest python3-pyverbs
           procps ethtool)
+# shellcheck disable=SC2206 # a space-separated package list
+[ -n "$extra" ] && PACKAGES+=($extra)
 
 # Two stages, cached separately: the debootstrapped root (slow: minutes; keyed by the package list and the
 # stage-1 steps below) and the image made from it with the guest files (seconds; keyed by all of it).
 base_key="$(sed -n '/^# stage 1 begin/,/^# stage 1 end/p' "$0" | cat - <(echo "${PACKAGES[*]}") | sha256sum | cut -c1-12)"
-key="$(cat "$0" "$here"/guest/* | sha256sum | cut -c1-12)"
+key="$(cat "$0" "$guest"/* <(echo "${PACKAGES[*]}") | sha256sum | cut -c1-12)"
 base="$cache/rootfs-$base_key"
 out="$cache/image-$key"
 if [ "$force" = 0 ] && [ -f "$out/.done" ]; then
@@ -112,8 +131,8 @@ mkdir -p "$work/out"
 cp -a "$base" "$rootfs"
 rm -f "$rootfs/.done"
 # The guest side: init and command agent.
-install -m 0755 "$here/guest/nr-init" "$rootfs/sbin/nr-init"
-install -m 0755 "$here/guest/nr-agent" "$rootfs/usr/local/sbin/nr-agent"
+install -m 0755 "$guest/nr-init" "$rootfs/sbin/nr-init"
+install -m 0755 "$guest/nr-agent" "$rootfs/usr/local/sbin/nr-agent"
 echo nrvm > "$rootfs/etc/hostname"
 mv "$rootfs/boot/vmlinuz-$kver" "$work/out/vmlinuz"
 mv "$rootfs/boot/initrd.img-$kver" "$work/out/initrd.img"

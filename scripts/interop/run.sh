@@ -12,6 +12,13 @@
 #
 # usage: scripts/interop/run.sh [--elements N] [--drop P] [--iterations K] [--prefix P]
 #                               [--logs DIR] [--only pass-through,aggregation,loss] [--keep]
+#                               [--type int32|fp32] [--window N] [--msg-len L] [--extra-packages "PKG ..."]
+#   --type, --window, --msg-len  the ring the daemon aggregates and the pyverbs client uses (int32, 4, 4)
+#   --keep            leave the VMs, the test bed and a daemon with the ring installed (no loss) running at the
+#                     end, to try another client by hand (docs/interop.md says how); tear down with --down
+#   --extra-packages  Debian packages added to the VM image (e.g. your client's dependencies)
+#   --down            only remove what a --keep run left (VMs, daemon, namespaces) and exit
+# Runs as root (no sudo needed inside); the VM image is built from the packages in build-image.sh.
 # The appliance is the netreduce daemon (aggregator-daemon/target/netreduce; build it first with
 # ./mvnw -B -ntp -o -q package -DskipTests), run with a generated config; the loss scenario's drops come from
 # appliance.dataplane.dropProbability. Each all-reduce runs K times (default 3) over new QPs each time, so the
@@ -34,6 +41,9 @@ msg_len=4
 window=4
 ring_id=1
 iterations=3
+dtype=int32
+extra_packages=""
+down_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --iterations) iterations="$2"; shift 2 ;;
@@ -43,10 +53,19 @@ while [ $# -gt 0 ]; do
     --logs) logs="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --type) dtype="$2"; shift 2 ;;
+    --window) window="$2"; shift 2 ;;
+    --msg-len) msg_len="$2"; shift 2 ;;
+    --extra-packages) extra_packages="$2"; shift 2 ;;
+    --down) down_only=1; shift ;;
     *) echo "run: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ "$(id -u)" = 0 ] || { echo "run: needs root (namespaces, taps)" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "run: needs root (namespaces, taps): run it as root or with sudo" >&2; exit 1; }
+case "$dtype" in int32|fp32) ;; *) echo "run: --type must be int32 or fp32 (what the pyverbs client sums exactly)" >&2; exit 2 ;; esac
+case "$window" in 1|2|4|8|16|32|64|128) ;; *) echo "run: --window must be a power of two in 1..128" >&2; exit 2 ;; esac
+[[ "$msg_len" =~ ^[0-9]+$ ]] && [ "$msg_len" -ge 1 ] && [ "$msg_len" -le 255 ] \
+  || { echo "run: --msg-len must be 1..255" >&2; exit 2; }
 logs="${logs:-/tmp/netreduce-interop-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$logs"
 V="$here/vm.sh"
@@ -73,6 +92,9 @@ record() { # status scenario detail
 wanted() { [[ ",$only," == *",$1,"* ]]; }
 
 cleanup() {
+  if [ "$keep" = 1 ] && [ "$down_only" = 0 ]; then
+    return
+  fi
   stop_appliance
   if [ "$keep" = 0 ]; then
     "$V" down --prefix "$prefix" >/dev/null 2>&1 || true
@@ -102,7 +124,7 @@ daemon_config() { # drop -> config file
     echo "  - name: interop"
     echo "    rings:"
     echo "      - id: $ring_id"
-    echo "        elementType: int32"
+    echo "        elementType: $dtype"
     echo "        window: $window"
     echo "        msgLen: $msg_len"
     echo "        payloadSize: 1024"
@@ -184,7 +206,7 @@ ERROR_COUNTERS="rcvd_seq_err out_of_seq_request duplicate_request completer_retr
 
 allreduce() { # tag algo qp-timeout -> rc 0 when every rank's result is exact
   local tag="$1" algo="$2" qp_timeout="$3" jobs=() rc=0 i
-  local cmd="cd /nr/src/python && timeout 240 python3 -m netreduce_verbs --peers $peers --algo $algo --elements $elements --msg-len $msg_len --window $window --ring-id $ring_id --iterations $iterations --qp-timeout $qp_timeout --stall 60"
+  local cmd="cd /nr/src/python && timeout 240 python3 -m netreduce_verbs --peers $peers --algo $algo --dtype $dtype --elements $elements --msg-len $msg_len --window $window --ring-id $ring_id --iterations $iterations --qp-timeout $qp_timeout --stall 60"
   for i in 1 2; do jobs[i]="$("$V" start --prefix "$prefix" "$i" "$cmd --rank $i")"; done
   "$V" exec --prefix "$prefix" --timeout 300 0 "$cmd --rank 0" > "$logs/$tag-rank0.log" 2>&1 || rc=1
   for i in 1 2; do
@@ -231,7 +253,7 @@ scenario_allreduce() { # name drop
   done
   stop_appliance
   cat "$(cat "$logs/appliance.current" 2>/dev/null || echo /dev/null)" > "$logs/$name-appliance.log" 2>/dev/null || true
-  detail="3 ranks, $(( elements * 4 )) B int32, x$iterations over new QPs, slowest netreduce $(seconds_of "$logs/$name.jsonl" netreduce) s"
+  detail="3 ranks, $(( elements * 4 )) B $dtype, x$iterations over new QPs, slowest netreduce $(seconds_of "$logs/$name.jsonl" netreduce) s"
   [ "$algo" = both ] && detail+=", ring $(seconds_of "$logs/$name.jsonl" ring) s"
   if [ "$rc" != 0 ]; then
     record FAIL "$name" "$detail: results not exact or a rank failed (logs $logs/$name-rank*.log)$bad ($(since "$t0") s)"
@@ -248,8 +270,18 @@ scenario_allreduce() { # name drop
 
 # --- run ------------------------------------------------------------------------------------------------------
 
+if [ "$down_only" = 1 ]; then
+  pkill -f "netreduce.* daemon --config $logs" 2>/dev/null || true
+  ip netns pids "$app_ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+  "$V" down --prefix "$prefix" >/dev/null 2>&1 || true
+  bash "$repo_root/scripts/testbed.sh" down --prefix "$prefix" >/dev/null 2>&1 || true
+  echo "run: removed the VMs, daemon and namespaces of prefix $prefix"
+  exit 0
+fi
+
 t0=$(now)
-bash "$here/build-image.sh" > "$logs/build-image.log" 2>&1 || { tail -20 "$logs/build-image.log"; exit 1; }
+bash "$here/build-image.sh" ${extra_packages:+--extra-packages "$extra_packages"} > "$logs/build-image.log" 2>&1 \
+  || { tail -20 "$logs/build-image.log"; exit 1; }
 note "image ready ($(since "$t0") s)"
 t0=$(now)
 "$V" down --prefix "$prefix" >/dev/null 2>&1 || true
@@ -292,6 +324,18 @@ fi
 
 wanted aggregation && scenario_allreduce aggregation 0
 wanted loss && scenario_allreduce loss "$drop"
+
+if [ "$keep" = 1 ]; then
+  if start_appliance 0; then
+    "$V" redirect on --prefix "$prefix" >/dev/null
+    note "kept: daemon (ring $ring_id, $dtype, window $window, msgLen $msg_len, payload 1024) in namespace $app_ns,"
+    note "  API inside it at 127.0.0.1:9740: ip netns exec $app_ns $launcher ctl counters"
+    note "  VMs: $V exec --prefix $prefix 0 'COMMAND' (the repository is at /nr/src in every VM)"
+    note "  remove everything: $0 --prefix $prefix --down"
+  else
+    note "--keep: the daemon did not start again (see $logs)"
+  fi
+fi
 
 echo "---"
 printf '%s\n' "${summary[@]}"

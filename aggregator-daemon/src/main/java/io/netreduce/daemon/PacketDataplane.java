@@ -12,6 +12,7 @@ import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.LatencySummary;
 import io.netreduce.controlplane.api.NotFoundException;
 import io.netreduce.controlplane.api.RingInstaller;
+import io.netreduce.controlplane.api.CounterValue;
 import io.netreduce.controlplane.api.RingOccupancy;
 import io.netreduce.controlplane.config.DataplaneConfig;
 import io.netreduce.controlplane.config.IdleStrategyKind;
@@ -98,6 +99,9 @@ public final class PacketDataplane implements DataplaneAttachment
     private PortPoller poller;
     private CaptureManager captures;
     private DropBurstWatcher dropWatcher;
+    private ForeignTagReporter tagReporter;
+    /** The rings installed, for the reporter's messages (written by the control thread, read by the reporter). */
+    private final Map<Integer, RingDefinition> installedRings = new ConcurrentHashMap<>();
 
     /**
      * @param portOpener opens one configured port (AF_PACKET in the daemon, memory ports in tests).
@@ -170,6 +174,7 @@ public final class PacketDataplane implements DataplaneAttachment
         captures = new CaptureManager(proxy, ports.stream().map(PacketPort::name).toList(),
             Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
         dropWatcher = DropBurstWatcher.start(proxy::counter);
+        tagReporter = ForeignTagReporter.start(proxy, installedRings::values);
         LOG.info("dataplane started: {} port(s) {} ({}), batch {}, idle {}{}",
             ports.size(), ports.stream().map(PacketPort::name).toList(),
             ports.size() == 2 ? "bump in the wire" : "one-armed", settings.batchSize(),
@@ -219,6 +224,7 @@ public final class PacketDataplane implements DataplaneAttachment
                 final RingDefinition config = toDataplane(ring);
                 final RingInstalled installed = await(proxy().installRing(config), "install ring " + config.ringId());
                 ringJobs.put(config.ringId(), ring.job());
+                installedRings.put(config.ringId(), config);
                 LOG.info("ring {} of job {} installed: {} ranks, {} aggregators, {} bytes (budget used {} of {})",
                     installed.ringId(), ring.job(), config.worldSize(), installed.aggregators(),
                     installed.memoryBytes(), installed.budgetUsedBytes(), installed.budgetBytes());
@@ -229,6 +235,7 @@ public final class PacketDataplane implements DataplaneAttachment
             {
                 await(proxy().removeRing(ring.ring().id()), "remove ring " + ring.ring().id());
                 ringJobs.remove(ring.ring().id());
+                installedRings.remove(ring.ring().id());
                 LOG.info("ring {} of job {} removed: its traffic now passes through", ring.ring().id(), ring.job());
             }
         };
@@ -250,7 +257,7 @@ public final class PacketDataplane implements DataplaneAttachment
                 member.mac() == null ? RingMember.ANY_MAC : EthernetHeader.parseMac(member.mac())));
         }
         return new RingDefinition(ring.id(), ref.job(), ring.elementType(), ring.window(),
-            ring.msgLen(), ring.payloadSize(), members);
+            ring.msgLen(), ring.payloadSize(), members, ring.inetTagValue(), ring.resultTagValue());
     }
 
     private DataplaneProxy proxy()
@@ -301,39 +308,18 @@ public final class PacketDataplane implements DataplaneAttachment
         {
             return;
         }
-        for (final DataplaneCounter counter : DataplaneCounter.values())
+        // One catalogue of counters for both /metrics and the API: the same names in both places.
+        for (final CounterSample sample : counterSamples())
         {
-            final long value = proxy.counter(counter);
-            if (counter.isDrop())
+            final CounterValue counter = sample.counter();
+            final String[] labels = new String[2 * counter.labels().size()];
+            int i = 0;
+            for (final Map.Entry<String, String> label : counter.labels().entrySet())
             {
-                sink.counter("netreduce_dataplane_drops", "Frames the dataplane dropped, by reason.", value,
-                    "reason", counter.reason());
+                labels[i++] = label.getKey();
+                labels[i++] = label.getValue();
             }
-            else
-            {
-                sink.counter("netreduce_dataplane_" + counter.reason(), capitalise(counter.label()) + ".", value);
-            }
-        }
-        final DataplaneCounters counters = proxy.counterBuffers();
-        counters.reader().forEach((counterId, typeId, keyBuffer, label) ->
-        {
-            if (typeId == DataplaneCounters.RING_COUNTER_TYPE_ID)
-            {
-                final int ringId = keyBuffer.getInt(RingCounter.RING_ID_KEY_OFFSET);
-                final RingCounter kind = RingCounter.of(keyBuffer.getInt(RingCounter.KIND_KEY_OFFSET));
-                sink.counter("netreduce_ring_" + kind.key(), "Per ring: " + kind.what() + ".",
-                    counters.reader().getCounterValue(counterId),
-                    "job", ringJobs.getOrDefault(ringId, ""), "ring", Integer.toString(ringId));
-            }
-        });
-        for (final PacketPort port : ports)
-        {
-            final PortCounters portCounters = port.counters();
-            for (int id = 0; id < PortCounters.COUNTER_COUNT; id++)
-            {
-                sink.counter("netreduce_port_" + PortCounters.name(id), "Port counter " + PortCounters.name(id) + ".",
-                    portCounters.get(id), "port", port.name());
-            }
+            sink.counter(counter.metric(), sample.help(), counter.value(), labels);
         }
         final Histogram latency = proxy.latency();
         final long[] buckets = new long[LATENCY_BOUNDS_SECONDS.length];
@@ -350,6 +336,62 @@ public final class PacketDataplane implements DataplaneAttachment
         final double sum = latency.getMean() * latency.getTotalCount() / 1e9;
         sink.histogram("netreduce_aggregation_latency_seconds",
             "Time from an aggregator's first packet in to its results out.", LATENCY_BOUNDS_SECONDS, buckets, sum);
+    }
+
+    /**
+     * A counter and the help line of its Prometheus metric (one per metric name, shared by its series).
+     */
+    private record CounterSample(CounterValue counter, String help)
+    {
+    }
+
+    /**
+     * Every counter of the dataplane, its rings and its ports, named as exported: dataplane counters as
+     * {@code netreduce_dataplane_<what>} (drops as {@code netreduce_dataplane_drops{reason}}), per-ring counters as
+     * {@code netreduce_ring_<kind>{job,ring}}, port counters as {@code netreduce_port_<name>{port}}.
+     */
+    private List<CounterSample> counterSamples()
+    {
+        final List<CounterSample> samples = new ArrayList<>();
+        for (final DataplaneCounter counter : DataplaneCounter.values())
+        {
+            final long value = proxy.counter(counter);
+            if (counter.isDrop())
+            {
+                samples.add(new CounterSample(new CounterValue("netreduce_dataplane_drops",
+                    Map.of("reason", counter.reason()), counter.label(), value),
+                    "Frames the dataplane dropped, by reason."));
+            }
+            else
+            {
+                samples.add(new CounterSample(new CounterValue("netreduce_dataplane_" + counter.reason(), Map.of(),
+                    counter.label(), value), capitalise(counter.label()) + "."));
+            }
+        }
+        final DataplaneCounters counters = proxy.counterBuffers();
+        counters.reader().forEach((counterId, typeId, keyBuffer, label) ->
+        {
+            if (typeId == DataplaneCounters.RING_COUNTER_TYPE_ID)
+            {
+                final int ringId = keyBuffer.getInt(RingCounter.RING_ID_KEY_OFFSET);
+                final RingCounter kind = RingCounter.of(keyBuffer.getInt(RingCounter.KIND_KEY_OFFSET));
+                samples.add(new CounterSample(new CounterValue("netreduce_ring_" + kind.key(),
+                    Map.of("job", ringJobs.getOrDefault(ringId, ""), "ring", Integer.toString(ringId)),
+                    "ring " + ringId + " " + kind.what(), counters.reader().getCounterValue(counterId)),
+                    "Per ring: " + kind.what() + "."));
+            }
+        });
+        for (final PacketPort port : ports)
+        {
+            final PortCounters portCounters = port.counters();
+            for (int id = 0; id < PortCounters.COUNTER_COUNT; id++)
+            {
+                samples.add(new CounterSample(new CounterValue("netreduce_port_" + PortCounters.name(id),
+                    Map.of("port", port.name()), "port " + port.name() + " " + PortCounters.name(id),
+                    portCounters.get(id)), "Port counter " + PortCounters.name(id) + "."));
+            }
+        }
+        return samples;
     }
 
     private static String capitalise(final String text)
@@ -371,6 +413,7 @@ public final class PacketDataplane implements DataplaneAttachment
             // While the dataplane still runs: each capture's tap is removed and its file closed complete.
             captures.close();
             dropWatcher.close();
+            tagReporter.close();
         }
         if (runner != null)
         {
@@ -487,17 +530,10 @@ public final class PacketDataplane implements DataplaneAttachment
         }
 
         @Override
-        public Map<String, Long> counters()
+        public List<CounterValue> counters()
         {
-            final Map<String, Long> values = new LinkedHashMap<>(proxy().counters());
-            for (final PacketPort port : ports)
-            {
-                for (int id = 0; id < PortCounters.COUNTER_COUNT; id++)
-                {
-                    values.put("port " + port.name() + " " + PortCounters.name(id), port.counters().get(id));
-                }
-            }
-            return values;
+            proxy();
+            return counterSamples().stream().map(CounterSample::counter).toList();
         }
 
         @Override

@@ -124,7 +124,7 @@ final class Appliance implements AutoCloseable
     }
 
     /**
-     * @return every counter of {@code GET /v1/counters}, label → value.
+     * @return every counter of {@code GET /v1/counters}, description → value.
      */
     Map<String, Long> counters()
     {
@@ -135,9 +135,10 @@ final class Appliance implements AutoCloseable
         }
         try
         {
-            return JSON.readValue(response.body(), new TypeReference<Map<String, Long>>()
-            {
-            });
+            final Map<String, Long> byDescription = new java.util.LinkedHashMap<>();
+            JSON.readTree(response.body()).elements().forEachRemaining(counter ->
+                byDescription.put(counter.path("description").asText(), counter.path("value").asLong()));
+            return byDescription;
         }
         catch (final IOException ex)
         {

@@ -124,12 +124,29 @@ public final class AllReduceCommand implements Callable<Integer>
     @Option(names = "--json", description = "Print one JSON summary line at the end.")
     boolean json;
 
+    @Option(names = "--inet-tag", description = "InetTag of the ring, 4 ASCII characters (default ${DEFAULT-VALUE}).")
+    String inetTag = "NRED";
+
+    @Option(names = "--result-tag", description = "InetTag the appliance writes into results, 4 ASCII characters; " +
+        "the same as --inet-tag when the ring leaves results unmarked (default ${DEFAULT-VALUE}).")
+    String resultTag = "NRES";
+
     @Option(names = "--idle", description = "How the rank waits when its endpoint has nothing to do: poll (spin " +
         "briefly, then block in poll(2) until a frame or the next RC timer; leaves shared cores to others) or " +
         "yield (spin with Thread.yield) (default ${DEFAULT-VALUE}).")
     String idleMode = "poll";
 
     private final PrintStream out = System.out;
+
+    private int tag(final String option, final String text)
+    {
+        if (text.length() != 4 || !text.chars().allMatch(c -> c > 0x20 && c <= 0x7E))
+        {
+            throw new CommandLine.ParameterException(new CommandLine(this),
+                option + " must be 4 printable ASCII characters: '" + text + "'");
+        }
+        return (text.charAt(0) << 24) | (text.charAt(1) << 16) | (text.charAt(2) << 8) | text.charAt(3);
+    }
 
     private IdleStrategy idleStrategy(final RcEndpoint endpoint)
     {
@@ -180,7 +197,8 @@ public final class AllReduceCommand implements Callable<Integer>
                 .retransmitTimeoutNs(rtoMicros * 1000)
                 .sendDropProbability(drop)
                 .faultSeed(seed * 1_000_003L + rank);
-            nr = new NetReduceConfig(ringId, window, msgLen, payloadSize, TimeUnit.SECONDS.toNanos(timeoutSeconds));
+            nr = new NetReduceConfig(ringId, window, msgLen, payloadSize, TimeUnit.SECONDS.toNanos(timeoutSeconds),
+                tag("--inet-tag", inetTag), tag("--result-tag", resultTag));
             if (netreduce && payloadSize != pmtu)
             {
                 throw new IllegalArgumentException("--payload must equal --pmtu for netreduce (each packet carries " +

@@ -321,11 +321,13 @@ final class CtlSubcommands
         @Override
         void render(final JsonNode answer, final PrintWriter out)
         {
-            final List<String> names = new ArrayList<>();
-            answer.fieldNames().forEachRemaining(names::add);
-            names.sort(null);
+            // The API keys counters by Prometheus series (for scripts: ctl --json); people read the description.
+            final List<JsonNode> counters = new ArrayList<>();
+            answer.elements().forEachRemaining(counters::add);
+            counters.sort(java.util.Comparator.comparing(counter -> counter.path("description").asText()));
             final Table table = new Table("COUNTER", "VALUE");
-            names.forEach(name -> table.row(name, answer.path(name).asLong()));
+            counters.forEach(counter -> table.row(counter.path("description").asText(),
+                counter.path("value").asLong()));
             table.print(out);
         }
     }

@@ -3,6 +3,7 @@ package io.netreduce.daemon.ctl;
 import io.netreduce.controlplane.api.ApplianceControl;
 import io.netreduce.controlplane.api.CaptureInfo;
 import io.netreduce.controlplane.api.CltEntry;
+import io.netreduce.controlplane.api.CounterValue;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.ControlApi;
 import io.netreduce.controlplane.api.HttpEndpoint;
@@ -95,7 +96,10 @@ class CtlCommandTest
     private static ApplianceControl withDataplaneViews(final ConfiguredAppliance configured)
     {
         final Map<String, Object> views = new LinkedHashMap<>();
-        views.put("counters", Map.of("rx_frames", 1234L, "drops_unknown_rank", 2L));
+        views.put("counters", List.of(
+            new CounterValue("netreduce_dataplane_frames_received", Map.of(), "frames received", 1234L),
+            new CounterValue("netreduce_dataplane_drops", Map.of("reason", "bad_rank"), "drop: rank outside the ring",
+                2L)));
         views.put("clt", List.of(new CltEntry("10.0.1.1", "10.0.1.2", 0x11, 10, 0, 3, 4096)));
         views.put("occupancy", new RingOccupancy(10, 3, List.of(
             new RingOccupancy.AggregatorOccupancy(3, 5, List.of(0, 2), List.of(1), 1_500_000))));
@@ -227,10 +231,13 @@ class CtlCommandTest
     void shouldShowCountersCltOccupancyAndLatency()
     {
         assertThat(ctl("counters").out()).isEqualTo("""
-            COUNTER             VALUE
-            drops_unknown_rank  2
-            rx_frames           1234
+            COUNTER                      VALUE
+            drop: rank outside the ring  2
+            frames received              1234
             """);
+        assertThat(ctl("--json", "counters").out()).as("stable keys: the Prometheus series").contains(
+            "\"netreduce_dataplane_drops{reason=\\\"bad_rank\\\"}\" : {", "\"value\" : 2",
+            "\"description\" : \"drop: rank outside the ring\"", "\"netreduce_dataplane_frames_received\" : {");
         assertThat(ctl("clt").out()).isEqualTo("""
             SRC       DST       DST QPN   RING  RANK  MSGID  PSN0
             10.0.1.1  10.0.1.2  0x000011  10    0     3      4096

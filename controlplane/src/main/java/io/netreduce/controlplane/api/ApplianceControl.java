@@ -71,9 +71,9 @@ public interface ApplianceControl
     List<CltEntry> clt();
 
     /**
-     * @return every counter by name (names as exported to Prometheus, labels folded into the name).
+     * @return every counter: its Prometheus series (the stable key), description and value.
      */
-    Map<String, Long> counters();
+    List<CounterValue> counters();
 
     /**
      * @return latency percentiles of each histogram the dataplane keeps.

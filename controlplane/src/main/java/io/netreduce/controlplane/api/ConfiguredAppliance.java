@@ -164,7 +164,7 @@ public final class ConfiguredAppliance implements ApplianceControl
     }
 
     @Override
-    public Map<String, Long> counters()
+    public List<CounterValue> counters()
     {
         throw new UnsupportedOperationException(NO_DATAPLANE);
     }

@@ -70,6 +70,25 @@ public final class ControlApi implements RequestHandler
         this.control = control;
     }
 
+    /**
+     * The counters as one JSON object keyed by Prometheus series, each {@code {value, description, metric,
+     * labels}}: stable keys for scripts, the sentence for people.
+     */
+    private static Map<String, Object> countersByKey(final List<CounterValue> counters)
+    {
+        final Map<String, Object> byKey = new LinkedHashMap<>();
+        for (final CounterValue counter : counters)
+        {
+            final Map<String, Object> entry = new LinkedHashMap<>();
+            entry.put("value", counter.value());
+            entry.put("description", counter.description());
+            entry.put("metric", counter.metric());
+            entry.put("labels", counter.labels());
+            byKey.put(counter.key(), entry);
+        }
+        return byKey;
+    }
+
     @Override
     public HttpResponseData handle(final HttpRequestData request)
     {
@@ -153,6 +172,12 @@ public final class ControlApi implements RequestHandler
                     return only(method, "GET", () -> control.ring(ringId).map(this::ok)
                         .orElseGet(() -> error(404, "no ring " + ringId)));
                 }
+                if (s.length == 4 && "parameters".equals(s[3]))
+                {
+                    return only(method, "GET", () -> control.ring(ringId)
+                        .map(status -> ok(RingParameters.of(status.ring())))
+                        .orElseGet(() -> error(404, "no ring " + ringId)));
+                }
                 if (s.length == 4 && "occupancy".equals(s[3]))
                 {
                     return only(method, "GET", () -> ok(control.occupancy(ringId)));
@@ -167,7 +192,7 @@ public final class ControlApi implements RequestHandler
             case "counters":
                 if (s.length == 2)
                 {
-                    return only(method, "GET", () -> ok(control.counters()));
+                    return only(method, "GET", () -> ok(countersByKey(control.counters())));
                 }
                 break;
             case "latency":

@@ -32,7 +32,7 @@ final class ConfigReader
     private static final Set<String> LOGGING_KEYS = Set.of("level");
     private static final Set<String> JOB_KEYS = Set.of("name", "rings");
     private static final Set<String> RING_KEYS =
-        Set.of("id", "elementType", "window", "msgLen", "payloadSize", "pmtu", "members");
+        Set.of("id", "elementType", "window", "msgLen", "payloadSize", "pmtu", "members", "inetTag", "resultTag");
     private static final Set<String> MEMBER_KEYS = Set.of("rank", "ip", "mac", "qpn");
 
     private final ErrorCollector errors;
@@ -176,6 +176,9 @@ final class ConfigReader
         final int msgLen = integer(required(node, path, "msgLen"), child(path, "msgLen"), 0);
         final int payloadSize = integer(required(node, path, "payloadSize"), child(path, "payloadSize"), 0);
         final int pmtu = integer(required(node, path, "pmtu"), child(path, "pmtu"), 0);
+        final String inetTag = string(node.get("inetTag"), child(path, "inetTag"), RingConfig.DEFAULT_INET_TAG);
+        final String resultTag = string(node.get("resultTag"), child(path, "resultTag"),
+            RingConfig.DEFAULT_RESULT_TAG);
         final List<MemberConfig> members = new ArrayList<>();
         final JsonNode membersNode = required(node, path, "members");
         final String membersPath = child(path, "members");
@@ -202,7 +205,7 @@ final class ConfigReader
                 }
             }
         }
-        return new RingConfig(id, elementType, window, msgLen, payloadSize, pmtu, members);
+        return new RingConfig(id, elementType, window, msgLen, payloadSize, pmtu, members, inetTag, resultTag);
     }
 
     private ListenAddress listen(final JsonNode node, final String path, final String defaultText)

@@ -257,6 +257,15 @@ public final class ConfigValidator
         {
             errors.add(payloadPath, "payload size " + ring.payloadSize() + " exceeds the PMTU " + ring.pmtu());
         }
+        for (final String key : new String[] {"inetTag", "resultTag"})
+        {
+            final String tag = "inetTag".equals(key) ? ring.inetTag() : ring.resultTag();
+            if (!RingConfig.isValidTag(tag))
+            {
+                errors.add(child(path, key), "'" + tag + "' is not 4 printable ASCII characters (the InetTag is " +
+                    "4 bytes, e.g. NRED)");
+            }
+        }
         checkMembers(ring.members(), child(path, "members"));
     }
 

@@ -2,6 +2,7 @@ package io.netreduce.controlplane.config;
 
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.wire.InaHeader;
 
 import com.fasterxml.jackson.annotation.JsonIgnore;
 
@@ -17,6 +18,10 @@ import java.util.List;
  * @param payloadSize payload bytes per packet (a whole number of elements, at most the PMTU).
  * @param pmtu        the RoCE path MTU of the members' connections.
  * @param members     the ranks, one per worker.
+ * @param inetTag     the InetTag the ring's workers write (4 ASCII characters, default "NRED").
+ * @param resultTag   the InetTag the appliance writes into results (4 ASCII characters, default "NRES"); the same
+ *                    as {@code inetTag} leaves results unmarked, for clients that check for their own tag (a
+ *                    bypassed ring can then not be told from a sum).
  */
 public record RingConfig(
     int id,
@@ -25,8 +30,15 @@ public record RingConfig(
     int msgLen,
     int payloadSize,
     int pmtu,
-    List<MemberConfig> members)
+    List<MemberConfig> members,
+    String inetTag,
+    String resultTag)
 {
+    /** The default request tag, "NRED". */
+    public static final String DEFAULT_INET_TAG = tagText(InaHeader.INET_TAG);
+    /** The default result tag, "NRES". */
+    public static final String DEFAULT_RESULT_TAG = tagText(InaHeader.RESULT_TAG);
+
     /** Largest ring id: the INA header carries it in 8 bits. */
     public static final int MAX_ID = 255;
     /**
@@ -52,6 +64,77 @@ public record RingConfig(
     public RingConfig
     {
         members = List.copyOf(members);
+        inetTag = inetTag == null ? DEFAULT_INET_TAG : inetTag;
+        resultTag = resultTag == null ? DEFAULT_RESULT_TAG : resultTag;
+    }
+
+    /**
+     * A ring with the default tags.
+     */
+    public RingConfig(
+        final int id,
+        final ElementType elementType,
+        final int window,
+        final int msgLen,
+        final int payloadSize,
+        final int pmtu,
+        final List<MemberConfig> members)
+    {
+        this(id, elementType, window, msgLen, payloadSize, pmtu, members, null, null);
+    }
+
+    /**
+     * @return the request tag as the 32-bit big-endian value on the wire (call after validation).
+     */
+    @JsonIgnore
+    public int inetTagValue()
+    {
+        return tagValue(inetTag);
+    }
+
+    /**
+     * @return the result tag as the 32-bit big-endian value on the wire (call after validation).
+     */
+    @JsonIgnore
+    public int resultTagValue()
+    {
+        return tagValue(resultTag);
+    }
+
+    /**
+     * @return whether {@code text} is a valid tag: exactly 4 printable ASCII characters other than space.
+     */
+    public static boolean isValidTag(final String text)
+    {
+        if (text == null || text.length() != 4)
+        {
+            return false;
+        }
+        for (int i = 0; i < 4; i++)
+        {
+            final char c = text.charAt(i);
+            if (c <= 0x20 || c > 0x7E)
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static int tagValue(final String text)
+    {
+        int value = 0;
+        for (int i = 0; i < 4; i++)
+        {
+            value = (value << 8) | (text.charAt(i) & 0xFF);
+        }
+        return value;
+    }
+
+    private static String tagText(final int value)
+    {
+        return new String(new char[] {
+            (char)(value >>> 24), (char)((value >>> 16) & 0xFF), (char)((value >>> 8) & 0xFF), (char)(value & 0xFF)});
     }
 
     /**

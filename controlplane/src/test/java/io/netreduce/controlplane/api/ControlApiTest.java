@@ -18,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -95,6 +96,26 @@ class ControlApiTest
         assertThat(response.headers().firstValue("content-type")).hasValueSatisfying(
             type -> assertThat(type).startsWith("application/json"));
         return JSON.readTree(response.body());
+    }
+
+    @Test
+    void shouldGiveClientsTheParametersOfARing() throws Exception
+    {
+        final HttpResponse<String> response = call("GET", "/v1/rings/1/parameters", null);
+        assertThat(response.statusCode()).isEqualTo(200);
+        final JsonNode parameters = json(response);
+        assertThat(parameters.get("ringId").asInt()).isEqualTo(1);
+        assertThat(parameters.get("elementType").asText()).isEqualTo("fp32");
+        assertThat(parameters.get("window").asInt()).isEqualTo(8);
+        assertThat(parameters.get("inetTag").asText()).isEqualTo("NRED");
+        assertThat(parameters.get("resultTag").asText()).isEqualTo("NRES");
+        assertThat(parameters.get("worldSize").asInt()).isEqualTo(parameters.get("members").size());
+        assertThat(parameters.get("members").get(1).get("ip").asText()).isEqualTo("10.0.0.2");
+        assertThat(parameters.has("msgLen")).isTrue();
+        assertThat(parameters.has("payloadSize")).isTrue();
+
+        assertThat(call("GET", "/v1/rings/99/parameters", null).statusCode()).isEqualTo(404);
+        assertThat(call("DELETE", "/v1/rings/1/parameters", null).statusCode()).isEqualTo(405);
     }
 
     @Test
@@ -176,7 +197,7 @@ class ControlApiTest
         assertThat(body.get("error").asText()).isEqualTo("3 configuration errors");
         assertThat(body.get("errors")).extracting(node -> node.get("path").asText() + ": " + node.get("message").asText())
             .containsExactly(
-                "rings[0].colour: unknown key (expected one of elementType, id, members, msgLen, payloadSize, pmtu, window)",
+                "rings[0].colour: unknown key (expected one of elementType, id, inetTag, members, msgLen, payloadSize, pmtu, resultTag, window)",
                 "rings[0].window: window 0 is not a power of two in 1..128 " +
                     "(MsgID is 8 bits and the aggregator index is MsgID % 2N)",
                 "rings[0].members[1].ip: not an IPv4 or IPv6 address");
@@ -218,15 +239,21 @@ class ControlApiTest
     @Test
     void shouldServeCountersCltAndOccupancyFromTheAppliance() throws Exception
     {
-        appliance.counters.put("rx_frames", 1234L);
-        appliance.counters.put("drops_unknown_rank", 2L);
+        appliance.counters.add(new CounterValue("netreduce_dataplane_frames_received", Map.of(), "frames received",
+            1234L));
+        appliance.counters.add(new CounterValue("netreduce_dataplane_drops", Map.of("reason", "bad_rank"),
+            "drop: rank outside the ring", 2L));
         appliance.clt.add(new CltEntry("10.0.0.1", "10.0.0.2", 17, 1, 0, 5, 1000));
         appliance.occupancy.put(1, new RingOccupancy(1, 2, List.of(
             new RingOccupancy.AggregatorOccupancy(5, 3, List.of(0), List.of(1), 2_000_000))));
 
         final JsonNode counters = json(call("GET", "/v1/counters", null));
-        assertThat(counters.get("rx_frames").asLong()).isEqualTo(1234);
-        assertThat(counters.get("drops_unknown_rank").asLong()).isEqualTo(2);
+        assertThat(counters.get("netreduce_dataplane_frames_received").get("value").asLong()).isEqualTo(1234);
+        final JsonNode drops = counters.get("netreduce_dataplane_drops{reason=\"bad_rank\"}");
+        assertThat(drops.get("value").asLong()).isEqualTo(2);
+        assertThat(drops.get("description").asText()).isEqualTo("drop: rank outside the ring");
+        assertThat(drops.get("metric").asText()).isEqualTo("netreduce_dataplane_drops");
+        assertThat(drops.get("labels").get("reason").asText()).isEqualTo("bad_rank");
 
         final JsonNode clt = json(call("GET", "/v1/tables/clt", null));
         assertThat(clt.get(0).get("dstQpn").asInt()).isEqualTo(17);

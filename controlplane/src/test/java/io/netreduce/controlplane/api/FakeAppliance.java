@@ -18,7 +18,7 @@ import java.util.Optional;
 final class FakeAppliance implements ApplianceControl
 {
     final ConfiguredAppliance jobs;
-    final Map<String, Long> counters = new LinkedHashMap<>();
+    final List<CounterValue> counters = new java.util.ArrayList<>();
     final List<CltEntry> clt = new ArrayList<>();
     final Map<Integer, RingOccupancy> occupancy = new LinkedHashMap<>();
     final List<LatencySummary> latency = new ArrayList<>();
@@ -84,7 +84,7 @@ final class FakeAppliance implements ApplianceControl
     }
 
     @Override
-    public Map<String, Long> counters()
+    public List<CounterValue> counters()
     {
         return counters;
     }

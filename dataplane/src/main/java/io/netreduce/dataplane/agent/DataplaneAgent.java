@@ -39,10 +39,11 @@ public final class DataplaneAgent implements Agent
         this.counters = context.counters();
         this.tables = new DataplaneTables(context.cltEntries(), context.memoryBudget(), counters);
         this.latency = new SingleWriterRecorder(1, context.highestLatencyNs(), 3);
+        final ForeignTagEvents foreignTags = new ForeignTagEvents();
         this.processor = new PacketProcessor(tables, counters, ports, context.peers(), latency,
-            context.highestLatencyNs());
+            context.highestLatencyNs(), foreignTags);
         this.processor.faultInjection(context.dropProbability(), context.dropSeed());
-        this.proxy = new DataplaneProxy(commands, counters, latency);
+        this.proxy = new DataplaneProxy(commands, counters, latency, foreignTags);
     }
 
     /**

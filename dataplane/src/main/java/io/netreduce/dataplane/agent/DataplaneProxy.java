@@ -11,6 +11,7 @@ import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 /**
  * The control plane's side of the dataplane: every method is safe to call from any thread, never blocks, and
@@ -26,17 +27,31 @@ public final class DataplaneProxy
     private final ManyToOneConcurrentArrayQueue<DataplaneCommand> commands;
     private final DataplaneCounters counters;
     private final SingleWriterRecorder latency;
+    private final ForeignTagEvents foreignTags;
     private final Histogram accumulated;
 
     DataplaneProxy(
         final ManyToOneConcurrentArrayQueue<DataplaneCommand> commands,
         final DataplaneCounters counters,
-        final SingleWriterRecorder latency)
+        final SingleWriterRecorder latency,
+        final ForeignTagEvents foreignTags)
     {
         this.commands = commands;
         this.counters = counters;
         this.latency = latency;
+        this.foreignTags = foreignTags;
         this.accumulated = new Histogram(latency.getIntervalHistogram().getHighestTrackableValue(), 3);
+    }
+
+    /**
+     * Hand the connections seen on a ring edge without the ring's InetTag since the last call to
+     * {@code consumer}, one event per connection (one control-side thread only).
+     *
+     * @return events drained.
+     */
+    public int drainForeignTags(final Consumer<ForeignTagEvents.Event> consumer)
+    {
+        return foreignTags.drain(consumer);
     }
 
     public CompletableFuture<RingInstalled> installRing(final RingDefinition config)

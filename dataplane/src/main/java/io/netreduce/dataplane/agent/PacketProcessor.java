@@ -6,6 +6,7 @@ import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.FlowKey;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.ring.Ring;
 import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.InaHeader;
@@ -36,6 +37,7 @@ import org.agrona.concurrent.status.AtomicCounter;
 public final class PacketProcessor implements FrameHandler
 {
     private final DataplaneTables tables;
+    private final Ring[] rings;
     private final ConnectionTable clt;
     private final AddressPairSet edges;
     private final ArrivingFrame arriving = new ArrivingFrame();
@@ -44,6 +46,8 @@ public final class PacketProcessor implements FrameHandler
     private final Sequencer sequencer;
     private final AtomicCounter framesReceived;
     private final AtomicCounter cltMisses;
+    private final AtomicCounter foreignTagOnRingEdge;
+    private final ForeignTagEvents foreignTags;
     private FaultInjection faults = new FaultInjection(0.0, 0);
 
     /**
@@ -51,6 +55,7 @@ public final class PacketProcessor implements FrameHandler
      * @param peers   for each port index, the index of the port its frames leave on (itself for one-armed,
      *                the other port for bump-in-the-wire).
      * @param latency recorder of first-packet-in to results-out times, in nanoseconds.
+     * @param foreignTags where connections on a ring edge without the ring's InetTag are reported.
      */
     public PacketProcessor(
         final DataplaneTables tables,
@@ -58,10 +63,12 @@ public final class PacketProcessor implements FrameHandler
         final PacketPort[] ports,
         final int[] peers,
         final SingleWriterRecorder latency,
-        final long highestLatency)
+        final long highestLatency,
+        final ForeignTagEvents foreignTags)
     {
         final PacketPort[] ownPorts = ports.clone();
         this.tables = tables;
+        this.rings = tables.rings;
         this.clt = tables.clt;
         this.edges = tables.edges;
         this.taps = new CaptureTaps(ownPorts, counters);
@@ -70,6 +77,8 @@ public final class PacketProcessor implements FrameHandler
             new Aggregator(output, counters, latency, highestLatency));
         this.framesReceived = counters.counter(DataplaneCounter.FRAMES_RECEIVED);
         this.cltMisses = counters.counter(DataplaneCounter.CLT_MISSES);
+        this.foreignTagOnRingEdge = counters.counter(DataplaneCounter.FOREIGN_TAG_ON_RING_EDGE);
+        this.foreignTags = foreignTags;
     }
 
     /**
@@ -139,6 +148,21 @@ public final class PacketProcessor implements FrameHandler
         onOtherRoce(status);
     }
 
+    /**
+     * Whether a first packet's payload starts with an INA header: the InetTag of the ring its RingID names, or,
+     * when no such ring is installed, the default tag (counted then as traffic for an unknown ring).
+     */
+    private boolean isTagged(final MutableDirectBuffer buffer, final RoceFrame frame)
+    {
+        if (frame.payloadLength() < InaHeader.LENGTH)
+        {
+            return false;
+        }
+        final int ina = frame.payloadOffset();
+        final Ring ring = rings[InaHeader.ringId(buffer, ina)];
+        return InaHeader.inetTag(buffer, ina) == (ring != null ? ring.inetTag() : InaHeader.INET_TAG);
+    }
+
     private static boolean isRcWrite(final int opcode)
     {
         return opcode >= Opcode.RDMA_WRITE_FIRST && opcode <= Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE;
@@ -148,6 +172,15 @@ public final class PacketProcessor implements FrameHandler
     {
         return opcode == Opcode.ACKNOWLEDGE || opcode == Opcode.ATOMIC_ACKNOWLEDGE || opcode == Opcode.CNP ||
             (opcode >= Opcode.RDMA_READ_RESPONSE_FIRST && opcode <= Opcode.RDMA_READ_RESPONSE_ONLY);
+    }
+
+    private void reportForeignTag(final RoceFrame frame, final FlowKey key)
+    {
+        foreignTagOnRingEdge.incrementRelease();
+        final MutableDirectBuffer buffer = arriving.buffer();
+        final boolean longEnough = frame.payloadLength() >= InaHeader.LENGTH;
+        foreignTags.offer(key, longEnough ? InaHeader.inetTag(buffer, frame.payloadOffset()) : 0,
+            longEnough ? InaHeader.ringId(buffer, frame.payloadOffset()) : -1);
     }
 
     /**
@@ -185,8 +218,7 @@ public final class PacketProcessor implements FrameHandler
         final RoceFrame frame = arriving.frame();
         final FlowKey key = arriving.key(frame.destQp());
         final boolean firstOpcode = Opcode.has(frame.opcode(), Opcode.IS_FIRST);
-        if (firstOpcode && frame.payloadLength() >= InaHeader.LENGTH &&
-            InaHeader.inetTag(arriving.buffer(), frame.payloadOffset()) == InaHeader.INET_TAG)
+        if (firstOpcode && isTagged(arriving.buffer(), frame))
         {
             sequencer.onTaggedFirst(arriving);
             return;
@@ -201,7 +233,10 @@ public final class PacketProcessor implements FrameHandler
             }
             else if (firstOpcode)
             {
+                // On a ring edge, a first packet without the ring's tag: a client with another tag or header.
+                // Learnt as foreign (so seen once per connection) and reported for the control side to log.
                 sequencer.learnForeign(key);
+                reportForeignTag(frame, key);
                 output.forward(arriving);
             }
             else

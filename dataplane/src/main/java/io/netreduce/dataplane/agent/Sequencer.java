@@ -34,13 +34,6 @@ import org.agrona.concurrent.status.AtomicCounter;
  */
 final class Sequencer
 {
-    /**
-     * What marking a first packet's stored header as a result (InetTag rewritten to the result tag) does to
-     * the CRC of the headers up to the gradient: the tag ends {@code InaHeader.LENGTH - 4} bytes before it.
-     */
-    private static final int RESULT_TAG_CRC_DELTA = Icrc.rewriteDelta(
-        InaHeader.INET_TAG, InaHeader.RESULT_TAG, InaHeader.LENGTH - InaHeader.INET_TAG_OFFSET - Integer.BYTES);
-
     /** {@link #recordFirst}'s answer for a packet it dropped. */
     private static final int REFUSED = Integer.MIN_VALUE;
 
@@ -132,7 +125,7 @@ final class Sequencer
             return;
         }
         // The header CRC is computed once, before the tag is rewritten; the stored (marked) header's CRC follows
-        // from it by RESULT_TAG_CRC_DELTA.
+        // from it by the ring's result-tag CRC delta.
         final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
         if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(0)))
         {
@@ -158,10 +151,10 @@ final class Sequencer
             return;
         }
         ring.recordMessageStart(rank, msgId, frame.psn());
-        // Results carry the result tag so the receiving worker can tell a sum from a message that passed through
-        // unaggregated. The rank's stored header (and so its header CRC) is the marked one.
-        InaHeader.inetTag(buffer, ina, InaHeader.RESULT_TAG);
-        aggregator.aggregate(arriving, ring, rank, msgId, 0, age, gradient, headerCrc ^ RESULT_TAG_CRC_DELTA);
+        // Results carry the ring's result tag so the receiving worker can tell a sum from a message that passed
+        // through unaggregated. The rank's stored header (and so its header CRC) is the marked one.
+        InaHeader.inetTag(buffer, ina, ring.resultTag());
+        aggregator.aggregate(arriving, ring, rank, msgId, 0, age, gradient, headerCrc ^ ring.resultTagCrcDelta());
     }
 
     /**

@@ -23,6 +23,7 @@ public enum DataplaneCounter
     CLT_UPDATES("CLT updates"),
     CLT_MISSES("CLT misses"),
     CLT_FOREIGN("CLT foreign connections learned"),
+    FOREIGN_TAG_ON_RING_EDGE("connections on a ring edge whose first message lacks the ring's InetTag (passed through)"),
     CLT_FULL("CLT full"),
     DROP_CLT_FULL("drop: CLT full, ring connection not recorded"),
     DROP_UNKNOWN_CONNECTION("drop: unknown connection on a ring edge"),

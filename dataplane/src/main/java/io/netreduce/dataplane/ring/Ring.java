@@ -6,6 +6,7 @@ import io.netreduce.protocol.element.ElementType;
 import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.clt.IpKey;
 import io.netreduce.protocol.icrc.Crc32Combine;
+import io.netreduce.protocol.icrc.Icrc;
 import org.agrona.concurrent.status.AtomicCounter;
 
 import java.util.Arrays;
@@ -54,6 +55,9 @@ public final class Ring implements AutoCloseable
     private final AggregatorRegion region;
     private final AtomicCounter completed;
     private final AtomicCounter results;
+    private final int inetTag;
+    private final int resultTag;
+    private final int resultTagCrcDelta;
 
     public Ring(
         final RingDefinition config,
@@ -92,6 +96,37 @@ public final class Ring implements AutoCloseable
         this.region = region;
         this.completed = completed;
         this.results = results;
+        this.inetTag = config.inetTag();
+        this.resultTag = config.resultTag();
+        // The tag ends InaHeader.LENGTH - 4 bytes before the gradient: rewriting it changes the stored header's
+        // CRC by this constant, applied instead of a second pass over the header.
+        this.resultTagCrcDelta = Icrc.rewriteDelta(inetTag, resultTag,
+            InaHeader.LENGTH - InaHeader.INET_TAG_OFFSET - Integer.BYTES);
+    }
+
+    /**
+     * @return the InetTag this ring's workers send.
+     */
+    public int inetTag()
+    {
+        return inetTag;
+    }
+
+    /**
+     * @return the InetTag written into this ring's results (the request tag when results are not marked).
+     */
+    public int resultTag()
+    {
+        return resultTag;
+    }
+
+    /**
+     * @return what writing {@link #resultTag()} over {@link #inetTag()} does to the CRC of a first packet's
+     *         headers up to the gradient (0 when results are not marked).
+     */
+    public int resultTagCrcDelta()
+    {
+        return resultTagCrcDelta;
     }
 
     public RingDefinition config()

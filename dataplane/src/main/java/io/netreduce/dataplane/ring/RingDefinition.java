@@ -1,6 +1,7 @@
 package io.netreduce.dataplane.ring;
 
 import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.wire.InaHeader;
 import java.util.List;
 import java.util.Objects;
 
@@ -19,6 +20,10 @@ import java.util.Objects;
  *                    8-byte INA header); a multiple of 4, 16..4096. Workers pad messages to
  *                    MsgLen * payloadSize bytes.
  * @param members     one entry per rank, in any order; rank r sends to rank (r + 1) % worldSize.
+ * @param inetTag     the InetTag the ring's workers put in the INA header of every message (default "NRED").
+ * @param resultTag   the InetTag the appliance writes into result messages (default "NRES"): a worker that checks
+ *                    for it tells a sum from a message that passed through unaggregated. Equal to
+ *                    {@code inetTag} for clients that expect their own tag back: results are then not marked.
  */
 public record RingDefinition(
     int ringId,
@@ -27,7 +32,9 @@ public record RingDefinition(
     int window,
     int msgLen,
     int payloadSize,
-    List<RingMember> members)
+    List<RingMember> members,
+    int inetTag,
+    int resultTag)
 {
     public static final int MAX_RANKS = 64;
     public static final int MAX_PAYLOAD = 4096;
@@ -38,6 +45,31 @@ public record RingDefinition(
         Objects.requireNonNull(jobName, "jobName");
         Objects.requireNonNull(elementType, "elementType");
         members = List.copyOf(Objects.requireNonNull(members, "members"));
+    }
+
+    /**
+     * A ring with the default tags: requests tagged {@link InaHeader#INET_TAG}, results marked
+     * {@link InaHeader#RESULT_TAG}.
+     */
+    public RingDefinition(
+        final int ringId,
+        final String jobName,
+        final ElementType elementType,
+        final int window,
+        final int msgLen,
+        final int payloadSize,
+        final List<RingMember> members)
+    {
+        this(ringId, jobName, elementType, window, msgLen, payloadSize, members, InaHeader.INET_TAG,
+            InaHeader.RESULT_TAG);
+    }
+
+    /**
+     * @return whether results are marked with a tag of their own (else they carry the request tag).
+     */
+    public boolean marksResults()
+    {
+        return resultTag != inetTag;
     }
 
     /**

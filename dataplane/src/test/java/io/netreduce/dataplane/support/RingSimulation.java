@@ -273,15 +273,14 @@ public final class RingSimulation
 
     /**
      * @return what connection {@code rank} must deliver for message {@code m}: the rank's own INA header, with
-     * the appliance's result tag, followed by the reference sum.
+     * the ring's result tag, followed by the reference sum.
      */
     public byte[] expectedMessage(final int rank, final int m)
     {
         final byte[] sum = Gradients.referenceSum(config.elementType(), gradients[m]);
         final byte[] message = new byte[InaHeader.LENGTH + sum.length];
         final UnsafeBuffer header = new UnsafeBuffer(message);
-        InaHeader.write(header, 0, config.ringId(), m & 0xFF, config.msgLen(), rank);
-        InaHeader.inetTag(header, 0, InaHeader.RESULT_TAG);
+        InaHeader.write(header, 0, config.resultTag(), config.ringId(), m & 0xFF, config.msgLen(), rank);
         System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
         return message;
     }

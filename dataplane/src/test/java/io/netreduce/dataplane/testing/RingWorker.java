@@ -134,7 +134,7 @@ public final class RingWorker
             throw new IllegalArgumentException("gradient must be " + gradientBytes() + " bytes, got " + gradient.length);
         }
         final int msgId = (int)(index & 0xFF);
-        InaHeader.write(message, 0, config.ringId(), msgId, config.msgLen(), rank);
+        InaHeader.write(message, 0, config.inetTag(), config.ringId(), msgId, config.msgLen(), rank);
         message.putBytes(InaHeader.LENGTH, gradient);
         writer.reth(REMOTE_BASE + (index % 1024) * messageBytes(), RKEY, messageBytes()).immediate(msgId);
         final int msgLen = config.msgLen();

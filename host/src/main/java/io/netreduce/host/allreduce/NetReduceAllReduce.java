@@ -32,6 +32,15 @@ import java.util.Locale;
  */
 public final class NetReduceAllReduce implements AllReduce
 {
+    /**
+     * @return a tag as its four characters, e.g. NRED.
+     */
+    static String tagText(final int tag)
+    {
+        return new String(new char[] {
+            (char)(tag >>> 24), (char)((tag >>> 16) & 0xFF), (char)((tag >>> 8) & 0xFF), (char)(tag & 0xFF)});
+    }
+
     private final RingLink link;
     private final NetReduceConfig config;
     private final QueuePair sendQp;
@@ -172,8 +181,8 @@ public final class NetReduceAllReduce implements AllReduce
             final int index = (int)(posted - callFirst);
             final int tensorOffset = index * dataBytes;
             final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
-            InaHeader.write(sendMemory, slotOffset, config.ringId(), (int)(posted & 0xFF), config.msgLen(),
-                link.rank());
+            InaHeader.write(sendMemory, slotOffset, config.inetTag(), config.ringId(), (int)(posted & 0xFF),
+                config.msgLen(), link.rank());
             sendMemory.putBytes(slotOffset + InaHeader.LENGTH, tensor.buffer(), tensor.offset() + tensorOffset,
                 length);
             if (length < dataBytes)
@@ -242,14 +251,14 @@ public final class NetReduceAllReduce implements AllReduce
             return;
         }
         final int slotOffset = (int)(seq % slots) * messageBytes;
-        if (InaHeader.inetTag(receiveMemory, slotOffset) == InaHeader.INET_TAG)
+        if (config.marksResults() && InaHeader.inetTag(receiveMemory, slotOffset) == config.inetTag())
         {
-            fail("message " + seq + " from rank " + link.predecessor() + " arrived unaggregated (INA tag NRED, not " +
-                "the appliance's result tag NRES): ring " + config.ringId() + " is not installed on the appliance, " +
-                "or the traffic bypasses it");
+            fail("message " + seq + " from rank " + link.predecessor() + " arrived unaggregated (INA tag " +
+                tagText(config.inetTag()) + ", not the appliance's result tag " + tagText(config.resultTag()) +
+                "): ring " + config.ringId() + " is not installed on the appliance, or the traffic bypasses it");
             return;
         }
-        if (InaHeader.inetTag(receiveMemory, slotOffset) != InaHeader.RESULT_TAG ||
+        if (InaHeader.inetTag(receiveMemory, slotOffset) != config.resultTag() ||
             InaHeader.ringId(receiveMemory, slotOffset) != config.ringId() ||
             InaHeader.msgId(receiveMemory, slotOffset) != (int)(seq & 0xFF) ||
             InaHeader.msgLen(receiveMemory, slotOffset) != config.msgLen() ||

@@ -1,5 +1,7 @@
 package io.netreduce.host.allreduce;
 
+import io.netreduce.protocol.wire.InaHeader;
+
 /**
  * Parameters of a NetReduce ring on the worker side; the appliance's ring configuration must carry the same
  * RingID, window, MsgLen, payload size and element type.
@@ -11,8 +13,13 @@ package io.netreduce.host.allreduce;
  * @param payloadSize RC payload bytes of every packet: a multiple of 4 in 16..4096, and equal to the queue
  *                    pair's PMTU so that the RC layer cuts a message into exactly MsgLen packets.
  * @param timeoutNs   longest wait for the next result before the all-reduce fails.
+ * @param inetTag     the InetTag written into every message (the ring's {@code inetTag}, default "NRED").
+ * @param resultTag   the InetTag expected on results (the ring's {@code resultTag}, default "NRES"). When it
+ *                    differs from {@code inetTag}, a message still carrying {@code inetTag} is known to have
+ *                    passed through unaggregated and fails the call; when equal, that cannot be told.
  */
-public record NetReduceConfig(int ringId, int window, int msgLen, int payloadSize, long timeoutNs)
+public record NetReduceConfig(
+    int ringId, int window, int msgLen, int payloadSize, long timeoutNs, int inetTag, int resultTag)
 {
     /** Bytes of the INA header at the start of every message. */
     public static final int INA_HEADER_LENGTH = 8;
@@ -39,6 +46,23 @@ public record NetReduceConfig(int ringId, int window, int msgLen, int payloadSiz
         {
             throw new IllegalArgumentException("timeoutNs must be positive: " + timeoutNs);
         }
+    }
+
+    /**
+     * A ring with the default tags: "NRED" on requests, "NRES" on results.
+     */
+    public NetReduceConfig(
+        final int ringId, final int window, final int msgLen, final int payloadSize, final long timeoutNs)
+    {
+        this(ringId, window, msgLen, payloadSize, timeoutNs, InaHeader.INET_TAG, InaHeader.RESULT_TAG);
+    }
+
+    /**
+     * @return whether results carry a tag of their own, so that an unaggregated message can be recognised.
+     */
+    public boolean marksResults()
+    {
+        return resultTag != inetTag;
     }
 
     /**

@@ -70,6 +70,9 @@ public final class InaHeader
         buffer.putInt(offset + INET_TAG_OFFSET, tag, BIG_ENDIAN);
     }
 
+    /**
+     * Write a header with the default tag, {@link #INET_TAG}.
+     */
     public static void write(
         final MutableDirectBuffer buffer,
         final int offset,
@@ -78,7 +81,19 @@ public final class InaHeader
         final int msgLen,
         final int rank)
     {
-        buffer.putInt(offset + INET_TAG_OFFSET, INET_TAG, BIG_ENDIAN);
+        write(buffer, offset, INET_TAG, ringId, msgId, msgLen, rank);
+    }
+
+    public static void write(
+        final MutableDirectBuffer buffer,
+        final int offset,
+        final int tag,
+        final int ringId,
+        final int msgId,
+        final int msgLen,
+        final int rank)
+    {
+        buffer.putInt(offset + INET_TAG_OFFSET, tag, BIG_ENDIAN);
         buffer.putByte(offset + RING_ID_OFFSET, (byte)ringId);
         buffer.putByte(offset + MSG_ID_OFFSET, (byte)msgId);
         buffer.putByte(offset + MSG_LEN_OFFSET, (byte)msgLen);

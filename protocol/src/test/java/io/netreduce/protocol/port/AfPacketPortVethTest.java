@@ -389,7 +389,8 @@ class AfPacketPortVethTest
             b.refreshKernelStatistics();
         }
 
-        assertThat(AllocationProbe.roundsUntilAllocationFree(cycle, 2_000, 30))
+        // Up to 60 rounds for the JIT to compile send (tryClaim + commit), flush and receive on a loaded machine.
+        assertThat(AllocationProbe.roundsUntilAllocationFree(cycle, 2_000, 60))
             .as("a window of 2000 cycles without allocation once compiled").isPositive();
 
     }
