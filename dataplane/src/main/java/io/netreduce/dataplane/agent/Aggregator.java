@@ -7,6 +7,7 @@ import io.netreduce.dataplane.ring.Ring;
 import io.netreduce.protocol.element.SumKernel;
 import io.netreduce.protocol.icrc.Crc32Combine;
 import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.L4Checksum;
 import io.netreduce.protocol.wire.RoceFrame;
 import io.netreduce.protocol.wire.UdpHeader;
@@ -101,6 +102,7 @@ final class Aggregator
             return;
         }
         ringPackets.incrementRelease();
+        ring.progress(arriving.batchNs());
         final long bit = 1L << rank;
         releaseOneWindowBack(ring, region, msgId, position, bit);
 
@@ -170,11 +172,16 @@ final class Aggregator
             ring.ranks(), result, length);
         final UnsafeBuffer memory = region.buffer();
         memory.putInt(agg + AggregatorRegion.RESULT_CRC_OFFSET, resultIcrc.crcOf(memory, result, length));
-        memory.putInt(agg + AggregatorRegion.STATE_OFFSET, AggregatorRegion.COMPLETE);
+        region.markComplete(agg);
         aggregationsCompleted.incrementRelease();
         ring.completedCounter().incrementRelease();
         for (int rank = 0; rank < ring.ranks(); rank++)
         {
+            if (!ring.isMacBound(rank))
+            {
+                // The rank's connection took part in a completed sum: its source MAC is the member's from now on.
+                ring.bindMac(rank, EthernetHeader.srcMac(memory, region.headerOffset(agg, rank)));
+            }
             emitResult(ring, region, agg, rank, position);
         }
         final long elapsed = System.nanoTime() - region.firstArrival(agg);

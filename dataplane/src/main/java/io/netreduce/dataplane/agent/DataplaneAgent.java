@@ -2,9 +2,11 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.protocol.element.SumKernel;
 
+import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.protocol.port.PacketPort;
 import org.HdrHistogram.SingleWriterRecorder;
+import org.agrona.concurrent.status.AtomicCounter;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 
@@ -28,6 +30,9 @@ public final class DataplaneAgent implements Agent
     private final SingleWriterRecorder latency;
     private final PacketProcessor processor;
     private final DataplaneProxy proxy;
+    private final long foreignIdleNs;
+    private final AtomicCounter foreignExpired;
+    private long lastSweepNs;
 
     public DataplaneAgent(final DataplaneContext context)
     {
@@ -44,6 +49,8 @@ public final class DataplaneAgent implements Agent
             context.highestLatencyNs(), foreignTags);
         this.processor.faultInjection(context.dropProbability(), context.dropSeed());
         this.proxy = new DataplaneProxy(commands, counters, latency, foreignTags);
+        this.foreignIdleNs = context.foreignIdleNs();
+        this.foreignExpired = counters.counter(DataplaneCounter.CLT_FOREIGN_EXPIRED);
     }
 
     /**
@@ -80,6 +87,15 @@ public final class DataplaneAgent implements Agent
         for (final PacketPort port : ports)
         {
             port.flush();
+        }
+        if (now - lastSweepNs > DataplaneContext.SWEEP_INTERVAL_NS)
+        {
+            lastSweepNs = now;
+            final int expired = tables.clt.expireForeign(now, foreignIdleNs, DataplaneContext.SWEEP_SLOTS);
+            if (expired > 0)
+            {
+                foreignExpired.getAndAddRelease(expired);
+            }
         }
         return work;
     }

@@ -30,6 +30,15 @@ public final class DataplaneContext
     public static final int DEFAULT_COMMANDS_PER_CYCLE = 4;
     /** Highest first-packet-to-result latency the histogram records, in ns; longer ones are recorded as this. */
     public static final long DEFAULT_HIGHEST_LATENCY_NS = 60_000_000_000L;
+    /**
+     * A foreign connection (RDMA traffic on a ring edge that is not a ring's) is forgotten after this long
+     * without a packet, so strangers and old jobs cannot fill the CLT for good: 60 s.
+     */
+    public static final long DEFAULT_FOREIGN_IDLE_NS = 60_000_000_000L;
+    /** Slots of the CLT the agent looks at per expiry sweep (one sweep every {@link #SWEEP_INTERVAL_NS}). */
+    public static final int SWEEP_SLOTS = 1024;
+    /** Time between two expiry sweeps of the CLT. */
+    public static final long SWEEP_INTERVAL_NS = 100_000_000L;
     /** Fault injection: no frame dropped. */
     public static final double DEFAULT_DROP_PROBABILITY = 0.0;
     /** Fault injection: the seed of the drop sequence, so a drill can be repeated. */
@@ -46,6 +55,7 @@ public final class DataplaneContext
     private DataplaneCounters counters;
     private double dropProbability = DEFAULT_DROP_PROBABILITY;
     private long dropSeed = DEFAULT_DROP_SEED;
+    private long foreignIdleNs = DEFAULT_FOREIGN_IDLE_NS;
 
     /**
      * The ports the agent polls, by index. Default peers: one-armed (every frame leaves on its own port).
@@ -140,6 +150,24 @@ public final class DataplaneContext
     public double dropProbability()
     {
         return dropProbability;
+    }
+
+    /**
+     * How long a foreign CLT entry may see no packet before it is removed.
+     */
+    public DataplaneContext foreignIdleNs(final long ns)
+    {
+        if (ns <= 0)
+        {
+            throw new IllegalArgumentException("foreign idle time must be positive: " + ns);
+        }
+        this.foreignIdleNs = ns;
+        return this;
+    }
+
+    public long foreignIdleNs()
+    {
+        return foreignIdleNs;
     }
 
     public long dropSeed()

@@ -235,7 +235,7 @@ public final class PacketProcessor implements FrameHandler
             {
                 // On a ring edge, a first packet without the ring's tag: a client with another tag or header.
                 // Learnt as foreign (so seen once per connection) and reported for the control side to log.
-                sequencer.learnForeign(key);
+                sequencer.learnForeign(key, arriving.batchNs());
                 reportForeignTag(frame, key);
                 output.forward(arriving);
             }
@@ -247,6 +247,7 @@ public final class PacketProcessor implements FrameHandler
         }
         if (clt.kind(slot) == ConnectionTable.KIND_FOREIGN)
         {
+            clt.touch(slot, arriving.batchNs());
             output.forward(arriving);
             return;
         }

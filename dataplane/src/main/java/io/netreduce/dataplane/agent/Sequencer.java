@@ -73,14 +73,16 @@ final class Sequencer
      * Learn a connection on a ring edge that is not a ring connection (no InetTag, or an unknown ring), so its
      * later packets pass through without a second look.
      */
-    void learnForeign(final FlowKey key)
+    void learnForeign(final FlowKey key, final long nowNs)
     {
-        if (clt.insert(key, ConnectionTable.KIND_FOREIGN) < 0)
+        final int slot = clt.insert(key, ConnectionTable.KIND_FOREIGN);
+        if (slot < 0)
         {
             cltFull.incrementRelease();
         }
         else
         {
+            clt.touch(slot, nowNs);
             cltForeign.incrementRelease();
         }
     }
@@ -103,11 +105,12 @@ final class Sequencer
                 final int slot = clt.find(key);
                 if (slot < 0)
                 {
-                    learnForeign(key);
+                    learnForeign(key, arriving.batchNs());
                 }
                 else
                 {
                     clt.setForeign(slot);
+                    clt.touch(slot, arriving.batchNs());
                 }
             }
             output.forward(arriving);
@@ -186,11 +189,14 @@ final class Sequencer
         final int successor = ring.successor(rank);
         if (!ring.isMember(rank, key.srcHigh(), key.srcLow()) ||
             !ring.isMember(successor, key.dstHigh(), key.dstLow()) ||
-            (ring.memberReceiveQp(successor) != RingMember.ANY && ring.memberReceiveQp(successor) != key.qp()) ||
-            (ring.memberMac(rank) != RingMember.ANY_MAC &&
-                ring.memberMac(rank) != EthernetHeader.srcMac(buffer, arriving.offset())))
+            (ring.memberReceiveQp(successor) != RingMember.ANY && ring.memberReceiveQp(successor) != key.qp()))
         {
             return DataplaneCounter.DROP_SPOOFED;
+        }
+        if (ring.isMacBound(rank) && ring.boundMac(rank) != EthernetHeader.srcMac(buffer, arriving.offset()))
+        {
+            // A host on the switch that is not the member, sending with its own MAC and the member's address.
+            return DataplaneCounter.DROP_MAC_MISMATCH;
         }
         return null;
     }
@@ -210,6 +216,11 @@ final class Sequencer
         int slot = clt.find(key);
         if (slot < 0)
         {
+            if (!ring.mayConnect(rank, arriving.batchNs()))
+            {
+                output.drop(arriving, DataplaneCounter.DROP_RUN_IN_PROGRESS);
+                return REFUSED;
+            }
             slot = clt.insert(key, ConnectionTable.KIND_RING);
             if (slot < 0)
             {
@@ -222,10 +233,16 @@ final class Sequencer
             return 0;
         }
         if (clt.kind(slot) != ConnectionTable.KIND_RING || clt.ring(slot) != ring.id() ||
-            clt.rank(slot) != rank || !continuesPsnSequence(slot, msgId, psn, ring.msgLen()))
+            clt.rank(slot) != rank || !continuesPsnSequence(slot, msgId, psn, ring.msgLen()) ||
+            isReusedQueuePair(slot, ring, msgId, arriving.batchNs()))
         {
             // Not this connection's PSN sequence: a new QP that got the same number as an old one (rxe hands
-            // QP numbers out again) and a fresh random start PSN.
+            // QP numbers out again) and a fresh random start PSN; or the same QP number and start PSN again.
+            if (!ring.mayConnect(rank, arriving.batchNs()))
+            {
+                output.drop(arriving, DataplaneCounter.DROP_RUN_IN_PROGRESS);
+                return REFUSED;
+            }
             cltUpdates.incrementRelease();
             clt.setRing(slot, ring.id(), rank, msgId, psn, connect(ring, rank));
             return 0;
@@ -247,6 +264,18 @@ final class Sequencer
         // Same or older MsgID on this connection's PSN sequence (checked above): a go-back-N retransmission of
         // a first packet. The CLT keeps its newest message.
         return delta;
+    }
+
+    /**
+     * Whether a first packet that lies on its connection's PSN sequence is in fact the first message of a new
+     * connection that reuses the QP number and the start PSN: a message 0 at least a window older than the
+     * connection's newest message (the rank has had that message's result, so it is no retransmission of it) while
+     * the ring's run is over. Checked only for a first packet on the sequence, so it costs nothing per packet.
+     */
+    private boolean isReusedQueuePair(final int slot, final Ring ring, final int msgId, final long nowNs)
+    {
+        return msgId == 0 && (byte)(msgId - clt.msgId(slot)) <= -ring.window() && ring.mayConnect(clt.rank(slot),
+            nowNs) && ring.generation(clt.rank(slot)) == clt.generation(slot);
     }
 
     /**

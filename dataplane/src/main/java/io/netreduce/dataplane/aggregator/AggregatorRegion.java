@@ -59,6 +59,8 @@ public final class AggregatorRegion implements AutoCloseable
     private final Arena arena;
     private final MemorySegment segment;
     private final UnsafeBuffer buffer;
+    /** Aggregators bound to a message whose result is not in yet: 0 when the ring is quiescent. */
+    private int incomplete;
 
     private AggregatorRegion(final int ranks, final int aggregators, final int payloadSize)
     {
@@ -205,6 +207,7 @@ public final class AggregatorRegion implements AutoCloseable
      */
     public void bind(final int aggregator, final int msgId, final long nowNs)
     {
+        incomplete++;
         buffer.putInt(aggregator + BOUND_MSG_OFFSET, msgId);
         buffer.putInt(aggregator + STATE_OFFSET, 0);
         buffer.putLong(aggregator + FIRST_ARRIVAL_OFFSET, nowNs);
@@ -212,8 +215,29 @@ public final class AggregatorRegion implements AutoCloseable
         buffer.putLong(aggregator + RELEASED_OFFSET, 0L);
     }
 
+    /**
+     * The aggregator holds its result now.
+     */
+    public void markComplete(final int aggregator)
+    {
+        buffer.putInt(aggregator + STATE_OFFSET, COMPLETE);
+        incomplete--;
+    }
+
+    /**
+     * @return aggregators bound to a message whose result is not in yet (0: nothing of the ring is in flight).
+     */
+    public int incomplete()
+    {
+        return incomplete;
+    }
+
     public void free(final int aggregator)
     {
+        if (boundMsg(aggregator) != FREE && !isComplete(aggregator))
+        {
+            incomplete--;
+        }
         buffer.putInt(aggregator + BOUND_MSG_OFFSET, FREE);
         buffer.putInt(aggregator + STATE_OFFSET, 0);
         buffer.putLong(aggregator + ARRIVED_OFFSET, 0L);
@@ -229,6 +253,7 @@ public final class AggregatorRegion implements AutoCloseable
         {
             free(offset(i));
         }
+        incomplete = 0;
     }
 
     /**

@@ -32,7 +32,10 @@ public final class ConnectionTable
     private final short[] msgIds;
     private final int[] psn0s;
     private final int[] generations;
+    /** When a foreign entry last saw a packet (ring entries: when inserted or updated), for ageing. */
+    private final long[] lastSeen;
     private int size;
+    private int sweepCursor;
 
     /**
      * @param maxEntries entries the table must hold; the capacity is the next power of two of 4/3 of that.
@@ -53,6 +56,7 @@ public final class ConnectionTable
         msgIds = new short[capacity];
         psn0s = new int[capacity];
         generations = new int[capacity];
+        lastSeen = new long[capacity];
     }
 
     public int capacity()
@@ -291,6 +295,39 @@ public final class ConnectionTable
         return removed;
     }
 
+    /**
+     * A packet of the entry at {@code slot} was seen at {@code nowNs}.
+     */
+    public void touch(final int slot, final long nowNs)
+    {
+        lastSeen[slot] = nowNs;
+    }
+
+    /**
+     * Remove foreign entries that have seen no packet for {@code idleNs}, looking at no more than
+     * {@code maxSlots} slots from where the last sweep stopped (so a sweep is bounded work on the dataplane
+     * thread). Ring entries are left alone: they are the rings' state, removed with their ring.
+     *
+     * @return entries removed.
+     */
+    public int expireForeign(final long nowNs, final long idleNs, final int maxSlots)
+    {
+        int removed = 0;
+        for (int i = 0; i < maxSlots && size > 0; i++)
+        {
+            final int slot = sweepCursor;
+            sweepCursor = (sweepCursor + 1) & mask;
+            if (isUsed(slot) && kinds[slot] == KIND_FOREIGN && nowNs - lastSeen[slot] > idleNs)
+            {
+                removeAt(slot);
+                removed++;
+                // Backward-shift deletion may have moved a later entry into this slot: look at it again.
+                sweepCursor = slot;
+            }
+        }
+        return removed;
+    }
+
     private void move(final int from, final int to)
     {
         System.arraycopy(keys, from * KEY_LONGS, keys, to * KEY_LONGS, KEY_LONGS);
@@ -300,5 +337,6 @@ public final class ConnectionTable
         msgIds[to] = msgIds[from];
         psn0s[to] = psn0s[from];
         generations[to] = generations[from];
+        lastSeen[to] = lastSeen[from];
     }
 }

@@ -55,6 +55,15 @@ public final class Ring implements AutoCloseable
     private final AggregatorRegion region;
     private final AtomicCounter completed;
     private final AtomicCounter results;
+    /**
+     * How long a ring may see no aggregation progress while messages are in flight before its run counts as
+     * abandoned (a worker killed mid-call): only then may a new connection begin a new run without the old one
+     * having finished. Longer than the RC retry span of any client we know (rxe: 7 retries of about 1 s).
+     */
+    public static final long ABANDONED_RUN_NS = 10_000_000_000L;
+
+    private final long[] boundMac;
+    private long lastProgressNs;
     private final int inetTag;
     private final int resultTag;
     private final int resultTagCrcDelta;
@@ -85,6 +94,7 @@ public final class Ring implements AutoCloseable
             memberReceiveQp[member.rank()] = member.receiveQp();
             memberMac[member.rank()] = member.mac();
         }
+        this.boundMac = memberMac.clone();
         this.generation = new int[ranks];
         this.rankRun = new int[ranks];
         Arrays.fill(rankRun, -1);
@@ -218,6 +228,48 @@ public final class Ring implements AutoCloseable
     public long memberMac(final int rank)
     {
         return memberMac[rank];
+    }
+
+    /**
+     * @return the source MAC first packets of {@code rank} must come from: the configured one, or the one its
+     *         connection had when it took part in a completed aggregation; {@link RingMember#ANY_MAC} until then.
+     */
+    public long boundMac(final int rank)
+    {
+        return boundMac[rank];
+    }
+
+    public boolean isMacBound(final int rank)
+    {
+        return boundMac[rank] != RingMember.ANY_MAC;
+    }
+
+    /**
+     * Bind {@code rank} to the source MAC of a connection that took part in a completed aggregation (trust on
+     * first use: a stranger cannot complete a sum on its own, so the first completed one names the members).
+     */
+    public void bindMac(final int rank, final long mac)
+    {
+        boundMac[rank] = mac;
+    }
+
+    /**
+     * A ring packet was accepted for aggregation at {@code nowNs}.
+     */
+    public void progress(final long nowNs)
+    {
+        lastProgressNs = nowNs;
+    }
+
+    /**
+     * Whether a new connection of {@code rank} may begin a new run now: only when the current run is over, which
+     * the appliance sees as no message in flight (every aggregator free or complete: workers begin a new run only
+     * once the previous one is finished), or the current run abandoned (messages in flight but no progress for
+     * {@link #ABANDONED_RUN_NS}). A connection that would only join the current run may always connect.
+     */
+    public boolean mayConnect(final int rank, final long nowNs)
+    {
+        return rankRun[rank] != run || region.incomplete() == 0 || nowNs - lastProgressNs > ABANDONED_RUN_NS;
     }
 
     public int successor(final int rank)

@@ -47,6 +47,22 @@ class RingRestartTest
     }
 
     @Test
+    void shouldServeANewJobOnTheSameQueuePairNumbersAndStartPsnsAsTheLastOne()
+    {
+        // Real NICs hand QP numbers out again, and a client may pick the same start PSN: the new job's message 0
+        // then lies on the old connection's PSN sequence, many messages before its newest one.
+        final RingDefinition config = Rings.ring(1, 3, ElementType.FP32, 4, 2, 128);
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.install(config);
+            assertDeliversTheSum(RingSimulation.lossless(harness, config, 20, 5).run(), config);
+            assertDeliversTheSum(RingSimulation.lossless(harness, config, 20, 5).run(), config);
+            assertDeliversTheSum(RingSimulation.lossless(harness, config, 3, 5).run(), config);
+            assertThat(harness.counter(DataplaneCounter.DROP_STALE_PACKET)).isZero();
+        }
+    }
+
+    @Test
     void shouldNotLetTheLastWindowOfThePreviousRunBlockARestartedRing()
     {
         // 5 messages with N = 2: MsgIDs 3 and 4 stay bound in slots 3 and 0, so the new run's MsgID 0 would find

@@ -84,4 +84,32 @@ class ConnectionTableTest
             }
         }
     }
+
+    @Test
+    void shouldExpireIdleForeignEntriesAndKeepBusyOnesAndRingEntries()
+    {
+        final ConnectionTable clt = new ConnectionTable(5000);
+        final FlowKey key = new FlowKey();
+        for (int i = 0; i < 4000; i++)
+        {
+            final int slot = clt.insert(key.set(1, i, 2, i, i), ConnectionTable.KIND_FOREIGN);
+            clt.touch(slot, i % 2 == 0 ? 1_000 : 50_000);
+        }
+        final int ring = clt.insert(key.set(7, 7, 8, 8, 9), ConnectionTable.KIND_RING);
+        clt.setRing(ring, 1, 0, 0, 0, 1);
+
+        int removed = 0;
+        for (int sweep = 0; sweep < 100; sweep++)
+        {
+            removed += clt.expireForeign(60_000, 20_000, 256);
+        }
+
+        assertThat(removed).as("the 2000 idle foreign entries").isEqualTo(2000);
+        assertThat(clt.size()).isEqualTo(2001);
+        for (int i = 0; i < 4000; i++)
+        {
+            assertThat(clt.find(key.set(1, i, 2, i, i)) >= 0).as("entry %d", i).isEqualTo(i % 2 == 1);
+        }
+        assertThat(clt.find(key.set(7, 7, 8, 8, 9))).as("ring entry").isGreaterThanOrEqualTo(0);
+    }
 }

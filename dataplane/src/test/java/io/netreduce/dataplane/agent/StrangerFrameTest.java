@@ -1,0 +1,161 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.ring.RingDefinition;
+import io.netreduce.dataplane.support.DataplaneHarness;
+import io.netreduce.dataplane.support.Rings;
+import io.netreduce.dataplane.testing.RingWorker;
+import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.support.Gradients;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.RoceFrame;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A host on the switch that is not a member sends one crafted first packet: its own MAC, a member's source
+ * address, the next member's destination address, any QP and PSN, a valid ICRC and an INA header for the ring's
+ * message 0. It used to begin a new run of the ring, which made every member's connection stale: every later
+ * all-reduce on the ring failed until the job was installed again. It must be refused and counted, and the ring
+ * must go on with no operator action: during a call and between calls.
+ */
+class StrangerFrameTest
+{
+    private static final long STRANGER_MAC = 0x02_66_66_66_66_66L;
+    private static final int W = 3;
+    private static final int QP_BASE = 0x300;
+
+    @Test
+    void shouldRefuseAStrangersFirstPacketBetweenCallsAndLetTheRingGoOn()
+    {
+        runWithStrangerAfter(6);
+    }
+
+    @Test
+    void shouldRefuseAStrangersFirstPacketDuringACallAndLetTheRingGoOn()
+    {
+        runWithStrangerAfter(3);
+    }
+
+    /**
+     * Members all-reduce 12 messages on persistent connections (lockstep, window never exceeded); after
+     * {@code strangerAfter} of them the stranger's frame arrives. Every message must still deliver the exact sum.
+     */
+    private static void runWithStrangerAfter(final int strangerAfter)
+    {
+        final RingDefinition config = Rings.ring(1, W, ElementType.FP32, 4, 2, 256);
+        final int messages = 12;
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.install(config);
+            final Random data = new Random(strangerAfter);
+            final RingWorker[] members = new RingWorker[W];
+            final byte[][][] gradients = new byte[messages][W][];
+            for (int r = 0; r < W; r++)
+            {
+                final int successor = (r + 1) % W;
+                members[r] = new RingWorker(config, r, QP_BASE + successor, data.nextInt(1 << 24),
+                    RingWorker.macOf(r), RingWorker.macOf(successor));
+                for (int m = 0; m < messages; m++)
+                {
+                    gradients[m][r] = Gradients.random(config.elementType(), members[r].gradientBytes(), data);
+                }
+            }
+            final RingWorker stranger = new RingWorker(config, 0, 0x999, data.nextInt(1 << 24), STRANGER_MAC,
+                RingWorker.macOf(1));
+            final byte[] crafted = stranger.message(0, Gradients.random(config.elementType(),
+                stranger.gradientBytes(), data)).getFirst();
+
+            final List<List<byte[]>> results = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+            final RoceFrame frame = new RoceFrame();
+            for (int m = 0; m < messages; m++)
+            {
+                if (m == strangerAfter)
+                {
+                    assertThat(harness.process(crafted)).as("the crafted frame goes nowhere").isEmpty();
+                }
+                for (int r = 0; r < W; r++)
+                {
+                    for (final byte[] packet : members[r].message(m, gradients[m][r]))
+                    {
+                        for (final byte[] out : harness.process(packet))
+                        {
+                            frame.wrap(new UnsafeBuffer(out), 0, out.length);
+                            // Keyed by the sending rank: the connection r -> r + 1 goes to receive QP base + r + 1.
+                            results.get((frame.destQp() - QP_BASE + W - 1) % W).add(out);
+                        }
+                    }
+                }
+            }
+            for (int r = 0; r < W; r++)
+            {
+                for (int m = 0; m < messages; m++)
+                {
+                    final byte[] sum = Gradients.referenceSum(config.elementType(), gradients[m]);
+                    assertThat(payloads(results.get(r), m, config.msgLen()))
+                        .as("connection %d message %d", r, m).isEqualTo(expected(config, r, m, sum));
+                }
+            }
+            assertThat(harness.counter(DataplaneCounter.DROP_MAC_MISMATCH)).as("the refusal, counted").isEqualTo(1);
+            assertThat(harness.counter(DataplaneCounter.RING_RESTARTS)).isZero();
+            assertThat(harness.counter(DataplaneCounter.DROP_STALE_CONNECTION)).isZero();
+        }
+    }
+
+    @Test
+    void shouldNotLetANewConnectionBeginANewRunWhileMessagesAreInFlight()
+    {
+        final RingDefinition config = Rings.ring(2, 2, ElementType.INT32, 2, 2, 64);
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.install(config);
+            final Random data = new Random(3);
+            final RingWorker rank0 = RingWorker.of(config, 0, 100);
+            final RingWorker rank1 = RingWorker.of(config, 1, 200);
+            final byte[] g = Gradients.random(config.elementType(), rank0.gradientBytes(), data);
+            // Both ranks complete message 0 (the MACs are bound), then rank 0 starts message 1: in flight.
+            rank0.message(0, g).forEach(harness::process);
+            rank1.message(0, g).forEach(harness::process);
+            harness.process(rank0.message(1, g).getFirst());
+            // Rank 1 "reconnects" from its own MAC on another QP number: not while message 1 is in flight.
+            final RingWorker again = new RingWorker(config, 1, 0x555, 7, RingWorker.macOf(1), RingWorker.macOf(0));
+            assertThat(harness.process(again.message(0, g).getFirst())).isEmpty();
+            assertThat(harness.counter(DataplaneCounter.DROP_RUN_IN_PROGRESS)).isEqualTo(1);
+            assertThat(harness.counter(DataplaneCounter.RING_RESTARTS)).isZero();
+            // ...and the run in flight finishes.
+            rank0.message(1, g).stream().skip(1).forEach(harness::process);
+            final List<byte[]> out = new ArrayList<>();
+            rank1.message(1, g).forEach(p -> out.addAll(harness.process(p)));
+            assertThat(out).as("both ranks' results of message 1").hasSize(2 * config.msgLen());
+        }
+    }
+
+    private static byte[] payloads(final List<byte[]> packets, final int m, final int msgLen)
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final RoceFrame frame = new RoceFrame();
+        for (int i = m * msgLen; i < (m + 1) * msgLen && i < packets.size(); i++)
+        {
+            final byte[] packet = packets.get(i);
+            frame.wrap(new UnsafeBuffer(packet), 0, packet.length);
+            out.write(packet, frame.payloadOffset(), frame.payloadLength());
+        }
+        return out.toByteArray();
+    }
+
+    private static byte[] expected(final RingDefinition config, final int rank, final int m, final byte[] sum)
+    {
+        final byte[] message = new byte[InaHeader.LENGTH + sum.length];
+        InaHeader.write(new UnsafeBuffer(message), 0, config.resultTag(), config.ringId(), m & 0xFF, config.msgLen(),
+            rank);
+        System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
+        return message;
+    }
+}
