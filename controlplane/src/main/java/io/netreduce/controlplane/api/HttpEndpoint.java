@@ -59,6 +59,37 @@ public final class HttpEndpoint implements AutoCloseable
     private final EventExecutorGroup handlerExecutor;
     private final Channel channel;
 
+    /**
+     * A socket file left by a previous run would make bind fail, and the path is ours by configuration; anything
+     * else at that path (a regular file, a directory) is not ours to delete.
+     */
+    private static void removeStaleSocket(final String name, final ListenAddress address) throws IOException
+    {
+        final java.nio.file.Path path = address.unixPath();
+        if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS))
+        {
+            if (path.getParent() != null && !Files.isDirectory(path.getParent()))
+            {
+                throw new IOException("directory " + path.getParent() + " does not exist");
+            }
+            return;
+        }
+        if (!isSocket(path))
+        {
+            throw new IOException(path + " exists and is not a socket; refusing to delete it");
+        }
+        Files.delete(path);
+    }
+
+    /**
+     * @return whether {@code path} is a Unix domain socket (file type bits S_IFSOCK).
+     */
+    public static boolean isSocket(final java.nio.file.Path path) throws IOException
+    {
+        final int mode = (Integer)Files.getAttribute(path, "unix:mode", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        return (mode & 0170000) == 0140000;
+    }
+
     private HttpEndpoint(final String name, final ListenAddress address, final RequestHandler handler)
         throws InterruptedException
     {
@@ -73,8 +104,7 @@ public final class HttpEndpoint implements AutoCloseable
         {
             if (address.isUnix())
             {
-                // A socket file left by a previous run would make bind fail; the path is ours by configuration.
-                Files.deleteIfExists(address.unixPath());
+                removeStaleSocket(name, address);
             }
             final ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(group)
@@ -100,7 +130,9 @@ public final class HttpEndpoint implements AutoCloseable
         catch (final IOException ex)
         {
             shutdownThreads();
-            throw new UncheckedIOException(ex);
+            // Name the setting and the address: "Address already in use" alone does not say which of the two.
+            throw new UncheckedIOException("appliance." + name + ".listen: cannot listen on " + address + ": " +
+                ex.getMessage(), ex);
         }
         catch (final RuntimeException | InterruptedException ex)
         {

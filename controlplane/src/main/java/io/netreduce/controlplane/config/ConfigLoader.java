@@ -21,6 +21,19 @@ public final class ConfigLoader
         .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
         .build();
 
+    /**
+     * Largest configuration file: a real one is kilobytes; the cap keeps {@code --config /dev/zero} (or any
+     * endless stream) from filling the heap before a line is parsed.
+     */
+    public static final int MAX_CONFIG_BYTES = 4 << 20;
+
+    /**
+     * Integers YAML 1.1 reads in another base or with separators: {@code 020} (octal 16), {@code 0x10},
+     * {@code 0o20}, {@code 0b10000}, {@code 1_000}, {@code 1:20} (base 60). In a configuration they are typos.
+     */
+    private static final java.util.regex.Pattern NOT_PLAIN_DECIMAL =
+        java.util.regex.Pattern.compile("[+-]?(0[0-9_]+|0[xXoObB].*|.*_.*|.*:.*)");
+
     private ConfigLoader()
     {
     }
@@ -47,16 +60,21 @@ public final class ConfigLoader
      */
     public static NetreduceConfig load(final Path file, final ValidationOptions options) throws ConfigException
     {
-        final String text;
-        try
+        final byte[] bytes;
+        try (java.io.InputStream in = Files.newInputStream(file))
         {
-            text = Files.readString(file);
+            bytes = in.readNBytes(MAX_CONFIG_BYTES + 1);
         }
         catch (final IOException ex)
         {
             throw new ConfigException(List.of(new ConfigError("", "cannot read " + file + ": " + ex)));
         }
-        return parse(text, options);
+        if (bytes.length > MAX_CONFIG_BYTES)
+        {
+            throw new ConfigException(List.of(new ConfigError("", file + " is larger than " +
+                (MAX_CONFIG_BYTES >> 20) + " MiB: not a netreduce configuration")));
+        }
+        return parse(decodeUtf8(file, bytes), options);
     }
 
     /**
@@ -120,11 +138,103 @@ public final class ConfigLoader
         return job;
     }
 
+    /**
+     * One pass over the YAML tokens before the tree is built, for what the tree no longer shows: integers written
+     * in another base (YAML 1.1 reads {@code window: 020} as 16), and a second document (the tree has only the
+     * first; whatever follows would be ignored without a word).
+     */
+    private static void checkTokens(final String text) throws ConfigException, java.io.IOException
+    {
+        final List<ConfigError> errors = new java.util.ArrayList<>();
+        try (com.fasterxml.jackson.core.JsonParser parser = YAML.createParser(text))
+        {
+            int depth = 0;
+            boolean rootDone = false;
+            com.fasterxml.jackson.core.JsonToken token;
+            while ((token = parser.nextToken()) != null)
+            {
+                if (rootDone)
+                {
+                    final JsonLocation at = parser.currentTokenLocation();
+                    errors.add(new ConfigError("", "a second YAML document at line " + at.getLineNr() +
+                        ": a configuration is one document (remove the '---' and what follows, or merge it)"));
+                    break;
+                }
+                if (token.isStructStart())
+                {
+                    depth++;
+                }
+                else if (token.isStructEnd())
+                {
+                    depth--;
+                }
+                else if (token == com.fasterxml.jackson.core.JsonToken.VALUE_NUMBER_INT &&
+                    NOT_PLAIN_DECIMAL.matcher(parser.getText()).matches())
+                {
+                    errors.add(new ConfigError(path(parser), "'" + parser.getText() + "' is read by YAML as " +
+                        parser.getNumberValue() + " (another base or a separator): write the decimal number"));
+                }
+                rootDone = depth == 0;
+            }
+        }
+        if (!errors.isEmpty())
+        {
+            throw new ConfigException(errors);
+        }
+    }
+
+    /**
+     * @return the current token's path in the configuration's notation, e.g. {@code jobs[0].rings[1].window}.
+     */
+    private static String path(final com.fasterxml.jackson.core.JsonParser parser)
+    {
+        final java.util.ArrayDeque<String> parts = new java.util.ArrayDeque<>();
+        for (com.fasterxml.jackson.core.JsonStreamContext context = parser.getParsingContext();
+            context != null && !context.inRoot(); context = context.getParent())
+        {
+            parts.push(context.inArray() ? "[" + context.getCurrentIndex() + "]" : "." + context.getCurrentName());
+        }
+        final String joined = String.join("", parts);
+        return joined.startsWith(".") ? joined.substring(1) : joined;
+    }
+
+    /**
+     * @throws ConfigException naming the line and column of the first byte that is not UTF-8.
+     */
+    static String decodeUtf8(final Object source, final byte[] bytes) throws ConfigException
+    {
+        final java.nio.charset.CharsetDecoder decoder = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+            .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+            .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+        final java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(bytes);
+        final java.nio.CharBuffer out = java.nio.CharBuffer.allocate(bytes.length);
+        final java.nio.charset.CoderResult result = decoder.decode(in, out, true);
+        if (result.isError())
+        {
+            final int at = in.position();
+            int line = 1;
+            int lineStart = 0;
+            for (int i = 0; i < at; i++)
+            {
+                if (bytes[i] == '\n')
+                {
+                    line++;
+                    lineStart = i + 1;
+                }
+            }
+            throw new ConfigException(List.of(new ConfigError("", source + " is not UTF-8: byte 0x" +
+                String.format("%02X", bytes[at] & 0xFF) + " at line " + line + ", column " + (at - lineStart + 1))));
+        }
+        decoder.flush(out);
+        return out.flip().toString();
+    }
+
     private static JsonNode readTree(final String text) throws ConfigException
     {
         final JsonNode root;
         try
         {
+            checkTokens(text);
             root = YAML.readTree(text);
         }
         catch (final JsonProcessingException ex)
@@ -134,6 +244,10 @@ public final class ConfigLoader
                 " at line " + location.getLineNr() + ", column " + location.getColumnNr();
             throw new ConfigException(List.of(new ConfigError("", "not valid YAML" + where + ": " +
                 ex.getOriginalMessage())));
+        }
+        catch (final IOException ex)
+        {
+            throw new ConfigException(List.of(new ConfigError("", "cannot read the YAML: " + ex.getMessage())));
         }
         if (root == null || root.isMissingNode() || root.isNull())
         {

@@ -84,6 +84,49 @@ public final class ConfigValidator
             }
         }
         checkMemoryBudget(config);
+        checkRingsFitPorts(config);
+    }
+
+    /**
+     * RoCEv2 headers around a packet's payload: IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4 (the IP
+     * packet that must fit the port's MTU); IPv6 adds 20.
+     */
+    static final int ROCE_IPV4_OVERHEAD = 64;
+    static final int ROCE_IPV6_OVERHEAD = 84;
+
+    private void checkRingsFitPorts(final NetreduceConfig config)
+    {
+        int smallest = Integer.MAX_VALUE;
+        String smallestPort = null;
+        for (final PortConfig port : config.appliance().ports())
+        {
+            if (port.mtu() < smallest)
+            {
+                smallest = port.mtu();
+                smallestPort = port.name();
+            }
+        }
+        if (smallestPort == null)
+        {
+            return;
+        }
+        for (int j = 0; j < config.jobs().size(); j++)
+        {
+            final JobConfig job = config.jobs().get(j);
+            for (int r = 0; r < job.rings().size(); r++)
+            {
+                final RingConfig ring = job.rings().get(r);
+                final boolean ipv6 = !ring.members().isEmpty() && ring.members().getFirst().address() != null &&
+                    ring.members().getFirst().address().getAddress().length == 16;
+                final int overhead = ipv6 ? ROCE_IPV6_OVERHEAD : ROCE_IPV4_OVERHEAD;
+                if (ring.pmtu() + overhead > smallest)
+                {
+                    errors.add(child(index(child(index("jobs", j), "rings"), r), "pmtu"), "PMTU " + ring.pmtu() +
+                        " plus the RoCEv2 headers (" + overhead + " bytes) does not fit the MTU " + smallest +
+                        " of port " + smallestPort + ": its frames could not reach the appliance");
+                }
+            }
+        }
     }
 
     void checkJob(final JobConfig job, final String path)
@@ -163,6 +206,11 @@ public final class ConfigValidator
             errors.add(child(path, "memoryBudget"), "must be greater than zero");
         }
         checkCaptureDirectory(appliance.captureDirectory(), child(path, "captureDirectory"));
+        if (options.checkInterfaces())
+        {
+            checkUnixSocketPath(appliance.api(), child(child(path, "api"), "listen"));
+            checkUnixSocketPath(appliance.metrics(), child(child(path, "metrics"), "listen"));
+        }
         if (appliance.api().equals(appliance.metrics()) &&
             (appliance.api().isUnix() || appliance.api().port() != 0))
         {
@@ -171,18 +219,61 @@ public final class ConfigValidator
         }
     }
 
+    /** Directories a capture directory must not be: an API client could write pcap files over their content. */
+    private static final java.util.Set<String> SYSTEM_DIRECTORIES = java.util.Set.of("/bin", "/boot", "/dev", "/etc",
+        "/home", "/lib", "/lib64", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr",
+        "/var", "/var/lib", "/var/log", "/var/run");
+
     private void checkCaptureDirectory(final String directory, final String path)
     {
         try
         {
-            if (!java.nio.file.Path.of(directory).isAbsolute())
+            final java.nio.file.Path dir = java.nio.file.Path.of(directory).normalize();
+            if (!dir.isAbsolute())
             {
                 errors.add(path, "'" + directory + "' is not an absolute path");
+            }
+            else if (dir.getNameCount() == 0 || SYSTEM_DIRECTORIES.contains(dir.toString()))
+            {
+                errors.add(path, "'" + directory + "' is a system directory: captures requested through the API " +
+                    "could be written over its files; use a directory of its own, e.g. " +
+                    ApplianceConfig.DEFAULT_CAPTURE_DIRECTORY);
             }
         }
         catch (final java.nio.file.InvalidPathException ex)
         {
             errors.add(path, "'" + directory + "' is not a valid path: " + ex.getReason());
+        }
+    }
+
+    /**
+     * What binding a Unix socket would find (with {@code --check} and at start): its directory must exist, and
+     * whatever is at the path must be a socket (a stale one is replaced; anything else is not the daemon's).
+     */
+    private void checkUnixSocketPath(final ListenAddress address, final String path)
+    {
+        if (address == null || !address.isUnix())
+        {
+            return;
+        }
+        final Path socket = address.unixPath();
+        if (socket.getParent() != null && !Files.isDirectory(socket.getParent()))
+        {
+            errors.add(path, "directory " + socket.getParent() + " of " + address + " does not exist");
+            return;
+        }
+        try
+        {
+            if (Files.exists(socket, java.nio.file.LinkOption.NOFOLLOW_LINKS) &&
+                ((Integer)Files.getAttribute(socket, "unix:mode", java.nio.file.LinkOption.NOFOLLOW_LINKS) & 0170000) !=
+                0140000)
+            {
+                errors.add(path, socket + " exists and is not a socket; the daemon will not delete it");
+            }
+        }
+        catch (final java.io.IOException | UnsupportedOperationException ex)
+        {
+            errors.add(path, "cannot inspect " + socket + ": " + ex.getMessage());
         }
     }
 
@@ -336,6 +427,12 @@ public final class ConfigValidator
                 }
             }
             errors.add(path, "ranks must be exactly 0.." + (worldSize - 1) + "; missing " + missing);
+        }
+        final long families = members.stream().map(MemberConfig::address).filter(java.util.Objects::nonNull)
+            .map(address -> address.getAddress().length).distinct().count();
+        if (families > 1)
+        {
+            errors.add(path, "members mix IPv4 and IPv6 addresses: a ring's connections are all one family");
         }
     }
 

@@ -3,17 +3,20 @@ package io.netreduce.controlplane.config;
 import io.netreduce.protocol.element.ElementType;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.junit.jupiter.params.provider.Arguments.arguments;
 
@@ -169,6 +172,26 @@ class ConfigLoaderTest
             arguments("result tag with a space", BASE.replace("elementType: fp16",
                     "elementType: fp16\n        resultTag: 'A BC'"),
                 "jobs[1].rings[0].resultTag", "'A BC' is not 4 printable ASCII characters (the InetTag is 4 bytes, e.g. NRED)"),
+            arguments("window in octal", BASE.replace("window: 8", "window: 020"),
+                "jobs[0].rings[0].window", "'020' is read by YAML as 16 (another base or a separator): write the " +
+                    "decimal number"),
+            arguments("window in hex", BASE.replace("window: 8", "window: 0x10"),
+                "jobs[0].rings[0].window", "'0x10' is read by YAML as 16 (another base or a separator): write the " +
+                    "decimal number"),
+            arguments("PMTU over the port's MTU", BASE.replace("payloadSize: 1024\n        pmtu: 1024",
+                    "payloadSize: 4096\n        pmtu: 4096"),
+                "jobs[0].rings[0].pmtu", "PMTU 4096 plus the RoCEv2 headers (64 bytes) does not fit the MTU 1500 " +
+                    "of port eth1: its frames could not reach the appliance"),
+            arguments("IPv4 and IPv6 members", BASE.replace("ip: 10.0.0.2", "ip: 'fd00::2'"),
+                "jobs[0].rings[0].members", "members mix IPv4 and IPv6 addresses: a ring's connections are all one " +
+                    "family"),
+            arguments("a second document", BASE + "---\nappliance: {}\n",
+                "", "a second YAML document at line 32: a configuration is one document (remove the '---' and " +
+                    "what follows, or merge it)"),
+            arguments("capture directory /", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  captureDirectory: /"),
+                "appliance.captureDirectory", "'/' is a system directory: captures requested through the API could " +
+                    "be written over its files; use a directory of its own, e.g. /var/lib/netreduce/captures"),
             arguments("bad idle strategy", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { idleStrategy: spin }"),
                 "appliance.dataplane.idleStrategy", "'spin' is not one of busy-spin, yield, backoff, sleep or poll"),
@@ -262,6 +285,24 @@ class ConfigLoaderTest
     }
 
     @Test
+    void shouldRefuseAnEndlessFileWithoutReadingItAll()
+    {
+        assertThatThrownBy(() -> ConfigLoader.load(Path.of("/dev/zero")))
+            .isInstanceOf(ConfigException.class)
+            .hasMessageContaining("/dev/zero is larger than 4 MiB: not a netreduce configuration");
+    }
+
+    @Test
+    void shouldNameLineAndColumnOfTheFirstByteThatIsNotUtf8(@TempDir final Path dir) throws IOException
+    {
+        final Path file = dir.resolve("latin1.yaml");
+        Files.write(file, "appliance:\n  ports:\n    - name: eth\u00e91\n".getBytes(StandardCharsets.ISO_8859_1));
+        assertThatThrownBy(() -> ConfigLoader.load(file))
+            .isInstanceOf(ConfigException.class)
+            .hasMessageContaining("is not UTF-8: byte 0xE9 at line 3, column 16");
+    }
+
+    @Test
     void shouldRefuseEmptyDocument()
     {
         final ConfigException ex = catchThrowableOfType(ConfigException.class, () -> ConfigLoader.parse("  \n"));
@@ -294,7 +335,7 @@ class ConfigLoaderTest
     {
         final String job = """
             {"name": "c", "rings": [{"id": 3, "elementType": "int32", "window": 2, "msgLen": 4,
-              "payloadSize": 256, "pmtu": 256, "members": [{"rank": 0, "ip": "10.0.0.1"}, {"rank": 1, "ip": "::1"}]}]}
+              "payloadSize": 256, "pmtu": 256, "members": [{"rank": 0, "ip": "fd00::1"}, {"rank": 1, "ip": "::1"}]}]}
             """;
 
         assertThat(ConfigLoader.parseJob(job).rings().getFirst().members().get(1).address().getHostAddress())
