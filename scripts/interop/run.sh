@@ -69,6 +69,8 @@ case "$window" in 1|2|4|8|16|32|64|128) ;; *) echo "run: --window must be a powe
 logs="${logs:-/tmp/netreduce-interop-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$logs"
 V="$here/vm.sh"
+# ctl inside the appliance namespace talks to the daemon's TCP API with the token it created.
+export NETREDUCE_API=127.0.0.1:9740 NETREDUCE_API_TOKEN_FILE="$logs/api.token"
 app_ns="${prefix}-app"
 sw_ns="${prefix}-sw"
 jar="$repo_root/aggregator-daemon/target/netreduce.jar"
@@ -118,6 +120,7 @@ daemon_config() { # drop -> config file
     echo "  memoryBudget: 64MiB"
     echo "  api:"
     echo "    listen: 127.0.0.1:9740"
+    echo "    tokenFile: $logs/api.token"
     echo "  metrics:"
     echo "    listen: 127.0.0.1:9741"
     echo "jobs:"

@@ -6,6 +6,9 @@ import io.netreduce.controlplane.api.ConfigSource;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.ControlApi;
 import io.netreduce.controlplane.api.HttpEndpoint;
+import java.nio.file.Path;
+import io.netreduce.controlplane.api.TokenFile;
+import io.netreduce.controlplane.api.AccessPolicy;
 import io.netreduce.controlplane.api.ReloadObserver;
 import io.netreduce.controlplane.api.ReloadResult;
 import io.netreduce.controlplane.config.ByteSize;
@@ -73,7 +76,7 @@ public final class Daemon implements AutoCloseable
         try
         {
             startedApi = HttpEndpoint.start("api", config.appliance().api(),
-                new ControlApi(dataplane.control(appliance)));
+                new ControlApi(dataplane.control(appliance)), accessPolicy(config));
             metrics = new MetricsEndpoint(registry).start(config.appliance().metrics());
         }
         catch (final RuntimeException | InterruptedException ex)
@@ -87,6 +90,63 @@ public final class Daemon implements AutoCloseable
         }
         api = startedApi;
         logSummary(config);
+    }
+
+    /**
+     * Who may use the control API: no web page; on TCP, holders of the token from {@code appliance.api.tokenFile}
+     * (created owner-only if missing). Health and the parameters clients of a ring must match are open reads.
+     */
+    private static AccessPolicy accessPolicy(final NetreduceConfig config)
+    {
+        final ListenAddress api = config.appliance().api();
+        String token = null;
+        try
+        {
+            if (api.isUnix())
+            {
+                createDefaultSocketDirectory(api);
+            }
+            else
+            {
+                token = TokenFile.loadOrCreate(Path.of(config.appliance().apiTokenFile()));
+                apiToken = token;
+            }
+        }
+        catch (final java.io.IOException ex)
+        {
+            throw new java.io.UncheckedIOException("appliance.api.tokenFile: " + ex.getMessage(), ex);
+        }
+        return new AccessPolicy(api, token, path -> path.equals("/v1/health") ||
+            OPEN_RING_READ.matcher(path).matches());
+    }
+
+    private static final java.util.regex.Pattern OPEN_RING_READ =
+        java.util.regex.Pattern.compile("/v1/rings/[0-9]{1,3}/parameters");
+
+    /** The token of the API last started on TCP (for tests driving a daemon in this JVM). */
+    private static volatile String apiToken;
+
+    /**
+     * @return the token of the API last started on TCP in this JVM, or null.
+     */
+    public static String apiToken()
+    {
+        return apiToken;
+    }
+
+    /**
+     * The default socket's directory ({@code /run/netreduce}) is the daemon's to make when systemd did not (a run by
+     * hand): owner-only, like the socket.
+     */
+    private static void createDefaultSocketDirectory(final ListenAddress api) throws java.io.IOException
+    {
+        final Path dir = api.unixPath().toAbsolutePath().getParent();
+        if (dir != null && !java.nio.file.Files.exists(dir) &&
+            api.equals(ListenAddress.parse(io.netreduce.controlplane.config.ApplianceConfig.DEFAULT_API_LISTEN)))
+        {
+            java.nio.file.Files.createDirectories(dir, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+        }
     }
 
     /**

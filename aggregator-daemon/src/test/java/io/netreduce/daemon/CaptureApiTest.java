@@ -49,6 +49,7 @@ class CaptureApiTest
           captureDirectory: %s
           api:
             listen: 127.0.0.1:0
+            tokenFile: /tmp/netreduce-test-api.token
           metrics:
             listen: 127.0.0.1:0
         jobs:
@@ -84,7 +85,7 @@ class CaptureApiTest
         config = ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY);
         daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY),
             ValidationOptions.DOCUMENT_ONLY, new PacketDataplane(portConfig -> port));
-        api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(10));
+        api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(10), Daemon.apiToken());
     }
 
     @AfterEach
@@ -245,7 +246,8 @@ class CaptureApiTest
         final CommandLine commandLine = NetreduceMain.commandLine();
         commandLine.setOut(new PrintWriter(out, true));
         commandLine.setErr(new PrintWriter(err, true));
-        final List<String> full = new ArrayList<>(List.of("ctl", "--api", daemon.apiAddress().toString()));
+        final List<String> full = new ArrayList<>(List.of("ctl", "--api", daemon.apiAddress().toString(),
+            "--token-file", "/tmp/netreduce-test-api.token"));
         full.addAll(List.of(args));
         final int status = commandLine.execute(full.toArray(new String[0]));
         return new String[]{ Integer.toString(status), out.toString(), err.toString() };

@@ -26,7 +26,7 @@ class DaemonTest
         appliance:
           ports: [{ name: lo }]
           memoryBudget: 64MiB
-          api: { listen: "127.0.0.1:0" }
+          api: { listen: "127.0.0.1:0", tokenFile: "/tmp/netreduce-test-api.token" }
           metrics: { listen: "127.0.0.1:0" }
         jobs:
           - name: a
@@ -90,13 +90,14 @@ class DaemonTest
         try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress()))
         {
             final Path file = dir.resolve("taken.yaml");
-            Files.writeString(file, CONFIG.replace("api: { listen: \"127.0.0.1:0\" }",
-                "api: { listen: \"127.0.0.1:" + taken.getLocalPort() + "\" }"));
+            Files.writeString(file, CONFIG.replace("listen: \"127.0.0.1:0\", tokenFile",
+                "listen: \"127.0.0.1:" + taken.getLocalPort() + "\", tokenFile"));
 
             final Run run = run("daemon", "--config", file.toString());
 
             assertThat(run.status()).isEqualTo(1);
-            assertThat(run.err()).startsWith("netreduce: cannot start: ").contains("Address already in use");
+            assertThat(run.err()).startsWith("netreduce: cannot start: ").contains("Address already in use")
+                .contains("appliance.api.listen: cannot listen on 127.0.0.1:" + taken.getLocalPort());
         }
     }
 
@@ -136,7 +137,7 @@ class DaemonTest
 
         try (Daemon daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.ON_THIS_HOST),
                 ValidationOptions.ON_THIS_HOST, recording);
-            ApiClient api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(5));
+            ApiClient api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(5), Daemon.apiToken());
             ApiClient metrics = new ApiClient(daemon.metricsAddress(), Duration.ofSeconds(5)))
         {
             assertThat(dataplaneCommands).containsExactly("install a/1", "install b/2");

@@ -41,6 +41,7 @@ class PacketDataplaneTest
           memoryBudget: 64MiB
           api:
             listen: 127.0.0.1:0
+            tokenFile: /tmp/netreduce-test-api.token
           metrics:
             listen: 127.0.0.1:0
         jobs:
@@ -83,7 +84,7 @@ class PacketDataplaneTest
 
         try (Daemon daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY),
                 ValidationOptions.DOCUMENT_ONLY, dataplane);
-            ApiClient api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(5));
+            ApiClient api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(5), Daemon.apiToken());
             ApiClient metrics = new ApiClient(daemon.metricsAddress(), Duration.ofSeconds(5)))
         {
             final RingDefinition ring = PacketDataplane.toDataplane(

@@ -31,7 +31,7 @@ final class Appliance implements AutoCloseable
     private Appliance(final Daemon daemon)
     {
         this.daemon = daemon;
-        this.api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(10));
+        this.api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(10), Daemon.apiToken());
     }
 
     /**
@@ -51,6 +51,7 @@ final class Appliance implements AutoCloseable
               memoryBudget: 512MiB
               api:
                 listen: 127.0.0.1:0
+                tokenFile: /tmp/netreduce-test-api.token
               metrics:
                 listen: 127.0.0.1:0
               logging:

@@ -44,6 +44,12 @@ public final class CtlCommand implements Runnable
         description = "Control API address: host:port or unix:/path (default: ${DEFAULT-VALUE}; env NETREDUCE_API).")
     String api;
 
+    @Option(names = "--token-file", scope = ScopeType.INHERIT, paramLabel = "FILE",
+        defaultValue = "${env:NETREDUCE_API_TOKEN_FILE:-/etc/netreduce/api.token}",
+        description = "The API's token (appliance.api.tokenFile), sent when the API is on TCP " +
+            "(default: ${DEFAULT-VALUE}; env NETREDUCE_API_TOKEN_FILE).")
+    String tokenFile;
+
     @Option(names = "--json", scope = ScopeType.INHERIT, description = "Print the API's JSON instead of a table.")
     boolean json;
 

@@ -90,8 +90,22 @@ final class CtlSubcommands
                 err.flush();
                 return 2;
             }
+            String token = null;
+            if (!address.isUnix() && java.nio.file.Files.isReadable(java.nio.file.Path.of(ctl.tokenFile)))
+            {
+                try
+                {
+                    token = io.netreduce.controlplane.api.TokenFile.read(java.nio.file.Path.of(ctl.tokenFile));
+                }
+                catch (final IOException ex)
+                {
+                    err.println("error: " + ex.getMessage());
+                    err.flush();
+                    return 2;
+                }
+            }
             final ApiClient.Response response;
-            try (ApiClient client = new ApiClient(address, Duration.ofSeconds(ctl.timeoutSeconds)))
+            try (ApiClient client = new ApiClient(address, Duration.ofSeconds(ctl.timeoutSeconds), token))
             {
                 response = client.send(method(), path(), body(), contentType());
             }

@@ -43,6 +43,7 @@ public final class ApiClient implements AutoCloseable
 
     private final ListenAddress address;
     private final Duration timeout;
+    private final String token;
     private final EventLoopGroup group;
 
     /**
@@ -61,8 +62,17 @@ public final class ApiClient implements AutoCloseable
      */
     public ApiClient(final ListenAddress address, final Duration timeout)
     {
+        this(address, timeout, null);
+    }
+
+    /**
+     * @param token the API's bearer token (needed on TCP), or null.
+     */
+    public ApiClient(final ListenAddress address, final Duration timeout, final String token)
+    {
         this.address = address;
         this.timeout = timeout;
+        this.token = token;
         this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("netreduce-ctl", true),
             NioIoHandler.newFactory());
     }
@@ -126,6 +136,10 @@ public final class ApiClient implements AutoCloseable
             request.headers().set(HttpHeaderNames.HOST, address.isUnix() ? "localhost" : address.toString());
             request.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
             request.headers().set(HttpHeaderNames.CONTENT_LENGTH, bytes.length);
+            if (token != null)
+            {
+                request.headers().set(HttpHeaderNames.AUTHORIZATION, "Bearer " + token);
+            }
             if (contentType != null)
             {
                 request.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);

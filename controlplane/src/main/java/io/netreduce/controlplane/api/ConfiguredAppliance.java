@@ -176,11 +176,29 @@ public final class ConfiguredAppliance implements ApplianceControl
     }
 
     @Override
-    public synchronized ReloadResult reload() throws ConfigException
+    public ReloadResult reload() throws ConfigException
+    {
+        // Reading and parsing the file (which may be large or slow) happens outside the lock, so health and reads
+        // keep answering; only the check against the running configuration and the apply hold it.
+        final NetreduceConfig loaded;
+        try
+        {
+            loaded = source.load();
+        }
+        catch (final ConfigException ex)
+        {
+            LOG.error("reload refused, the running configuration stays: {}", ex.getMessage());
+            observer.refused(ex);
+            throw ex;
+        }
+        return reload(loaded);
+    }
+
+    private synchronized ReloadResult reload(final NetreduceConfig loaded) throws ConfigException
     {
         try
         {
-            final ReloadResult result = reloadFromSource();
+            final ReloadResult result = reloadFromSource(loaded);
             observer.applied(result);
             return result;
         }
@@ -192,9 +210,8 @@ public final class ConfiguredAppliance implements ApplianceControl
         }
     }
 
-    private ReloadResult reloadFromSource() throws ConfigException
+    private ReloadResult reloadFromSource(final NetreduceConfig loaded) throws ConfigException
     {
-        final NetreduceConfig loaded = source.load();
         // The appliance section (ports, dataplane settings, listen addresses) cannot change under a running dataplane; the
         // jobs are checked against the running appliance, and a changed appliance is reported as needing a restart.
         final NetreduceConfig next = new NetreduceConfig(config.appliance(), loaded.jobs());

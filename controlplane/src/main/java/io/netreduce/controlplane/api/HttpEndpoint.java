@@ -21,7 +21,6 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpServerCodec;
-import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.QueryStringDecoder;
@@ -51,6 +50,18 @@ public final class HttpEndpoint implements AutoCloseable
 {
     /** Largest request body accepted. */
     public static final int MAX_BODY_BYTES = 1 << 20;
+    /**
+     * A connection that sends nothing for this long is closed: a half-sent request must not hold a file
+     * descriptor for ever (thousands of them exhausted the daemon's descriptors).
+     */
+    public static final int IDLE_TIMEOUT_SECONDS = 10;
+    /** Connections open at once; more are answered 503 and closed. */
+    public static final int MAX_CONNECTIONS = 64;
+    /**
+     * Threads that handle requests: more than one, so health and reads answer while another request (a reload,
+     * an install waiting for the dataplane) takes its time.
+     */
+    public static final int HANDLER_THREADS = 4;
     private static final Logger LOG = LoggerFactory.getLogger(HttpEndpoint.class);
 
     private final String name;
@@ -58,6 +69,7 @@ public final class HttpEndpoint implements AutoCloseable
     private final EventLoopGroup group;
     private final EventExecutorGroup handlerExecutor;
     private final Channel channel;
+    private final java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
 
     /**
      * A socket file left by a previous run would make bind fail, and the path is ours by configuration; anything
@@ -90,14 +102,16 @@ public final class HttpEndpoint implements AutoCloseable
         return (mode & 0170000) == 0140000;
     }
 
-    private HttpEndpoint(final String name, final ListenAddress address, final RequestHandler handler)
+    private HttpEndpoint(
+        final String name, final ListenAddress address, final RequestHandler handler, final AccessPolicy policy)
         throws InterruptedException
     {
         this.name = name;
         this.requested = address;
         this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("netreduce-" + name + "-io", true),
             NioIoHandler.newFactory());
-        this.handlerExecutor = new DefaultEventExecutorGroup(1, new DefaultThreadFactory("netreduce-" + name, true));
+        this.handlerExecutor = new DefaultEventExecutorGroup(HANDLER_THREADS,
+            new DefaultThreadFactory("netreduce-" + name, true));
         final Class<? extends ServerChannel> channelType =
             address.isUnix() ? NioServerDomainSocketChannel.class : NioServerSocketChannel.class;
         try
@@ -114,17 +128,25 @@ public final class HttpEndpoint implements AutoCloseable
                     @Override
                     protected void initChannel(final Channel ch)
                     {
+                        if (connections.incrementAndGet() > MAX_CONNECTIONS)
+                        {
+                            connections.decrementAndGet();
+                            ch.close();
+                            return;
+                        }
+                        ch.closeFuture().addListener(future -> connections.decrementAndGet());
                         ch.pipeline()
+                            .addLast(new io.netty.handler.timeout.ReadTimeoutHandler(IDLE_TIMEOUT_SECONDS))
                             .addLast(new HttpServerCodec())
-                            .addLast(new HttpServerKeepAliveHandler())
                             .addLast(new HttpObjectAggregator(MAX_BODY_BYTES))
-                            .addLast(handlerExecutor, new Dispatcher(handler));
+                            .addLast(new Dispatcher(handler, policy, handlerExecutor));
                     }
                 });
             this.channel = bootstrap.bind(address.toSocketAddress()).sync().channel();
             if (address.isUnix())
             {
-                Files.setPosixFilePermissions(address.unixPath(), PosixFilePermissions.fromString("rw-rw----"));
+                // Owner only: the socket is the API's only access control when it is not on TCP.
+                Files.setPosixFilePermissions(address.unixPath(), PosixFilePermissions.fromString("rw-------"));
             }
         }
         catch (final IOException ex)
@@ -153,7 +175,19 @@ public final class HttpEndpoint implements AutoCloseable
     public static HttpEndpoint start(final String name, final ListenAddress address, final RequestHandler handler)
         throws InterruptedException
     {
-        final HttpEndpoint endpoint = new HttpEndpoint(name, address, handler);
+        return start(name, address, handler, null);
+    }
+
+    /**
+     * Bind and start serving requests the policy admits.
+     *
+     * @param policy who may use the endpoint, or null to admit every request.
+     */
+    public static HttpEndpoint start(
+        final String name, final ListenAddress address, final RequestHandler handler, final AccessPolicy policy)
+        throws InterruptedException
+    {
+        final HttpEndpoint endpoint = new HttpEndpoint(name, address, handler, policy);
         LOG.info("{} listening on {}", name, endpoint.boundAddress());
         return endpoint;
     }
@@ -196,43 +230,74 @@ public final class HttpEndpoint implements AutoCloseable
         handlerExecutor.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
     }
 
+    /**
+     * Reads requests on the connection's event loop (which keeps pipelined requests whole and in order) and answers
+     * them on the handler threads, one after the other per connection: a slow request (a reload) does not hold the
+     * event loop, other connections are answered meanwhile, and a connection's answers keep their order.
+     */
     private static final class Dispatcher extends SimpleChannelInboundHandler<FullHttpRequest>
     {
         private final RequestHandler handler;
+        private final AccessPolicy policy;
+        private final java.util.concurrent.Executor handlerThreads;
+        private java.util.concurrent.CompletableFuture<Void> previous =
+            java.util.concurrent.CompletableFuture.completedFuture(null);
 
-        Dispatcher(final RequestHandler handler)
+        Dispatcher(final RequestHandler handler, final AccessPolicy policy,
+            final java.util.concurrent.Executor handlerThreads)
         {
             this.handler = handler;
+            this.policy = policy;
+            this.handlerThreads = handlerThreads;
         }
 
         @Override
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
         {
-            HttpResponseData answer;
+            // Everything the answer needs is copied out here: the request's buffer is released on return.
+            final boolean keepAlive = HttpUtil.isKeepAlive(request);
+            final HttpResponseData refusal;
+            final HttpRequestData data;
             if (!request.decoderResult().isSuccess())
             {
-                answer = HttpResponseData.json(400, "{\"error\":\"malformed HTTP request\"}");
+                refusal = HttpResponseData.json(400, "{\"error\":\"malformed HTTP request\"}");
+                data = null;
             }
             else
             {
                 final QueryStringDecoder decoder = new QueryStringDecoder(request.uri());
-                final HttpRequestData data = new HttpRequestData(
+                refusal = policy == null ? null : policy.check(request.method().name(), decoder.path(),
+                    request.headers().get(HttpHeaderNames.HOST), request.headers().get(HttpHeaderNames.ORIGIN),
+                    request.headers().get(HttpHeaderNames.AUTHORIZATION),
+                    request.headers().get(HttpHeaderNames.CONTENT_TYPE), request.content().readableBytes());
+                data = refusal != null ? null : new HttpRequestData(
                     request.method().name(),
                     decoder.path(),
                     decoder.parameters(),
                     request.headers().get(HttpHeaderNames.CONTENT_TYPE),
                     request.content().toString(StandardCharsets.UTF_8));
-                try
-                {
-                    answer = handler.handle(data);
-                }
-                catch (final RuntimeException ex)
-                {
-                    LOG.warn("{} {} failed", data.method(), data.path(), ex);
-                    answer = HttpResponseData.json(500, "{\"error\":\"internal error: " +
-                        String.valueOf(ex.getMessage()).replace("\\", "\\\\").replace("\"", "'") + "\"}");
-                }
             }
+            previous = previous.thenRunAsync(() -> respond(ctx, refusal != null ? refusal : answer(data), keepAlive),
+                handlerThreads);
+        }
+
+        private HttpResponseData answer(final HttpRequestData data)
+        {
+            try
+            {
+                return handler.handle(data);
+            }
+            catch (final RuntimeException ex)
+            {
+                LOG.warn("{} {} failed", data.method(), data.path(), ex);
+                return HttpResponseData.json(500, "{\"error\":\"internal error: " +
+                    String.valueOf(ex.getMessage()).replace("\\", "\\\\").replace("\"", "'") + "\"}");
+            }
+        }
+
+        private static void respond(final ChannelHandlerContext ctx, final HttpResponseData answer,
+            final boolean keepAlive)
+        {
             final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
                 HttpResponseStatus.valueOf(answer.status()), Unpooled.wrappedBuffer(answer.body()));
             response.headers().set(HttpHeaderNames.CONTENT_TYPE, answer.contentType());
@@ -241,7 +306,6 @@ public final class HttpEndpoint implements AutoCloseable
                 response.headers().set(header.getKey(), header.getValue());
             }
             HttpUtil.setContentLength(response, answer.body().length);
-            final boolean keepAlive = HttpUtil.isKeepAlive(request);
             HttpUtil.setKeepAlive(response, keepAlive);
             if (keepAlive)
             {

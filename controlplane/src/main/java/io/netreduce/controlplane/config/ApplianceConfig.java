@@ -14,6 +14,8 @@ import java.util.List;
  * @param metrics      where the Prometheus endpoint listens.
  * @param logLevel     the root log level.
  * @param captureDirectory where API-requested pcap captures are written; a capture file outside it is refused.
+ * @param apiTokenFile the file holding the control API's bearer token (required when the API listens on TCP;
+ *                     created with a random token, owner-only, if missing); null on a Unix socket.
  */
 public record ApplianceConfig(
     List<PortConfig> ports,
@@ -22,12 +24,16 @@ public record ApplianceConfig(
     ListenAddress api,
     ListenAddress metrics,
     LogLevel logLevel,
-    String captureDirectory)
+    String captureDirectory,
+    String apiTokenFile)
 {
     /** Default memory budget in bytes: the dataplane's own default (1 GiB). */
     public static final long DEFAULT_MEMORY_BUDGET = DataplaneContext.DEFAULT_MEMORY_BUDGET;
-    /** Default control API address: loopback only. */
-    public static final String DEFAULT_API_LISTEN = "127.0.0.1:9740";
+    /**
+     * Default control API address: a Unix socket only the daemon's user can open (mode 0600, in a 0700 directory),
+     * so no other local user and no web page can reach it.
+     */
+    public static final String DEFAULT_API_LISTEN = "unix:/run/netreduce/api.sock";
     /** Default metrics address: loopback only. */
     public static final String DEFAULT_METRICS_LISTEN = "127.0.0.1:9741";
     /** Default log level. */
@@ -54,6 +60,21 @@ public record ApplianceConfig(
         final ListenAddress metrics,
         final LogLevel logLevel)
     {
-        this(ports, dataplane, memoryBudget, api, metrics, logLevel, DEFAULT_CAPTURE_DIRECTORY);
+        this(ports, dataplane, memoryBudget, api, metrics, logLevel, DEFAULT_CAPTURE_DIRECTORY, null);
+    }
+
+    /**
+     * An appliance without an API token file.
+     */
+    public ApplianceConfig(
+        final List<PortConfig> ports,
+        final DataplaneConfig dataplane,
+        final long memoryBudget,
+        final ListenAddress api,
+        final ListenAddress metrics,
+        final LogLevel logLevel,
+        final String captureDirectory)
+    {
+        this(ports, dataplane, memoryBudget, api, metrics, logLevel, captureDirectory, null);
     }
 }

@@ -29,6 +29,7 @@ final class ConfigReader
     private static final Set<String> DATAPLANE_KEYS = Set.of(
         "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
+    private static final Set<String> API_KEYS = Set.of("listen", "tokenFile");
     private static final Set<String> LOGGING_KEYS = Set.of("level");
     private static final Set<String> JOB_KEYS = Set.of("name", "rings");
     private static final Set<String> RING_KEYS =
@@ -144,9 +145,12 @@ final class ConfigReader
 
         final long memoryBudget = size(node.get("memoryBudget"), child(path, "memoryBudget"),
             ApplianceConfig.DEFAULT_MEMORY_BUDGET);
-        final ListenAddress api = listen(node.get("api"), child(path, "api"), ApplianceConfig.DEFAULT_API_LISTEN);
+        final JsonNode apiNode = node.get("api");
+        final ListenAddress api = listen(apiNode, child(path, "api"), ApplianceConfig.DEFAULT_API_LISTEN, API_KEYS);
+        final String apiTokenFile = apiNode == null || !apiNode.isObject() ? null :
+            string(apiNode.get("tokenFile"), child(child(path, "api"), "tokenFile"), null);
         final ListenAddress metrics =
-            listen(node.get("metrics"), child(path, "metrics"), ApplianceConfig.DEFAULT_METRICS_LISTEN);
+            listen(node.get("metrics"), child(path, "metrics"), ApplianceConfig.DEFAULT_METRICS_LISTEN, LISTEN_KEYS);
 
         LogLevel level = ApplianceConfig.DEFAULT_LOG_LEVEL;
         final JsonNode loggingNode = node.get("logging");
@@ -159,7 +163,8 @@ final class ConfigReader
         }
         final String captureDirectory = string(node.get("captureDirectory"), child(path, "captureDirectory"),
             ApplianceConfig.DEFAULT_CAPTURE_DIRECTORY);
-        return new ApplianceConfig(ports, dataplane, memoryBudget, api, metrics, level, captureDirectory);
+        return new ApplianceConfig(ports, dataplane, memoryBudget, api, metrics, level, captureDirectory,
+            apiTokenFile);
     }
 
     private RingConfig readRing(final JsonNode node, final String path)
@@ -208,14 +213,15 @@ final class ConfigReader
         return new RingConfig(id, elementType, window, msgLen, payloadSize, pmtu, members, inetTag, resultTag);
     }
 
-    private ListenAddress listen(final JsonNode node, final String path, final String defaultText)
+    private ListenAddress listen(final JsonNode node, final String path, final String defaultText,
+        final Set<String> keys)
     {
         final ListenAddress fallback = ListenAddress.parse(defaultText);
         if (node == null || !isObject(node, path, "a mapping with key listen"))
         {
             return fallback;
         }
-        checkKeys(node, path, LISTEN_KEYS);
+        checkKeys(node, path, keys);
         final String listenPath = child(path, "listen");
         final String text = string(node.get("listen"), listenPath, null);
         if (text == null)

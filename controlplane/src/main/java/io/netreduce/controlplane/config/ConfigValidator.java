@@ -206,6 +206,7 @@ public final class ConfigValidator
             errors.add(child(path, "memoryBudget"), "must be greater than zero");
         }
         checkCaptureDirectory(appliance.captureDirectory(), child(path, "captureDirectory"));
+        checkApiAccess(appliance, child(path, "api"));
         if (options.checkInterfaces())
         {
             checkUnixSocketPath(appliance.api(), child(child(path, "api"), "listen"));
@@ -247,6 +248,38 @@ public final class ConfigValidator
     }
 
     /**
+     * On TCP the API needs a bearer token (any local user can open a TCP port; a Unix socket is guarded by its
+     * file mode), and the token must come from a file the daemon reads (absolute path).
+     */
+    private void checkApiAccess(final ApplianceConfig appliance, final String path)
+    {
+        final ListenAddress api = appliance.api();
+        final String tokenPath = child(path, "tokenFile");
+        if (api != null && !api.isUnix() && appliance.apiTokenFile() == null)
+        {
+            errors.add(child(path, "listen"), "the API on TCP (" + api + ") needs appliance.api.tokenFile: any local " +
+                "user can open a TCP port" + (isLoopback(api) ? "" : ", and this one is not on loopback") +
+                "; or listen on a Unix socket (the default)");
+        }
+        if (appliance.apiTokenFile() != null && !Path.of(appliance.apiTokenFile()).isAbsolute())
+        {
+            errors.add(tokenPath, "'" + appliance.apiTokenFile() + "' is not an absolute path");
+        }
+    }
+
+    private static boolean isLoopback(final ListenAddress address)
+    {
+        try
+        {
+            return java.net.InetAddress.getByName(address.host()).isLoopbackAddress();
+        }
+        catch (final java.net.UnknownHostException ex)
+        {
+            return false;
+        }
+    }
+
+    /**
      * What binding a Unix socket would find (with {@code --check} and at start): its directory must exist, and
      * whatever is at the path must be a socket (a stale one is replaced; anything else is not the daemon's).
      */
@@ -257,7 +290,8 @@ public final class ConfigValidator
             return;
         }
         final Path socket = address.unixPath();
-        if (socket.getParent() != null && !Files.isDirectory(socket.getParent()))
+        final boolean defaultSocket = address.equals(ListenAddress.parse(ApplianceConfig.DEFAULT_API_LISTEN));
+        if (socket.getParent() != null && !Files.isDirectory(socket.getParent()) && !defaultSocket)
         {
             errors.add(path, "directory " + socket.getParent() + " of " + address + " does not exist");
             return;

@@ -88,7 +88,9 @@ class ConfigLoaderTest
         assertThat(appliance.ports()).containsExactly(new PortConfig("eth1", PortConfig.DEFAULT_MTU));
         assertThat(appliance.dataplane()).isEqualTo(new DataplaneConfig(IdleStrategyKind.POLL, 64, 1024, 0.0, 1));
         assertThat(appliance.memoryBudget()).isEqualTo(64L << 20);
-        assertThat(appliance.api()).isEqualTo(new ListenAddress("127.0.0.1", 9740, null));
+        assertThat(appliance.api()).as("a Unix socket by default").isEqualTo(
+            ListenAddress.parse("unix:/run/netreduce/api.sock"));
+        assertThat(appliance.apiTokenFile()).isNull();
         assertThat(appliance.metrics()).isEqualTo(new ListenAddress("127.0.0.1", 9741, null));
         assertThat(appliance.logLevel()).isEqualTo(LogLevel.INFO);
         assertThat(appliance.captureDirectory()).isEqualTo("/var/lib/netreduce/captures");
@@ -192,6 +194,10 @@ class ConfigLoaderTest
                     "  memoryBudget: 64MiB\n  captureDirectory: /"),
                 "appliance.captureDirectory", "'/' is a system directory: captures requested through the API could " +
                     "be written over its files; use a directory of its own, e.g. /var/lib/netreduce/captures"),
+            arguments("API on TCP without a token", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  api: { listen: '0.0.0.0:9740' }"),
+                "appliance.api.listen", "the API on TCP (0.0.0.0:9740) needs appliance.api.tokenFile: any local user " +
+                    "can open a TCP port, and this one is not on loopback; or listen on a Unix socket (the default)"),
             arguments("bad idle strategy", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { idleStrategy: spin }"),
                 "appliance.dataplane.idleStrategy", "'spin' is not one of busy-spin, yield, backoff, sleep or poll"),
