@@ -67,6 +67,25 @@ class SystemdUnitTest
     }
 
     @Test
+    void shouldBeRatedAtMostTwoPointFiveBySystemdAnalyzeSecurity(@TempDir final Path dir) throws Exception
+    {
+        assumeTrue(hasSystemdAnalyze(), "systemd-analyze not installed (scripts/setup.sh installs it)");
+        final Path unit = dir.resolve("netreduce.service");
+        Files.copy(UNIT, unit);
+        final Process process = new ProcessBuilder("systemd-analyze", "security", "--offline=true", "--no-pager",
+            unit.toString()).redirectErrorStream(true).start();
+        final String output = new String(process.getInputStream().readAllBytes());
+        process.waitFor();
+        final java.util.regex.Matcher level = java.util.regex.Pattern
+            .compile("Overall exposure level for netreduce.service: ([0-9.]+)").matcher(output);
+        assertThat(level.find()).as(output).isTrue();
+        assertThat(Double.parseDouble(level.group(1))).as("exposure (10 = unprotected)").isLessThanOrEqualTo(2.5);
+        final String text = Files.readString(UNIT);
+        assertThat(text).contains("SystemCallFilter=@system-service", "ProcSubset=pid", "PrivateMounts=yes",
+            "IPAddressDeny=any", "IPAddressAllow=localhost");
+    }
+
+    @Test
     void shouldGrantOnlyRawAndAdminNetworkCapabilitiesAndLetTheJvmJit() throws IOException
     {
         final List<String> lines = Files.readAllLines(UNIT).stream().map(String::strip)

@@ -179,8 +179,8 @@ final class Aggregator
         {
             if (!ring.isMacBound(rank))
             {
-                // The rank's connection took part in a completed sum: its source MAC is the member's from now on.
-                ring.bindMac(rank, EthernetHeader.srcMac(memory, region.headerOffset(agg, rank)));
+                // The rank's connection took part in a completed sum: evidence for binding its source MAC.
+                ring.onSumFrom(rank, EthernetHeader.srcMac(memory, region.headerOffset(agg, rank)));
             }
             emitResult(ring, region, agg, rank, position);
         }

@@ -42,7 +42,8 @@ public final class DataplaneAgent implements Agent
         this.commandsPerCycle = context.commandsPerCycle();
         this.commands = new ManyToOneConcurrentArrayQueue<>(context.commandQueueCapacity());
         this.counters = context.counters();
-        this.tables = new DataplaneTables(context.cltEntries(), context.memoryBudget(), counters);
+        this.tables = new DataplaneTables(context.cltEntries(), context.memoryBudget(), counters,
+            context.abandonedRunNs());
         this.latency = new SingleWriterRecorder(1, context.highestLatencyNs(), 3);
         final ForeignTagEvents foreignTags = new ForeignTagEvents();
         this.processor = new PacketProcessor(tables, counters, ports, context.peers(), latency,

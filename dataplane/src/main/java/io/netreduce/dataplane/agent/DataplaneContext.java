@@ -1,5 +1,7 @@
 package io.netreduce.dataplane.agent;
 
+import io.netreduce.dataplane.ring.Ring;
+
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.protocol.port.PacketPort;
 
@@ -56,6 +58,7 @@ public final class DataplaneContext
     private double dropProbability = DEFAULT_DROP_PROBABILITY;
     private long dropSeed = DEFAULT_DROP_SEED;
     private long foreignIdleNs = DEFAULT_FOREIGN_IDLE_NS;
+    private long abandonedRunNs = Ring.DEFAULT_ABANDONED_RUN_NS;
 
     /**
      * The ports the agent polls, by index. Default peers: one-armed (every frame leaves on its own port).
@@ -168,6 +171,25 @@ public final class DataplaneContext
     public long foreignIdleNs()
     {
         return foreignIdleNs;
+    }
+
+    /**
+     * How long a ring's run with messages in flight may make no progress before a new connection may begin a new
+     * run (default {@link Ring#DEFAULT_ABANDONED_RUN_NS}).
+     */
+    public DataplaneContext abandonedRunNs(final long ns)
+    {
+        if (ns <= 0)
+        {
+            throw new IllegalArgumentException("abandoned-run time must be positive: " + ns);
+        }
+        this.abandonedRunNs = ns;
+        return this;
+    }
+
+    public long abandonedRunNs()
+    {
+        return abandonedRunNs;
     }
 
     public long dropSeed()

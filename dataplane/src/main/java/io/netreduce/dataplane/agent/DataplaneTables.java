@@ -25,6 +25,7 @@ public final class DataplaneTables implements AutoCloseable
 
     final Ring[] rings = new Ring[MAX_RINGS];
     final ConnectionTable clt;
+    private final long abandonedRunNs;
     final AddressPairSet edges;
     private final DataplaneCounters counters;
     private final long memoryBudget;
@@ -32,6 +33,16 @@ public final class DataplaneTables implements AutoCloseable
 
     public DataplaneTables(final int cltEntries, final long memoryBudget, final DataplaneCounters counters)
     {
+        this(cltEntries, memoryBudget, counters, Ring.DEFAULT_ABANDONED_RUN_NS);
+    }
+
+    /**
+     * @param abandonedRunNs see {@link Ring#DEFAULT_ABANDONED_RUN_NS}.
+     */
+    public DataplaneTables(
+        final int cltEntries, final long memoryBudget, final DataplaneCounters counters, final long abandonedRunNs)
+    {
+        this.abandonedRunNs = abandonedRunNs;
         this.clt = new ConnectionTable(cltEntries);
         this.edges = new AddressPairSet(MAX_RINGS * 8);
         this.memoryBudget = memoryBudget;
@@ -86,7 +97,7 @@ public final class DataplaneTables implements AutoCloseable
         final AggregatorRegion region = AggregatorRegion.allocate(config.worldSize(), aggregators, config.payloadSize());
         final AtomicCounter completed = counters.newRingCounter(config.ringId(), RingCounter.AGGREGATIONS_COMPLETED);
         final AtomicCounter results = counters.newRingCounter(config.ringId(), RingCounter.RESULT_PACKETS);
-        final Ring ring = new Ring(config, region, completed, results);
+        final Ring ring = new Ring(config, region, completed, results, abandonedRunNs);
         for (int rank = 0; rank < ring.ranks(); rank++)
         {
             final int next = ring.successor(rank);

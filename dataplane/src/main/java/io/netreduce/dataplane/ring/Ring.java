@@ -56,13 +56,25 @@ public final class Ring implements AutoCloseable
     private final AtomicCounter completed;
     private final AtomicCounter results;
     /**
-     * How long a ring may see no aggregation progress while messages are in flight before its run counts as
-     * abandoned (a worker killed mid-call): only then may a new connection begin a new run without the old one
-     * having finished. Longer than the RC retry span of any client we know (rxe: 7 retries of about 1 s).
+     * The default of how long a ring may see no aggregation progress while messages are in flight before its run
+     * counts as abandoned (a job killed mid-call): only then may a new connection begin a new run without the old
+     * one having finished. Longer than a live run's pauses (RC timeouts of a lossy link are milliseconds to about a
+     * second), shorter than a new job's RC retry span, so the next job gets in on its retries.
      */
-    public static final long ABANDONED_RUN_NS = 10_000_000_000L;
+    public static final long DEFAULT_ABANDONED_RUN_NS = 2_000_000_000L;
+
+    private final long abandonedRunNs;
+
+    /**
+     * Completed sums in a row a rank's connection must take part in with one source MAC before that MAC is bound:
+     * the Ethernet header is not covered by the ICRC, so one stray or forged frame that happens to complete a sum
+     * must not lock the member out.
+     */
+    public static final int MAC_BINDING_SUMS = 8;
 
     private final long[] boundMac;
+    private final long[] candidateMac;
+    private final int[] candidateSums;
     private long lastProgressNs;
     private final int inetTag;
     private final int resultTag;
@@ -74,6 +86,21 @@ public final class Ring implements AutoCloseable
         final AtomicCounter completed,
         final AtomicCounter results)
     {
+        this(config, region, completed, results, DEFAULT_ABANDONED_RUN_NS);
+    }
+
+    /**
+     * @param abandonedRunNs how long a run with messages in flight may make no progress before a new connection
+     *                       may begin a new run.
+     */
+    public Ring(
+        final RingDefinition config,
+        final AggregatorRegion region,
+        final AtomicCounter completed,
+        final AtomicCounter results,
+        final long abandonedRunNs)
+    {
+        this.abandonedRunNs = abandonedRunNs;
         this.config = config;
         this.id = config.ringId();
         this.ranks = config.worldSize();
@@ -95,6 +122,8 @@ public final class Ring implements AutoCloseable
             memberMac[member.rank()] = member.mac();
         }
         this.boundMac = memberMac.clone();
+        this.candidateMac = new long[ranks];
+        this.candidateSums = new int[ranks];
         this.generation = new int[ranks];
         this.rankRun = new int[ranks];
         Arrays.fill(rankRun, -1);
@@ -245,12 +274,21 @@ public final class Ring implements AutoCloseable
     }
 
     /**
-     * Bind {@code rank} to the source MAC of a connection that took part in a completed aggregation (trust on
-     * first use: a stranger cannot complete a sum on its own, so the first completed one names the members).
+     * The rank's packet in a completed aggregation came from {@code mac}: after {@link #MAC_BINDING_SUMS} such sums
+     * in a row from one MAC, the rank is bound to it (trust on first use: a stranger cannot complete sums on its
+     * own, so the members' own traffic names their MACs).
      */
-    public void bindMac(final int rank, final long mac)
+    public void onSumFrom(final int rank, final long mac)
     {
-        boundMac[rank] = mac;
+        if (candidateMac[rank] != mac)
+        {
+            candidateMac[rank] = mac;
+            candidateSums[rank] = 1;
+        }
+        else if (++candidateSums[rank] >= MAC_BINDING_SUMS)
+        {
+            boundMac[rank] = mac;
+        }
     }
 
     /**
@@ -265,11 +303,11 @@ public final class Ring implements AutoCloseable
      * Whether a new connection of {@code rank} may begin a new run now: only when the current run is over, which
      * the appliance sees as no message in flight (every aggregator free or complete: workers begin a new run only
      * once the previous one is finished), or the current run abandoned (messages in flight but no progress for
-     * {@link #ABANDONED_RUN_NS}). A connection that would only join the current run may always connect.
+     * the abandoned-run time, {@link #DEFAULT_ABANDONED_RUN_NS} by default). A connection that would only join the current run may always connect.
      */
     public boolean mayConnect(final int rank, final long nowNs)
     {
-        return rankRun[rank] != run || region.incomplete() == 0 || nowNs - lastProgressNs > ABANDONED_RUN_NS;
+        return rankRun[rank] != run || region.incomplete() == 0 || nowNs - lastProgressNs > abandonedRunNs;
     }
 
     public int successor(final int rank)

@@ -32,16 +32,19 @@ class StrangerFrameTest
     private static final int W = 3;
     private static final int QP_BASE = 0x300;
 
+    // The members' MACs are bound once each has taken part in Ring.MAC_BINDING_SUMS sums in a row (MsgLen 2:
+    // two sums per message), so the stranger comes after 4 or more messages.
+
     @Test
     void shouldRefuseAStrangersFirstPacketBetweenCallsAndLetTheRingGoOn()
     {
-        runWithStrangerAfter(6);
+        runWithStrangerAfter(8);
     }
 
     @Test
     void shouldRefuseAStrangersFirstPacketDuringACallAndLetTheRingGoOn()
     {
-        runWithStrangerAfter(3);
+        runWithStrangerAfter(5);
     }
 
     /**

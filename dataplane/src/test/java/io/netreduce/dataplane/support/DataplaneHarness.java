@@ -1,5 +1,7 @@
 package io.netreduce.dataplane.support;
 
+import io.netreduce.dataplane.ring.Ring;
+
 import io.netreduce.dataplane.agent.DataplaneAgent;
 import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.agent.DataplaneProxy;
@@ -37,6 +39,20 @@ public final class DataplaneHarness implements AutoCloseable
         final double dropProbability,
         final long dropSeed)
     {
+        this(portCount, bumpInTheWire, memoryBudget, dropProbability, dropSeed, Ring.DEFAULT_ABANDONED_RUN_NS);
+    }
+
+    /**
+     * @param abandonedRunNs how long a run with messages in flight may stall before a new one may begin.
+     */
+    public DataplaneHarness(
+        final int portCount,
+        final boolean bumpInTheWire,
+        final long memoryBudget,
+        final double dropProbability,
+        final long dropSeed,
+        final long abandonedRunNs)
+    {
         for (int i = 0; i < portCount; i++)
         {
             ports.add(new MemoryPort("test" + i, MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096, 1 << 23));
@@ -45,7 +61,8 @@ public final class DataplaneHarness implements AutoCloseable
             .ports(new ArrayList<PacketPort>(ports))
             .memoryBudget(memoryBudget)
             .batchSize(64)
-            .dropProbability(dropProbability, dropSeed);
+            .dropProbability(dropProbability, dropSeed)
+            .abandonedRunNs(abandonedRunNs);
         if (bumpInTheWire)
         {
             context.bumpInTheWire();
