@@ -10,15 +10,21 @@
 #              the appliance (passed through untouched): both algorithms pay the same per-hop costs.
 #   ring-direct (with --ring-path direct or both): the ring all-reduce with the switch's redirect removed, so its
 #              traffic goes worker -> bridge -> worker and never through the software appliance.
+#   gloo:      what users run today: torch.distributed's all-reduce with the gloo backend (Debian's python3-torch),
+#              one process per worker namespace (scripts/bench/gloo_allreduce.py), over TCP on the same shaped links.
+# --modes "netreduce ring gloo" picks the modes directly. --cpu-load starts one CPU-bound process beside each worker
+# (in its namespace) for every mode: the trainer a real worker shares its host with.
 # Every worker checks its results against the exact sum; a run that is not exact is reported (ok=false).
 #
-# Measured per run: time per all-reduce (slowest rank's mean and best over the iterations), goodput
+# Measured per run: per call the slowest rank's time; over the calls after the first (warm-up): median, p90 and
+# mean, and best; every call's time is kept in the CSV (call_ms, ';'-separated); goodput
 # (tensor bytes / best time), RDMA payload and wire bytes sent per worker per call, retransmissions, and the
 # appliance's CPU time (utime + stime of the daemon from /proc/PID/stat) during the run.
 #
 # usage: scripts/bench-allreduce.sh [--rates "none 1gbit 5gbit"] [--workers "2 4 8"] [--sizes-mib "1 4 16 64"]
 #                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
-#                                   [--ring-path appliance|direct|both]
+#                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
+#                                   [--cpu-load]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -35,6 +41,8 @@ ring_path=appliance
 window=8
 msg_len=16
 payload=4096
+modes_opt=""
+cpu_load=0
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,6 +54,8 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --prefix) prefix="$2"; shift 2 ;;
     --ring-path) ring_path="$2"; shift 2 ;;
+    --modes) modes_opt="$2"; shift 2 ;;
+    --cpu-load) cpu_load=1; shift ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -57,6 +67,17 @@ case "$ring_path" in
   both) modes="netreduce ring ring-direct" ;;
   *) echo "bench-allreduce: --ring-path appliance|direct|both" >&2; exit 2 ;;
 esac
+[ -n "$modes_opt" ] && modes="$modes_opt"
+for mode in $modes; do
+  case "$mode" in
+    netreduce|ring|ring-direct) ;;
+    gloo)
+      "$NETREDUCE_PYTHON" -c 'import torch.distributed' 2>/dev/null || {
+        echo "bench-allreduce: gloo mode needs PyTorch for $NETREDUCE_PYTHON: apt-get install python3-torch" >&2
+        exit 2; } ;;
+    *) echo "bench-allreduce: unknown mode $mode (netreduce, ring, ring-direct, gloo)" >&2; exit 2 ;;
+  esac
+done
 
 netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 work="$(mktemp -d /tmp/netreduce-bench.XXXXXX)"
@@ -92,7 +113,7 @@ if [ "$build" -eq 1 ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-echo "rate,world,mode,size_bytes,iterations,ok,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,appliance_cpu_s,run_wall_s" > "$out"
+echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,appliance_cpu_s,run_wall_s,call_ms" > "$out"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
 hz="$(getconf CLK_TCK)"
@@ -147,20 +168,34 @@ run_one() { # rate world mode size
     cli_mode=ring
     bash scripts/testbed.sh redirect off --prefix "$prefix" >/dev/null
   fi
-  local before t0
+  local before t0 load_pids=()
+  if [ "$cpu_load" -eq 1 ]; then
+    for i in $(seq 0 $(( world - 1 ))); do
+      ip netns exec "${prefix}-w$i" sh -c 'while :; do :; done' &
+      load_pids+=($!)
+    done
+  fi
   before="$(cpu_ticks)"
   t0="$(date +%s%N)"
   worker_pids=()
   for i in $(seq 0 $(( world - 1 ))); do
-    timeout --signal=TERM --kill-after=10 900 \
-      ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
-        --ring-id 1 --mode "$cli_mode" --type fp32 --size "$size" --iterations "$iterations" --window "$window" \
-        --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us 100000 --json \
-        > "$work/w$i.log" 2>&1 &
+    if [ "$mode" = gloo ]; then
+      timeout --signal=TERM --kill-after=10 900 \
+        ip netns exec "${prefix}-w$i" "$NETREDUCE_PYTHON" scripts/bench/gloo_allreduce.py --rank "$i" \
+          --world "$world" --master 10.77.0.1 --size "$size" --iterations "$iterations" \
+          > "$work/w$i.log" 2>&1 &
+    else
+      timeout --signal=TERM --kill-after=10 900 \
+        ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
+          --ring-id 1 --mode "$cli_mode" --type fp32 --size "$size" --iterations "$iterations" --window "$window" \
+          --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us 100000 --json \
+          > "$work/w$i.log" 2>&1 &
+    fi
     worker_pids+=($!)
   done
   for pid in "${worker_pids[@]}"; do wait "$pid" || true; done
   worker_pids=()
+  for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   local wall_ms cpu_ticks_used
   wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   cpu_ticks_used=$(( $(cpu_ticks) - before ))
@@ -171,9 +206,9 @@ run_one() { # rate world mode size
     bash scripts/testbed.sh redirect on --prefix "$prefix" >/dev/null
   fi
   "$NETREDUCE_PYTHON" - "$work" "$rate" "$world" "$mode" "$size" "$iterations" "$wall_ms" "$cpu_ticks_used" "$hz" \
-      >> "$out" <<'EOF'
+      "$cpu_load" >> "$out" <<'EOF'
 import json, os, sys
-work, rate, world, mode, size, iterations, wall_ms, ticks, hz = sys.argv[1:]
+work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load = sys.argv[1:]
 world, size, iterations, wall_ms, ticks, hz = int(world), int(size), int(iterations), int(wall_ms), int(ticks), int(hz)
 runs = []
 for rank in range(world):
@@ -191,8 +226,17 @@ goodput = size * 8 / (best / 1e3) / 1e9 if best > 0 else 0.0
 rdma = sum(r["rdma_bytes_sent"] for r in done) / max(len(done), 1) / iterations
 wire = sum(r["wire_bytes_sent"] for r in done) / max(len(done), 1) / iterations
 retx = sum(r["retransmitted_packets"] for r in runs if r is not None)
-print(f"{rate},{world},{mode},{size},{iterations},{str(ok).lower()},{mean:.2f},{best:.2f},{goodput:.4f},"
-      f"{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{ticks / hz:.2f},{wall_ms / 1e3:.1f}")
+timeouts = sum(r.get("timeouts", 0) for r in runs if r is not None)
+# Per call, the slowest rank's time; the statistics skip the first call (JIT and connection warm-up).
+per_rank = [r.get("call_ms", []) for r in done]
+calls = [max(times) for times in zip(*per_rank)] if per_rank else []
+steady = sorted(calls[1:] if len(calls) > 1 else calls)
+def quantile(q):
+    return steady[min(len(steady) - 1, int(q * len(steady)))] if steady else 0.0
+median, p90 = (steady[len(steady) // 2] if steady else 0.0), quantile(0.9)
+print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{median:.2f},{p90:.2f},{mean:.2f},"
+      f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{ticks / hz:.2f},"
+      f"{wall_ms / 1e3:.1f},{';'.join(f'{c:.1f}' for c in calls)}")
 EOF
   tail -n 1 "$out"
   if tail -n 1 "$out" | grep -q ',false,'; then
@@ -223,8 +267,8 @@ echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"
 "$NETREDUCE_PYTHON" - "$out" <<'EOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-cols = ["rate", "world", "mode", "size_bytes", "ok", "best_ms", "mean_ms", "goodput_gbps", "sent_per_tensor",
-        "retransmitted", "appliance_cpu_s"]
+cols = ["rate", "world", "mode", "cpu_load", "size_bytes", "ok", "median_ms", "p90_ms", "best_ms", "goodput_gbps",
+        "sent_per_tensor", "retransmitted", "timeouts", "appliance_cpu_s"]
 print("| " + " | ".join(cols) + " |")
 print("|" + "---|" * len(cols))
 for r in rows:

@@ -276,6 +276,7 @@ public final class AllReduceCommand implements Callable<Integer>
         int completed = 0;
         String firstMismatch = null;
         String error = null;
+        final StringBuilder callMs = new StringBuilder();
         final long bytesBefore = op.bytesPosted();
         final long txBytesBefore = endpoint.port().counters().txBytes();
         for (int iteration = 0; iteration < iterations; iteration++)
@@ -293,6 +294,7 @@ public final class AllReduceCommand implements Callable<Integer>
                 break;
             }
             final double seconds = (System.nanoTime() - start) / 1e9;
+            callMs.append(callMs.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", seconds * 1e3));
             totalSeconds += seconds;
             completed++;
             bestSeconds = Math.min(bestSeconds, seconds);
@@ -326,11 +328,12 @@ public final class AllReduceCommand implements Callable<Integer>
             out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
                 "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
                 "\"rdma_bytes_sent\":%d,\"wire_bytes_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
-                "\"first_mismatch\":%s,\"error\":%s}%n", rank, world, netreduce ? "netreduce" : "ring",
+                "\"first_mismatch\":%s,\"error\":%s,\"call_ms\":[%s]}%n", rank, world,
+                netreduce ? "netreduce" : "ring",
                 elementType.cliName(), bytes, iterations, matched, ok,
                 meanMs(totalSeconds, completed), bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
                 totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted, wire,
-                send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error));
+                send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error), callMs);
         }
         return ok ? 0 : 1;
     }
