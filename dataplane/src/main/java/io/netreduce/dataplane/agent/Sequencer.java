@@ -268,13 +268,15 @@ final class Sequencer
 
     /**
      * Whether a first packet that lies on its connection's PSN sequence is in fact the first message of a new
-     * connection that reuses the QP number and the start PSN: a message 0 at least a window older than the
-     * connection's newest message (the rank has had that message's result, so it is no retransmission of it) while
-     * the ring's run is over. Checked only for a first packet on the sequence, so it costs nothing per packet.
+     * connection that reuses the QP number and the start PSN: a message 0 at least 2N messages older than the
+     * connection's newest one, while the ring's run is over. Not a window (N): a rank may have the result of
+     * message m while its own write of m is unacknowledged, and go-back-N then resends from m after m + N began;
+     * but it posts m + 2N only after m's send completed, so nothing 2N or more behind is ever resent. Checked only
+     * for a first packet on the sequence, so it costs nothing per packet.
      */
     private boolean isReusedQueuePair(final int slot, final Ring ring, final int msgId, final long nowNs)
     {
-        return msgId == 0 && (byte)(msgId - clt.msgId(slot)) <= -ring.window() && ring.mayConnect(clt.rank(slot),
+        return msgId == 0 && (byte)(msgId - clt.msgId(slot)) <= -ring.slots() && ring.mayConnect(clt.rank(slot),
             nowNs) && ring.generation(clt.rank(slot)) == clt.generation(slot);
     }
 

@@ -63,6 +63,35 @@ class RingRestartTest
     }
 
     @Test
+    void shouldAnswerAGoBackNRetransmissionOfMessageZeroAWindowBehindAsTheSameConnection()
+    {
+        // A rank has the result of message 0 (so it started message N) while its own write of message 0 is not yet
+        // acknowledged; its RC timeout resends from message 0. That is the same connection, not a new job on it.
+        final RingDefinition config = Rings.ring(1, 2, ElementType.INT32, 2, 1, 64);
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.install(config);
+            final RingWorker rank0 = RingWorker.of(config, 0, 500);
+            final RingWorker rank1 = RingWorker.of(config, 1, 900);
+            final byte[] g = Gradients.random(config.elementType(), rank0.gradientBytes(), new Random(4));
+            for (int m = 0; m < 3; m++)
+            {
+                harness.process(rank0.message(m, g).getFirst());
+                harness.process(rank1.message(m, g).getFirst());
+            }
+            final List<byte[]> answer = harness.process(rank0.message(0, g).getFirst());
+            assertThat(harness.counter(DataplaneCounter.RING_RESTARTS)).isZero();
+            assertThat(harness.counter(DataplaneCounter.CLT_UPDATES)).as("no new connection").isEqualTo(4);
+            assertThat(answer.size() + harness.counter(DataplaneCounter.DROP_STALE_PACKET))
+                .as("answered from the kept result or dropped as stale, never a new run").isEqualTo(1);
+            // and the ring goes on
+            final List<byte[]> next = new ArrayList<>(harness.process(rank0.message(3, g).getFirst()));
+            next.addAll(harness.process(rank1.message(3, g).getFirst()));
+            assertThat(next).hasSize(2);
+        }
+    }
+
+    @Test
     void shouldNotLetTheLastWindowOfThePreviousRunBlockARestartedRing()
     {
         // 5 messages with N = 2: MsgIDs 3 and 4 stay bound in slots 3 and 0, so the new run's MsgID 0 would find
