@@ -24,7 +24,7 @@
 # usage: scripts/bench-allreduce.sh [--rates "none 1gbit 5gbit"] [--workers "2 4 8"] [--sizes-mib "1 4 16 64"]
 #                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
 #                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
-#                                   [--cpu-load]
+#                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -43,6 +43,7 @@ msg_len=16
 payload=4096
 modes_opt=""
 cpu_load=0
+rto_us=400000
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -56,6 +57,7 @@ while [ $# -gt 0 ]; do
     --ring-path) ring_path="$2"; shift 2 ;;
     --modes) modes_opt="$2"; shift 2 ;;
     --cpu-load) cpu_load=1; shift ;;
+    --rto-us) rto_us="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -113,7 +115,7 @@ if [ "$build" -eq 1 ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,appliance_cpu_s,run_wall_s,call_ms" > "$out"
+echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,call_ms" > "$out"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
 hz="$(getconf CLK_TCK)"
@@ -188,7 +190,7 @@ run_one() { # rate world mode size
       timeout --signal=TERM --kill-after=10 900 \
         ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
           --ring-id 1 --mode "$cli_mode" --type fp32 --size "$size" --iterations "$iterations" --window "$window" \
-          --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us 100000 --json \
+          --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us "$rto_us" --json \
           > "$work/w$i.log" 2>&1 &
     fi
     worker_pids+=($!)
@@ -227,6 +229,7 @@ rdma = sum(r["rdma_bytes_sent"] for r in done) / max(len(done), 1) / iterations
 wire = sum(r["wire_bytes_sent"] for r in done) / max(len(done), 1) / iterations
 retx = sum(r["retransmitted_packets"] for r in runs if r is not None)
 timeouts = sum(r.get("timeouts", 0) for r in runs if r is not None)
+rx_dropped = sum(r.get("rx_ring_dropped", 0) for r in runs if r is not None)
 # Per call, the slowest rank's time; the statistics skip the first call (JIT and connection warm-up).
 per_rank = [r.get("call_ms", []) for r in done]
 calls = [max(times) for times in zip(*per_rank)] if per_rank else []
@@ -235,7 +238,7 @@ def quantile(q):
     return steady[min(len(steady) - 1, int(q * len(steady)))] if steady else 0.0
 median, p90 = (steady[len(steady) // 2] if steady else 0.0), quantile(0.9)
 print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{median:.2f},{p90:.2f},{mean:.2f},"
-      f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{ticks / hz:.2f},"
+      f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{rx_dropped},{ticks / hz:.2f},"
       f"{wall_ms / 1e3:.1f},{';'.join(f'{c:.1f}' for c in calls)}")
 EOF
   tail -n 1 "$out"
@@ -268,7 +271,7 @@ echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cols = ["rate", "world", "mode", "cpu_load", "size_bytes", "ok", "median_ms", "p90_ms", "best_ms", "goodput_gbps",
-        "sent_per_tensor", "retransmitted", "timeouts", "appliance_cpu_s"]
+        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s"]
 print("| " + " | ".join(cols) + " |")
 print("|" + "---|" * len(cols))
 for r in rows:

@@ -146,12 +146,10 @@ ticks_before="$(cpu_ticks)"
 step "workers: $workers x netreduce worker allreduce, fp32, $size bytes, $iterations iterations"
 start_ns="$(date +%s%N)"
 for i in $(seq 0 $(( workers - 1 ))); do
-  # RTO 100 ms: the default 20 ms fires spuriously when 2 cores are shared by W+1 JVMs, and every spurious
-  # go-back-N timeout resends a whole window of messages.
   timeout --signal=TERM --kill-after=10 "$timeout" \
     ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$workers" --dev eth0 \
       --ring-id "$ring_id" --mode netreduce --type fp32 --size "$size" --iterations "$iterations" \
-      --window "$window" --msg-len "$msg_len" --pmtu "$payload" --timeout 30 --rto-us 100000 --json \
+      --window "$window" --msg-len "$msg_len" --pmtu "$payload" --timeout 30 --json \
       ${worker_idle:+--idle "$worker_idle"} \
       > "$work/worker$i.log" 2>&1 &
   worker_pids+=($!)
