@@ -6,15 +6,14 @@ import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.support.DataplaneHarness;
 import io.netreduce.protocol.support.Gradients;
 import io.netreduce.dataplane.support.RingSimulation;
+import io.netreduce.dataplane.support.Results;
 import io.netreduce.dataplane.support.Rings;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.protocol.testing.SeededCases;
-import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
-import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -153,8 +152,8 @@ class RingRestartTest
                 for (int m = 0; m < messages; m++)
                 {
                     final byte[] sum = Gradients.referenceSum(config.elementType(), gradients[m]);
-                    assertThat(payloads(results.get(r), m, 2)).as("connection %d message %d", r, m)
-                        .isEqualTo(message(config, r, m, sum));
+                    assertThat(Results.payloads(results.get(r), m, 2)).as("connection %d message %d", r, m)
+                        .isEqualTo(Results.expected(config, r, m, sum));
                 }
             }
         }
@@ -211,28 +210,5 @@ class RingRestartTest
             }
         }
         assertThat(run.badIcrcResults()).isZero();
-    }
-
-    private static byte[] payloads(final List<byte[]> packets, final int m, final int msgLen)
-    {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final RoceFrame frame = new RoceFrame();
-        for (int p = 0; p < msgLen; p++)
-        {
-            final byte[] bytes = packets.get(m * msgLen + p);
-            frame.wrap(new UnsafeBuffer(bytes), 0, bytes.length);
-            out.write(bytes, frame.payloadOffset(), frame.payloadLength());
-        }
-        return out.toByteArray();
-    }
-
-    private static byte[] message(final RingDefinition config, final int rank, final int m, final byte[] sum)
-    {
-        final byte[] message = new byte[InaHeader.LENGTH + sum.length];
-        final UnsafeBuffer header = new UnsafeBuffer(message);
-        InaHeader.write(header, 0, config.ringId(), m & 0xFF, config.msgLen(), rank);
-        InaHeader.inetTag(header, 0, InaHeader.RESULT_TAG);
-        System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
-        return message;
     }
 }

@@ -3,16 +3,15 @@ package io.netreduce.dataplane.agent;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.support.DataplaneHarness;
+import io.netreduce.dataplane.support.Results;
 import io.netreduce.dataplane.support.Rings;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.support.Gradients;
-import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
-import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -102,8 +101,8 @@ class StrangerFrameTest
                 for (int m = 0; m < messages; m++)
                 {
                     final byte[] sum = Gradients.referenceSum(config.elementType(), gradients[m]);
-                    assertThat(payloads(results.get(r), m, config.msgLen()))
-                        .as("connection %d message %d", r, m).isEqualTo(expected(config, r, m, sum));
+                    assertThat(Results.payloads(results.get(r), m, config.msgLen()))
+                        .as("connection %d message %d", r, m).isEqualTo(Results.expected(config, r, m, sum));
                 }
             }
             assertThat(harness.counter(DataplaneCounter.DROP_MAC_MISMATCH)).as("the refusal, counted").isEqualTo(1);
@@ -138,27 +137,5 @@ class StrangerFrameTest
             rank1.message(1, g).forEach(p -> out.addAll(harness.process(p)));
             assertThat(out).as("both ranks' results of message 1").hasSize(2 * config.msgLen());
         }
-    }
-
-    private static byte[] payloads(final List<byte[]> packets, final int m, final int msgLen)
-    {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final RoceFrame frame = new RoceFrame();
-        for (int i = m * msgLen; i < (m + 1) * msgLen && i < packets.size(); i++)
-        {
-            final byte[] packet = packets.get(i);
-            frame.wrap(new UnsafeBuffer(packet), 0, packet.length);
-            out.write(packet, frame.payloadOffset(), frame.payloadLength());
-        }
-        return out.toByteArray();
-    }
-
-    private static byte[] expected(final RingDefinition config, final int rank, final int m, final byte[] sum)
-    {
-        final byte[] message = new byte[InaHeader.LENGTH + sum.length];
-        InaHeader.write(new UnsafeBuffer(message), 0, config.resultTag(), config.ringId(), m & 0xFF, config.msgLen(),
-            rank);
-        System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
-        return message;
     }
 }

@@ -1,5 +1,6 @@
 package io.netreduce.host.rc;
 
+import io.netreduce.protocol.port.PortPollIdleStrategy;
 import io.netreduce.protocol.port.PortPoller;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.NanoClock;
@@ -9,10 +10,10 @@ import java.util.List;
 /**
  * How a loop driving an {@link RcEndpoint} waits on a core it shares with other work (the trainer beside a
  * worker, W workers and the appliance on a small test bed). After a duty cycle that did nothing it spins a
- * little, then yields, then blocks in {@code poll(2)} on the endpoint's port until a frame arrives or the
- * endpoint's next deadline (a retransmission timer, a coalesced ACK, a rate-limited send) comes due, at most
- * {@link #DEFAULT_MAX_BLOCK_MS}. A spinning or yielding loop takes a whole core from whoever shares it, and the
- * appliance and the other ranks are then slower to answer than the link is.
+ * little, then yields, then blocks in {@code poll(2)} on the endpoint's port ({@link PortPollIdleStrategy}) until
+ * a frame arrives or the endpoint's next deadline (a retransmission timer, a coalesced ACK, a rate-limited send)
+ * comes due, at most {@link #DEFAULT_MAX_BLOCK_MS}. A spinning or yielding loop takes a whole core from whoever
+ * shares it, and the appliance and the other ranks are then slower to answer than the link is.
  * <p>
  * Not thread-safe: one per driving thread.
  */
@@ -27,64 +28,42 @@ public final class EndpointIdleStrategy implements IdleStrategy, AutoCloseable
 
     private static final long NS_PER_MS = 1_000_000L;
 
-    private final RcEndpoint endpoint;
-    private final NanoClock clock;
     private final PortPoller poller;
-    private int idleCycles;
-    private long blocks;
+    private final PortPollIdleStrategy strategy;
 
     EndpointIdleStrategy(final RcEndpoint endpoint, final NanoClock clock)
     {
-        this.endpoint = endpoint;
-        this.clock = clock;
         this.poller = new PortPoller(List.of(endpoint.port()));
+        this.strategy = new PortPollIdleStrategy(poller, DEFAULT_SPINS, DEFAULT_YIELDS, () ->
+        {
+            if (!poller.canBlock())
+            {
+                return 0; // a port with no socket (tests' in-memory links): keep yielding, as before
+            }
+            final long nowNs = clock.nanoTime();
+            final long deadline = endpoint.nextDeadlineNs(nowNs);
+            // poll(2) counts in milliseconds: a deadline closer than that is served by yielding (0).
+            return deadline == Long.MAX_VALUE ? DEFAULT_MAX_BLOCK_MS :
+                (int)Math.min(Math.max(0, (deadline - nowNs) / NS_PER_MS), DEFAULT_MAX_BLOCK_MS);
+        });
     }
 
     @Override
     public void idle(final int workCount)
     {
-        if (workCount > 0)
-        {
-            idleCycles = 0;
-            return;
-        }
-        idle();
+        strategy.idle(workCount);
     }
 
     @Override
     public void idle()
     {
-        final int cycle = idleCycles++;
-        if (cycle < DEFAULT_SPINS)
-        {
-            Thread.onSpinWait();
-            return;
-        }
-        if (cycle < DEFAULT_SPINS + DEFAULT_YIELDS || !poller.canBlock())
-        {
-            Thread.yield();
-            return;
-        }
-        final long nowNs = clock.nanoTime();
-        final long deadline = endpoint.nextDeadlineNs(nowNs);
-        final long waitNs = deadline == Long.MAX_VALUE ? DEFAULT_MAX_BLOCK_MS * NS_PER_MS : deadline - nowNs;
-        if (waitNs < NS_PER_MS)
-        {
-            // poll(2) counts in milliseconds: a deadline closer than that is served by yielding.
-            Thread.yield();
-            return;
-        }
-        blocks++;
-        if (poller.await((int)Math.min(waitNs / NS_PER_MS, DEFAULT_MAX_BLOCK_MS)))
-        {
-            idleCycles = 0;
-        }
+        strategy.idle();
     }
 
     @Override
     public void reset()
     {
-        idleCycles = 0;
+        strategy.reset();
     }
 
     /**
@@ -92,7 +71,7 @@ public final class EndpointIdleStrategy implements IdleStrategy, AutoCloseable
      */
     public long blocks()
     {
-        return blocks;
+        return strategy.blocks();
     }
 
     /**

@@ -13,6 +13,16 @@ import org.agrona.concurrent.IdleStrategy;
  */
 public final class PortPollIdleStrategy implements IdleStrategy
 {
+    /**
+     * How long the strategy may block now, in milliseconds: a loop with timers of its own (an RC endpoint's
+     * retransmission and ACK deadlines) says how soon it must run again. Less than 1 means "do not block: yield".
+     */
+    @FunctionalInterface
+    public interface BlockLimit
+    {
+        int maxBlockMs();
+    }
+
     /** Empty duty cycles spent spinning before yielding. */
     public static final int DEFAULT_SPINS = 100;
     /** Empty duty cycles spent yielding before blocking. */
@@ -23,8 +33,9 @@ public final class PortPollIdleStrategy implements IdleStrategy
     private final PortPoller poller;
     private final int spins;
     private final int yields;
-    private final int maxBlockMs;
+    private final BlockLimit limit;
     private int idleCycles;
+    private long blocks;
 
     public PortPollIdleStrategy(final PortPoller poller)
     {
@@ -33,15 +44,26 @@ public final class PortPollIdleStrategy implements IdleStrategy
 
     public PortPollIdleStrategy(final PortPoller poller, final int spins, final int yields, final int maxBlockMs)
     {
-        if (spins < 0 || yields < 0 || maxBlockMs < 1)
+        this(poller, spins, yields, () -> maxBlockMs);
+        if (maxBlockMs < 1)
         {
-            throw new IllegalArgumentException("spins and yields must be >= 0 and maxBlockMs >= 1: " + spins + ", " +
-                yields + ", " + maxBlockMs);
+            throw new IllegalArgumentException("maxBlockMs must be >= 1: " + maxBlockMs);
+        }
+    }
+
+    /**
+     * @param limit how long a block may last each time the strategy would block.
+     */
+    public PortPollIdleStrategy(final PortPoller poller, final int spins, final int yields, final BlockLimit limit)
+    {
+        if (spins < 0 || yields < 0)
+        {
+            throw new IllegalArgumentException("spins and yields must be >= 0: " + spins + ", " + yields);
         }
         this.poller = poller;
         this.spins = spins;
         this.yields = yields;
-        this.maxBlockMs = maxBlockMs;
+        this.limit = limit;
     }
 
     @Override
@@ -67,10 +89,28 @@ public final class PortPollIdleStrategy implements IdleStrategy
         {
             Thread.yield();
         }
-        else if (poller.await(maxBlockMs))
+        else
         {
-            idleCycles = 0;
+            final int blockMs = limit.maxBlockMs();
+            if (blockMs < 1)
+            {
+                Thread.yield();
+                return;
+            }
+            blocks++;
+            if (poller.await(blockMs))
+            {
+                idleCycles = 0;
+            }
         }
+    }
+
+    /**
+     * @return how many times this strategy blocked in poll(2) (for reports and tests).
+     */
+    public long blocks()
+    {
+        return blocks;
     }
 
     @Override
