@@ -119,6 +119,51 @@ class ControlApiTest
     }
 
     @Test
+    void shouldAnswerHealthAndReadsWhileASlowReloadRuns() throws Exception
+    {
+        final java.util.concurrent.CountDownLatch reading = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        endpoint.close();
+        // A configuration source as slow as a very large file: the reload reads it for as long as the test says.
+        appliance = new FakeAppliance(ConfigLoader.parse(CONFIG), () ->
+        {
+            reading.countDown();
+            try
+            {
+                release.await(10, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+            return ConfigLoader.parse(configText.get());
+        });
+        endpoint = HttpEndpoint.start("api-test", ListenAddress.parse("127.0.0.1:0"), new ControlApi(appliance));
+        base = "http://" + endpoint.boundAddress();
+        final java.util.concurrent.CompletableFuture<HttpResponse<String>> reload =
+            java.util.concurrent.CompletableFuture.supplyAsync(() ->
+            {
+                try
+                {
+                    return call("POST", "/v1/reload", null);
+                }
+                catch (final Exception ex)
+                {
+                    throw new IllegalStateException(ex);
+                }
+            });
+        assertThat(reading.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("the reload is reading").isTrue();
+
+        assertThat(call("GET", "/v1/health", null).statusCode()).isEqualTo(200);
+        assertThat(call("GET", "/v1/jobs", null).statusCode()).isEqualTo(200);
+        assertThat(call("GET", "/v1/rings/1", null).statusCode()).isEqualTo(200);
+        assertThat(reload).as("still reading").isNotDone();
+
+        release.countDown();
+        assertThat(reload.get(10, java.util.concurrent.TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+    }
+
+    @Test
     void shouldListAndShowJobs() throws Exception
     {
         final HttpResponse<String> list = call("GET", "/v1/jobs", null);
