@@ -25,6 +25,7 @@
 #                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
 #                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
 #                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
+#                                   [--window N (default 8)] [--msg-len L (default 16)]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -58,6 +59,8 @@ while [ $# -gt 0 ]; do
     --modes) modes_opt="$2"; shift 2 ;;
     --cpu-load) cpu_load=1; shift ;;
     --rto-us) rto_us="$2"; shift 2 ;;
+    --window) window="$2"; shift 2 ;;
+    --msg-len) msg_len="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
