@@ -1,0 +1,261 @@
+package io.netreduce.worker;
+
+import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.FrameHandler;
+import io.netreduce.protocol.wire.BthHeader;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.wire.RoceFrame;
+import io.netreduce.protocol.writer.RoceFrameWriter;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code netreduce worker loadgen}: W ranks' ring traffic from one port, to measure the appliance alone (a
+ * benchmark, not a test). The frames of one MsgID cycle (256 messages) of every rank are built in advance: valid
+ * RoCEv2 RC RDMA WRITEs with PSNs in order, INA headers and ICRCs, each rank always sending the same int32
+ * gradient, so every position's sum is known. They go out through the AF_PACKET transmit ring in batches (one kick
+ * per batch), each rank at most {@code --window} messages ahead of the results it has back, as the workers' flow
+ * control would allow. Every result that comes back is checked: its ICRC, its INA header (result tag) and its
+ * payload against the known sum. ACKs are not needed: the appliance does not wait for them.
+ * <p>
+ * The ring the appliance must have installed: ranks 0..W-1 at {@code --ip-base + r}, MAC {@code 02:7a:00:00:00:r+1},
+ * receive QP {@code 0x100 + r}, int32, the given window, MsgLen and payload. A run is {@code --cycles} cycles of
+ * 256 messages; cycle c uses start PSN {@code c << 20}, a new connection of each rank per cycle.
+ */
+@Command(name = "loadgen", mixinStandardHelpOptions = true,
+    description = "Replay W ranks' ring traffic from one port and check every result (appliance benchmark).")
+public final class LoadGenCommand implements Callable<Integer>
+{
+    private static final int MESSAGES_PER_CYCLE = 256;
+    private static final int TX_BATCH = 64;
+
+    @Option(names = "--dev", required = true, description = "Interface facing the appliance.")
+    String dev;
+
+    @Option(names = "--world", description = "Ranks W (default ${DEFAULT-VALUE}).")
+    int world = 4;
+
+    @Option(names = "--ring-id", description = "RingID (default ${DEFAULT-VALUE}).")
+    int ringId = 1;
+
+    @Option(names = "--window", description = "Messages in flight per rank (default ${DEFAULT-VALUE}).")
+    int window = 8;
+
+    @Option(names = "--msg-len", description = "Packets per message (default ${DEFAULT-VALUE}).")
+    int msgLen = 16;
+
+    @Option(names = "--payload", description = "RC payload bytes per packet (default ${DEFAULT-VALUE}).")
+    int payload = 4096;
+
+    @Option(names = "--cycles", description = "Cycles of 256 messages (default ${DEFAULT-VALUE}).")
+    int cycles = 4;
+
+    @Option(names = "--ip-base", description = "Address of rank 0; rank r is this + r (default ${DEFAULT-VALUE}).")
+    String ipBase = "10.122.0.1";
+
+    @Option(names = "--timeout", description = "Seconds without a result before the run fails (default " +
+        "${DEFAULT-VALUE}).")
+    int timeoutSeconds = 5;
+
+    private final RoceFrame frame = new RoceFrame();
+    private final Icrc icrc = new Icrc();
+    private long resultsOk;
+    private long resultsBad;
+    private final long[] resultsPerRank = new long[64];
+
+    @Override
+    public Integer call() throws Exception
+    {
+        if (world < 2 || world > 64 || payload % 4 != 0 || msgLen < 1 || window < 1 || 2 * window > 256)
+        {
+            System.err.println("loadgen: need 2 <= W <= 64, payload a multiple of 4, MsgLen >= 1, 1 <= window <= 128");
+            return 2;
+        }
+        final int base = ipv4(ipBase);
+        final int gradientInts = (msgLen * payload - InaHeader.LENGTH) / 4;
+        // Rank r's gradient element i: r * 1000 + i % 1000, so the sum of position p is known in closed form.
+        final UnsafeBuffer[] messages = new UnsafeBuffer[world];
+        final int[] expected = new int[gradientInts];
+        for (int r = 0; r < world; r++)
+        {
+            messages[r] = new UnsafeBuffer(ByteBuffer.allocateDirect(msgLen * payload));
+            for (int i = 0; i < gradientInts; i++)
+            {
+                final int value = r * 1000 + i % 1000;
+                messages[r].putInt(InaHeader.LENGTH + 4 * i, value, ByteOrder.LITTLE_ENDIAN);
+                expected[i] += value;
+            }
+        }
+        final int frameSlot = (payload + 128 + 63) & ~63;
+        final int framesPerCycle = MESSAGES_PER_CYCLE * world * msgLen;
+        final UnsafeBuffer frames = new UnsafeBuffer(ByteBuffer.allocateDirect(framesPerCycle * frameSlot));
+        final int[] lengths = new int[framesPerCycle];
+        final RoceFrameWriter[] writers = new RoceFrameWriter[world];
+        for (int r = 0; r < world; r++)
+        {
+            final int successor = (r + 1) % world;
+            writers[r] = new RoceFrameWriter().ipv4(base + r, base + successor).macs(mac(r), mac(successor))
+                .destQp(0x100 + successor).udpSrcPort(0xC000 + r);
+        }
+
+        final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
+            .withTxRing(8192, 4096)
+            .withRxRing(16384, 4096, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
+        try (AfPacketPort port = AfPacketPort.open(portConfig))
+        {
+            final FrameHandler onResult = (buffer, offset, length, flags) -> check(buffer, offset, length, expected,
+                gradientInts);
+            final long gradientBytesPerCycle = (long)MESSAGES_PER_CYCLE * world * (msgLen * payload - InaHeader.LENGTH);
+            long sentFrames = 0;
+            long nanos = 0;
+            for (int cycle = 0; cycle < cycles; cycle++)
+            {
+                build(frames, frameSlot, lengths, writers, messages, cycle << 20);
+                final long resultsBefore = resultsOk + resultsBad;
+                final long start = System.nanoTime();
+                int next = 0;
+                long lastProgress = start;
+                while (resultsOk + resultsBad - resultsBefore < framesPerCycle)
+                {
+                    // Message m of every rank may go once every rank has the results of message m - window back.
+                    final long done = minResults() - resultsBefore / world;
+                    final int allowed = (int)Math.min(framesPerCycle,
+                        (Math.max(0, done) / msgLen + window) * world * msgLen);
+                    int batch = 0;
+                    while (next < allowed && batch < TX_BATCH && port.send(frames, next * frameSlot, lengths[next]))
+                    {
+                        next++;
+                        batch++;
+                    }
+                    port.flush();
+                    final int received = port.receive(onResult, 256);
+                    final long now = System.nanoTime();
+                    if (received > 0 || batch > 0)
+                    {
+                        lastProgress = now;
+                    }
+                    else if (now - lastProgress > timeoutSeconds * 1_000_000_000L)
+                    {
+                        System.out.printf(Locale.ROOT, "loadgen: no result for %d s in cycle %d: %d of %d sent, " +
+                            "%d results back (a frame or a result was lost: this run measured nothing)%n",
+                            timeoutSeconds, cycle, next, framesPerCycle, resultsOk + resultsBad - resultsBefore);
+                        return 1;
+                    }
+                }
+                nanos += System.nanoTime() - start;
+                sentFrames += framesPerCycle;
+                // Let the appliance see the cycle over before the next one reconnects every rank.
+                Thread.sleep(50);
+            }
+            final double seconds = nanos / 1e9;
+            final double gradientGbps = gradientBytesPerCycle * cycles * 8 / seconds / 1e9;
+            System.out.printf(Locale.ROOT, "loadgen world=%d payload=%d msg_len=%d window=%d frames=%d seconds=%.3f " +
+                "mpps_in=%.3f gradient_gbps_in=%.3f gradient_bytes=%d results_ok=%d results_bad=%d ok=%s%n",
+                world, payload, msgLen, window, sentFrames, seconds, sentFrames / seconds / 1e6, gradientGbps,
+                gradientBytesPerCycle * cycles, resultsOk, resultsBad, resultsBad == 0);
+            return resultsBad == 0 ? 0 : 1;
+        }
+    }
+
+    private long minResults()
+    {
+        long min = Long.MAX_VALUE;
+        for (int r = 0; r < world; r++)
+        {
+            min = Math.min(min, resultsPerRank[r]);
+        }
+        return min;
+    }
+
+    /**
+     * One cycle's frames, messages in lockstep: message m of rank 0, of rank 1, ..., then m + 1.
+     */
+    private void build(final UnsafeBuffer frames, final int frameSlot, final int[] lengths,
+        final RoceFrameWriter[] writers, final UnsafeBuffer[] messages, final int firstPsn)
+    {
+        int index = 0;
+        for (int m = 0; m < MESSAGES_PER_CYCLE; m++)
+        {
+            for (int r = 0; r < world; r++)
+            {
+                InaHeader.write(messages[r], 0, ringId, m, msgLen, r);
+                writers[r].reth(0x7F00_0000_0000L + (long)(m % (2 * window)) * msgLen * payload, 0x1234,
+                    msgLen * payload).immediate(m);
+                for (int p = 0; p < msgLen; p++)
+                {
+                    final int opcode = msgLen == 1 ? Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE :
+                        p == 0 ? Opcode.RDMA_WRITE_FIRST : p == msgLen - 1 ? Opcode.RDMA_WRITE_LAST_WITH_IMMEDIATE :
+                        Opcode.RDMA_WRITE_MIDDLE;
+                    final int psn = (firstPsn + m * msgLen + p) & BthHeader.PSN_MASK;
+                    lengths[index] = writers[r].write(frames, index * frameSlot, opcode, psn, p == msgLen - 1,
+                        messages[r], p * payload, payload);
+                    index++;
+                }
+            }
+        }
+    }
+
+    /**
+     * A result: its ICRC, and its payload against the known sum (the INA header of a first packet carries the
+     * result tag).
+     */
+    private void check(final MutableDirectBuffer buffer, final int offset, final int length, final int[] expected,
+        final int gradientInts)
+    {
+        if (frame.wrap(buffer, offset, length) != RoceFrame.OK || frame.opcode() > Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE)
+        {
+            return; // not a result (ARP, IPv6 ND, an ACK)
+        }
+        final int rank = (frame.destQp() - 0x100 - 1 + world) % world;
+        if (rank < 0 || rank >= world)
+        {
+            return;
+        }
+        boolean good = icrc.verify(frame);
+        final int psnInMessage = (frame.psn() & 0xFFFFF) % msgLen;
+        int data = frame.payloadOffset();
+        int element = psnInMessage * payload / 4 - InaHeader.LENGTH / 4;
+        if (psnInMessage == 0)
+        {
+            good &= InaHeader.inetTag(buffer, data) == InaHeader.RESULT_TAG;
+            data += InaHeader.LENGTH;
+            element = 0;
+        }
+        final int end = frame.payloadOffset() + frame.payloadLength();
+        for (int at = data; good && at + 4 <= end && element < gradientInts; at += 4, element++)
+        {
+            good = buffer.getInt(at, ByteOrder.LITTLE_ENDIAN) == expected[element];
+        }
+        resultsPerRank[rank]++;
+        if (good)
+        {
+            resultsOk++;
+        }
+        else
+        {
+            resultsBad++;
+        }
+    }
+
+    private static long mac(final int rank)
+    {
+        return 0x02_7A_00_00_00_00L | (rank + 1);
+    }
+
+    private static int ipv4(final String text)
+    {
+        final String[] parts = text.split("\\.");
+        return (Integer.parseInt(parts[0]) << 24) | (Integer.parseInt(parts[1]) << 16) |
+            (Integer.parseInt(parts[2]) << 8) | Integer.parseInt(parts[3]);
+    }
+}
