@@ -27,6 +27,7 @@
 #                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
 #                                   [--window N (default 8)] [--msg-len L (default 16)]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
+# (time vs size) or scripts/bench/plot_calls.py OUT.png CSV... (per-call boxes per mode).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$NETREDUCE_ROOT"
