@@ -26,6 +26,7 @@
 #                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
 #                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
 #                                   [--window N (default 8)] [--msg-len L (default 16)]
+#                                   [--trace-dir DIR: per-call timelines of the netreduce ranks, DIR/RATE-wW-SIZE-rR.csv]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 # (time vs size) or scripts/bench/plot_calls.py OUT.png CSV... (per-call boxes per mode).
 set -euo pipefail
@@ -46,6 +47,7 @@ payload=4096
 modes_opt=""
 cpu_load=0
 rto_us=400000
+trace_dir=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -61,6 +63,7 @@ while [ $# -gt 0 ]; do
     --cpu-load) cpu_load=1; shift ;;
     --rto-us) rto_us="$2"; shift 2 ;;
     --window) window="$2"; shift 2 ;;
+    --trace-dir) trace_dir="$2"; shift 2 ;;
     --msg-len) msg_len="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
@@ -195,6 +198,7 @@ run_one() { # rate world mode size
         ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
           --ring-id 1 --mode "$cli_mode" --type fp32 --size "$size" --iterations "$iterations" --window "$window" \
           --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us "$rto_us" --json \
+          ${trace_dir:+--trace "$trace_dir/$rate-w$world-$size-$mode-r$i.csv"} \
           > "$work/w$i.log" 2>&1 &
     fi
     worker_pids+=($!)

@@ -17,6 +17,7 @@ import io.netreduce.host.rc.Bootstrap;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
+import io.netreduce.host.rc.TraceRecorder;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.IdleStrategy;
@@ -138,6 +139,10 @@ public final class AllReduceCommand implements Callable<Integer>
     @Option(names = "--result-tag", description = "InetTag the appliance writes into results, 4 ASCII characters; " +
         "the same as --inet-tag when the ring leaves results unmarked (default ${DEFAULT-VALUE}).")
     String resultTag = "NRES";
+
+    @Option(names = "--trace", description = "Write a per-call timeline (CSV) to FILE: when each message left and " +
+        "its result came back, each retransmission and what triggered it (timeout or NAK).")
+    java.nio.file.Path traceFile;
 
     @Option(names = "--idle", description = "How the rank waits when its endpoint has nothing to do: poll (spin " +
         "briefly, then block in poll(2) until a frame or the next RC timer; leaves shared cores to others) or " +
@@ -285,6 +290,8 @@ public final class AllReduceCommand implements Callable<Integer>
         String firstMismatch = null;
         String error = null;
         final StringBuilder callMs = new StringBuilder();
+        final TraceRecorder trace = traceFile == null ? TraceRecorder.OFF : new TraceRecorder(1 << 20);
+        endpoint.trace(trace);
         final long bytesBefore = op.bytesPosted();
         final long txBytesBefore = endpoint.port().counters().txBytes();
         if (endpoint.port() instanceof AfPacketPort socket)
@@ -295,6 +302,7 @@ public final class AllReduceCommand implements Callable<Integer>
         for (int iteration = 0; iteration < iterations; iteration++)
         {
             TensorPattern.fill(tensor, seed, rank, iteration);
+            trace.record(endpoint.nanoTime(), TraceRecorder.CALL_STARTED, 0, iteration);
             final long start = System.nanoTime();
             try
             {
@@ -307,6 +315,7 @@ public final class AllReduceCommand implements Callable<Integer>
                 break;
             }
             final double seconds = (System.nanoTime() - start) / 1e9;
+            trace.record(endpoint.nanoTime(), TraceRecorder.CALL_DONE, 0, iteration);
             callMs.append(callMs.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", seconds * 1e3));
             totalSeconds += seconds;
             completed++;
@@ -323,6 +332,17 @@ public final class AllReduceCommand implements Callable<Integer>
             out.printf(Locale.ROOT, "iteration %d rank %d %s %s %d bytes: %.3f ms, goodput %.3f Gbit/s, result: %s%n",
                 iteration, rank, netreduce ? "netreduce" : "ring", elementType.cliName(), bytes, seconds * 1e3,
                 bytes * 8 / seconds / 1e9, mismatch == null ? "exact" : "MISMATCH " + mismatch);
+        }
+        if (traceFile != null)
+        {
+            try (java.io.Writer writer = java.nio.file.Files.newBufferedWriter(traceFile))
+            {
+                trace.writeCsv(writer);
+            }
+            catch (final java.io.IOException ex)
+            {
+                out.println("cannot write the trace to " + traceFile + ": " + ex.getMessage());
+            }
         }
         final long posted = op.bytesPosted() - bytesBefore;
         final long wire = endpoint.port().counters().txBytes() - txBytesBefore;

@@ -5,6 +5,7 @@ import io.netreduce.host.rc.Completion;
 import io.netreduce.host.rc.CompletionHandler;
 import io.netreduce.host.rc.CompletionStatus;
 import io.netreduce.host.rc.QueuePair;
+import io.netreduce.host.rc.TraceRecorder;
 import io.netreduce.host.rc.WorkRequest;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -203,6 +204,8 @@ public final class NetReduceAllReduce implements AllReduce
                 fail("posting message " + posted + " failed (status " + status + "): " + link.describe());
                 throw new AllReduceException(failure);
             }
+            link.endpoint().trace().record(link.endpoint().nanoTime(), TraceRecorder.MESSAGE_POSTED,
+                sendQp.qpn(), posted);
             posted++;
             bytesPosted += messageBytes;
             work++;
@@ -276,6 +279,8 @@ public final class NetReduceAllReduce implements AllReduce
         final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
         tensor.buffer().putBytes(tensor.offset() + tensorOffset, receiveMemory, slotOffset + InaHeader.LENGTH,
             length);
+        link.endpoint().trace().record(link.endpoint().nanoTime(), TraceRecorder.RESULT_RECEIVED,
+            link.receiveQp().qpn(), seq);
         resultsReceived++;
     }
 

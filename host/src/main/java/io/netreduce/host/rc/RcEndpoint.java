@@ -41,6 +41,7 @@ public final class RcEndpoint implements Agent, AutoCloseable
     private final RcConfig config;
     private final NanoClock clock;
     private EndpointIdleStrategy idleStrategy;
+    private TraceRecorder trace = TraceRecorder.OFF;
     private final InetAddress localIp;
     private final long localMac;
     private final MemoryRegistry memory;
@@ -163,6 +164,27 @@ public final class RcEndpoint implements Agent, AutoCloseable
     public String roleName()
     {
         return "rc-endpoint-" + port.name();
+    }
+
+    /**
+     * Record this endpoint's transport events (retransmissions and what triggered them) into {@code recorder}.
+     */
+    public void trace(final TraceRecorder recorder)
+    {
+        this.trace = recorder;
+    }
+
+    public TraceRecorder trace()
+    {
+        return trace;
+    }
+
+    /**
+     * @return the endpoint's clock now (the time its timers and traces use).
+     */
+    public long nanoTime()
+    {
+        return clock.nanoTime();
     }
 
     /**

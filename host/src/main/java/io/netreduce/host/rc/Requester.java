@@ -339,6 +339,7 @@ final class Requester
             return;
         }
         counters.timeouts++;
+        endpoint.trace().record(nowNs, TraceRecorder.TIMEOUT, qp.qpn(), unackedPsn);
         retries++;
         if (retries > config.retryCount())
         {
@@ -410,6 +411,7 @@ final class Requester
         if (code == AethHeader.NAK_PSN_SEQUENCE_ERROR)
         {
             // The responder saw a gap: resend from the PSN it expects now, not at the timeout.
+            endpoint.trace().record(nowNs, TraceRecorder.NAK, qp.qpn(), psn);
             goBack(psn);
             arm(nowNs + currentTimeoutNs);
         }
@@ -430,6 +432,7 @@ final class Requester
         }
         acknowledgeThrough(psnAdd(psn, -1), nowNs);
         rnrRetries++;
+        endpoint.trace().record(nowNs, TraceRecorder.RNR_NAK, qp.qpn(), psn);
         if (config.rnrRetryCount() != 7 && rnrRetries > config.rnrRetryCount())
         {
             qp.enterError(CompletionStatus.RNR_RETRY_EXCEEDED);

@@ -226,6 +226,8 @@ class QueuePairTest
     void shouldNakOnceForGapAndRecoverByGoBackN()
     {
         final RcPair pair = new RcPair(new RcConfig().pmtu(256));
+        final TraceRecorder trace = new TraceRecorder(16);
+        pair.a.trace(trace);
         final MemoryRegion src = pair.a.registerMemory(256 * 40);
         final MemoryRegion dst = pair.b.registerMemory(256 * 40);
         fill(src, 7);
@@ -252,6 +254,8 @@ class QueuePairTest
         assertThat(pair.qpA.counters().naksReceived()).isEqualTo(1);
         assertThat(pair.qpA.counters().retransmittedPackets()).isGreaterThan(0);
         assertThat(pair.qpA.counters().timeouts()).isZero();
+        assertThat(trace.size()).as("the trace: one go-back, triggered by the NAK").isEqualTo(1);
+        assertThat(trace.kind(0)).isEqualTo(TraceRecorder.NAK);
     }
 
     @Test
@@ -341,6 +345,8 @@ class QueuePairTest
     {
         final RcConfig config = new RcConfig().pmtu(256).retryCount(3).retransmitTimeoutNs(1_000_000);
         final RcPair pair = new RcPair(config);
+        final TraceRecorder trace = new TraceRecorder(16);
+        pair.a.trace(trace);
         final MemoryRegion src = pair.a.registerMemory(512);
         final MemoryRegion dst = pair.b.registerMemory(512);
         final List<Long> sendTimes = new ArrayList<>();
@@ -369,6 +375,11 @@ class QueuePairTest
         assertThat(g2).isBetween(2_000_000L, 2_020_000L);
         assertThat(g3).isBetween(4_000_000L, 4_020_000L);
         assertThat(pair.qpA.postSend(write(3, src, 0, 1, dst, 0))).isEqualTo(QueuePair.POST_WRONG_STATE);
+        assertThat(trace.size()).as("one traced go-back per timeout").isEqualTo((int)pair.qpA.counters().timeouts());
+        for (int e = 0; e < trace.size(); e++)
+        {
+            assertThat(trace.kind(e)).isEqualTo(TraceRecorder.TIMEOUT);
+        }
     }
 
     @Test
