@@ -11,7 +11,7 @@ import picocli.CommandLine.Command;
     name = "worker",
     mixinStandardHelpOptions = true,
     description = "Software RoCEv2 RC endpoint tools (perftest style).",
-    subcommands = { WriteBwCommand.class, AllReduceCommand.class, PortLatencyCommand.class, LoadGenCommand.class })
+    subcommands = { WriteBwCommand.class, AllReduceCommand.class, PortLatencyCommand.class, LoadGenCommand.class, ServeCommand.class })
 public final class WorkerCommand implements Runnable
 {
     @CommandLine.Spec

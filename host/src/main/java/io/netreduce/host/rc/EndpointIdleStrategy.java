@@ -1,5 +1,6 @@
 package io.netreduce.host.rc;
 
+import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.PortPollIdleStrategy;
 import io.netreduce.protocol.port.PortPoller;
 import org.agrona.concurrent.IdleStrategy;
@@ -26,14 +27,21 @@ public final class EndpointIdleStrategy implements IdleStrategy, AutoCloseable
     /** Longest single block, so a loop that also polls something else (an all-reduce) looks at it again. */
     public static final int DEFAULT_MAX_BLOCK_MS = 10;
 
+    /**
+     * Longest single block when a {@link Doorbell} wakes the loop for its other work: only timers are left to
+     * bound it, and those the endpoint's deadline already covers.
+     */
+    public static final int DOORBELL_MAX_BLOCK_MS = 100;
+
     private static final long NS_PER_MS = 1_000_000L;
 
     private final PortPoller poller;
     private final PortPollIdleStrategy strategy;
 
-    EndpointIdleStrategy(final RcEndpoint endpoint, final NanoClock clock)
+    EndpointIdleStrategy(final RcEndpoint endpoint, final NanoClock clock, final Doorbell doorbell)
     {
-        this.poller = new PortPoller(List.of(endpoint.port()));
+        this.poller = new PortPoller(List.of(endpoint.port()), doorbell);
+        final int maxBlockMs = doorbell != null ? DOORBELL_MAX_BLOCK_MS : DEFAULT_MAX_BLOCK_MS;
         this.strategy = new PortPollIdleStrategy(poller, DEFAULT_SPINS, DEFAULT_YIELDS, () ->
         {
             if (!poller.canBlock())
@@ -43,8 +51,8 @@ public final class EndpointIdleStrategy implements IdleStrategy, AutoCloseable
             final long nowNs = clock.nanoTime();
             final long deadline = endpoint.nextDeadlineNs(nowNs);
             // poll(2) counts in milliseconds: a deadline closer than that is served by yielding (0).
-            return deadline == Long.MAX_VALUE ? DEFAULT_MAX_BLOCK_MS :
-                (int)Math.min(Math.max(0, (deadline - nowNs) / NS_PER_MS), DEFAULT_MAX_BLOCK_MS);
+            return deadline == Long.MAX_VALUE ? maxBlockMs :
+                (int)Math.min(Math.max(0, (deadline - nowNs) / NS_PER_MS), maxBlockMs);
         });
     }
 

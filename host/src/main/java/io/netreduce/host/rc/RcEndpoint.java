@@ -1,6 +1,7 @@
 package io.netreduce.host.rc;
 
 import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.EthernetHeader;
@@ -209,8 +210,23 @@ public final class RcEndpoint implements Agent, AutoCloseable
     {
         if (idleStrategy == null)
         {
-            idleStrategy = new EndpointIdleStrategy(this, clock);
+            idleStrategy = new EndpointIdleStrategy(this, clock, null);
         }
+        return idleStrategy;
+    }
+
+    /**
+     * @param doorbell rung by another thread that hands the driving loop work (a sidecar's trainer requests): the
+     *                 strategy then also wakes on it, and may block longer between timers.
+     * @return the endpoint's idle strategy, replacing any made before (one driving thread per endpoint).
+     */
+    public EndpointIdleStrategy idleStrategy(final Doorbell doorbell)
+    {
+        if (idleStrategy != null)
+        {
+            idleStrategy.close();
+        }
+        idleStrategy = new EndpointIdleStrategy(this, clock, doorbell);
         return idleStrategy;
     }
 

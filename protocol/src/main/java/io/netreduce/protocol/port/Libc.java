@@ -43,6 +43,9 @@ final class Libc
     private static final MethodHandle POLL = errnoCall("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     private static final MethodHandle IF_NAMETOINDEX = errnoCall("if_nametoindex", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     private static final MethodHandle CLOSE = errnoCall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle EVENTFD = errnoCall("eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle READ = errnoCall("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle WRITE = errnoCall("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle OPEN = errnoCall("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle SETNS = errnoCall("setns", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle IOCTL = LINKER.downcallHandle(
@@ -193,6 +196,42 @@ final class Libc
         try
         {
             return (int)IF_NAMETOINDEX.invokeExact(errnoState, name);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int eventfd(final MemorySegment errnoState, final int initialValue, final int flags)
+    {
+        try
+        {
+            return (int)EVENTFD.invokeExact(errnoState, initialValue, flags);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static long read(final MemorySegment errnoState, final int fd, final MemorySegment buffer, final long length)
+    {
+        try
+        {
+            return (long)READ.invokeExact(errnoState, fd, buffer, length);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static long write(final MemorySegment errnoState, final int fd, final MemorySegment buffer, final long length)
+    {
+        try
+        {
+            return (long)WRITE.invokeExact(errnoState, fd, buffer, length);
         }
         catch (final Throwable t)
         {

@@ -1,0 +1,309 @@
+"""One netreduce session per trainer process: the transport, the ring, and every call through it.
+
+A :class:`Session` is set up once (transport started, memory registered, ring neighbours connected, ring parameters
+checked against the appliance) and then serves every all-reduce of the process: DDP's gradient buckets through the
+communication hooks in :mod:`netreduce.hooks`, or :func:`allreduce_` calls. Calls run in order on one background
+thread, so a DDP hook returns at once and the backward pass goes on while a bucket is summed.
+
+Rendezvous is PyTorch's: the ranks exchange their queue pair information with ``all_gather_object`` on the process
+group (``env://`` or whatever ``init_process_group`` was given), so no other handshake tool is needed.
+"""
+import logging
+import queue
+import threading
+from typing import Optional
+
+from .control import ApplianceClient
+from .errors import ApplianceUnreachable, NetReduceError, RingMismatch, SetupError, TransportError
+
+log = logging.getLogger("netreduce")
+
+_TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int32": "int32"}
+_ELEMENT_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "int32": 4}
+
+DEFAULT_SHM_BYTES = 64 << 20
+
+
+def _torch():
+    try:
+        import torch  # noqa: PLC0415 (the package imports without torch; sessions need it)
+        import torch.distributed as dist  # noqa: PLC0415
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise SetupError("netreduce sessions need PyTorch (Debian: python3-torch)") from error
+    return torch, dist
+
+
+class Session:
+    """The appliance ring this process all-reduces through.
+
+    Parameters (keyword only):
+
+    * ``device``: the interface the sidecar opens its AF_PACKET port on (its address is the rank's ring address).
+    * ``transport``: ``"sidecar"`` (default; the Java software RC endpoint beside the trainer) or an object with the
+      transport interface (``open``, ``connect``, ``allreduce``, ``stats``, ``close`` and a writable ``memory``).
+    * ``ring_id``, ``element_type`` (fp32, fp16, bf16, int32), ``window``, ``msg_len``, ``payload_size``,
+      ``inet_tag``, ``result_tag``: the ring, as installed on the appliance (defaults as the daemon's).
+    * ``appliance``: control API address (``unix:/run/netreduce/api.sock`` or ``http://host:port``) and
+      ``token_file``. When given, every rank checks the ring's parameters there before the first call (a mismatch
+      raises :class:`RingMismatch` instead of stalling), and with ``install=True`` rank 0 installs the ring as job
+      ``job_name`` from the ranks' addresses (and removes it at :meth:`close`).
+    * ``process_group``: for the rendezvous, the fallback and barriers (default: the default group).
+    * ``fallback``: when a call through the appliance fails, run the process group's own ``all_reduce`` for that
+      call (all ranks agree on it), log once and count it in :attr:`fallback_calls`, instead of raising.
+    * ``timeout``: seconds without progress before a call fails.
+    * ``shm_bytes``: the shared memory a call works in; larger tensors go through in pieces of this size.
+    """
+
+    def __init__(self, *, device: Optional[str] = None, transport="sidecar", ring_id: int = 1,
+                 element_type: str = "fp32", window: int = 8, msg_len: int = 16, payload_size: int = 4096,
+                 inet_tag: str = "NRED", result_tag: str = "NRES", appliance: Optional[str] = None,
+                 token_file: Optional[str] = None, install: bool = False, job_name: Optional[str] = None,
+                 process_group=None, fallback: bool = False, timeout: float = 30.0,
+                 shm_bytes: int = DEFAULT_SHM_BYTES, ip: Optional[str] = None, sidecar_command=None,
+                 rto_us: int = 400_000):
+        torch, dist = _torch()
+        if element_type not in _TORCH_DTYPES:
+            raise SetupError(f"element_type must be one of {', '.join(_TORCH_DTYPES)}: {element_type!r}")
+        if not dist.is_available() or not dist.is_initialized():
+            raise SetupError("netreduce.Session needs torch.distributed initialised first "
+                             "(dist.init_process_group(...), e.g. with the gloo backend and env://)")
+        self._dist = dist
+        self._torch = torch
+        self.group = process_group
+        self.rank = dist.get_rank(process_group)
+        self.world_size = dist.get_world_size(process_group)
+        self.element_type = element_type
+        self.dtype = getattr(torch, _TORCH_DTYPES[element_type])
+        self.ring_id = ring_id
+        self.fallback = fallback
+        self.fallback_calls = 0
+        self.calls = 0
+        self.bytes_reduced = 0
+        self._broken: Optional[str] = None
+        self._logged_fallback = False
+        self._appliance = ApplianceClient(appliance, token_file) if appliance else None
+        self._installed_job = None
+        self._closed = False
+        self.ring = {"ringId": ring_id, "elementType": element_type, "window": window, "msgLen": msg_len,
+                     "payloadSize": payload_size, "inetTag": inet_tag, "resultTag": result_tag,
+                     "timeoutMs": int(timeout * 1000)}
+        if self.world_size < 2:
+            raise SetupError("a netreduce ring needs at least 2 ranks")
+
+        if transport == "sidecar":
+            if device is None:
+                raise SetupError("the sidecar transport needs device= (the interface to the switch)")
+            from .sidecar import SidecarTransport  # noqa: PLC0415
+            self.transport = SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
+                                              rto_us=rto_us)
+        elif isinstance(transport, str):
+            raise SetupError(f"unknown transport {transport!r} (sidecar, or a transport object)")
+        else:
+            self.transport = transport
+        try:
+            self._setup(install, job_name)
+        except BaseException:
+            self._shutdown_transport()
+            raise
+        self._memory = torch.frombuffer(self.transport.memory, dtype=torch.uint8)
+        self._elements_per_piece = len(self.transport.memory) // _ELEMENT_SIZES[element_type]
+        self._queue: "queue.Queue" = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, name="netreduce-session", daemon=True)
+        self._thread.start()
+
+    # -- set-up -------------------------------------------------------------------------------------------------
+
+    def _gather(self, value):
+        values = [None] * self.world_size
+        self._dist.all_gather_object(values, value, group=self.group)
+        return values
+
+    def _setup(self, install: bool, job_name: Optional[str]) -> None:
+        try:
+            mine = self.transport.open(rank=self.rank, world=self.world_size, ring=self.ring)
+        except NetReduceError as error:
+            mine = {"error": str(error)}
+        # Every rank learns of any rank's failure here, so none is left waiting in a later collective.
+        infos = self._gather(mine)
+        failed = {r: info["error"] for r, info in enumerate(infos) if "error" in info}
+        if failed:
+            raise SetupError("could not open the transport on " +
+                             "; ".join(f"rank {r}: {reason}" for r, reason in failed.items()))
+        self.addresses = [info["ip"] for info in infos]
+        if self._appliance is not None:
+            if install:
+                self._install(job_name or f"netreduce-ring-{self.ring_id}")
+            try:
+                self._check_ring()
+                problem = None
+            except NetReduceError as error:
+                problem = (type(error).__name__, str(error))
+            problems = [p for p in self._gather(problem) if p is not None]
+            if problems:
+                kinds = {"RingMismatch": RingMismatch, "ApplianceUnreachable": ApplianceUnreachable}
+                raise kinds.get(problems[0][0], SetupError)(problems[0][1])
+        successor = infos[(self.rank + 1) % self.world_size]["receive"]
+        predecessor = infos[(self.rank - 1) % self.world_size]["send"]
+        self.transport.connect(successor, predecessor)
+        # Nobody sends before every rank's queue pairs are connected: a write into an unconnected QP is lost until
+        # the RC timeout.
+        self._dist.barrier(group=self.group)
+
+    def _install(self, job_name: str) -> None:
+        error = None
+        if self.rank == 0:
+            job = {"name": job_name, "rings": [{
+                "id": self.ring_id, "elementType": self.element_type, "window": self.ring["window"],
+                "msgLen": self.ring["msgLen"], "payloadSize": self.ring["payloadSize"],
+                "pmtu": self.ring["payloadSize"], "inetTag": self.ring["inetTag"],
+                "resultTag": self.ring["resultTag"],
+                "members": [{"rank": r, "ip": ip} for r, ip in enumerate(self.addresses)]}]}
+            try:
+                self._appliance.add_job(job)
+                self._installed_job = job_name
+            except NetReduceError as failure:
+                error = str(failure)
+        errors = self._gather(error)
+        if errors[0] is not None:
+            raise SetupError(errors[0])
+
+    def _check_ring(self) -> None:
+        parameters = self._appliance.ring_parameters(self.ring_id)
+        mine = {"ringId": self.ring_id, "worldSize": self.world_size, "elementType": self.element_type,
+                "window": self.ring["window"], "msgLen": self.ring["msgLen"],
+                "payloadSize": self.ring["payloadSize"], "inetTag": self.ring["inetTag"],
+                "resultTag": self.ring["resultTag"]}
+        problems = [f"{key} is {mine[key]!r} here but {parameters.get(key)!r} on the appliance"
+                    for key in mine if parameters.get(key) != mine[key]]
+        member = next((m for m in parameters.get("members", []) if m.get("rank") == self.rank), None)
+        if member is None:
+            problems.append(f"rank {self.rank} is not a member")
+        elif member.get("ip") != self.addresses[self.rank]:
+            problems.append(f"rank {self.rank} is {member.get('ip')} on the appliance, but this process sends "
+                            f"from {self.addresses[self.rank]}")
+        if problems:
+            raise RingMismatch(f"ring {self.ring_id} does not match this session (its packets would be dropped "
+                               f"and every call would stall): " + "; ".join(problems))
+
+    # -- calls --------------------------------------------------------------------------------------------------
+
+    def submit(self, tensor, average: bool = False):
+        """Queue an in-place all-reduce of ``tensor``; a ``torch.futures.Future`` holding the tensor when done."""
+        torch = self._torch
+        if self._closed:
+            raise NetReduceError("the session is closed")
+        if tensor.dtype != self.dtype:
+            raise TypeError(f"this session's ring sums {self.element_type}; the tensor is {tensor.dtype} "
+                            f"(convert it, or open a session on a ring of that type)")
+        if tensor.device.type != "cpu":
+            raise TypeError(f"netreduce sums CPU tensors; the tensor is on {tensor.device}")
+        future = torch.futures.Future()
+        self._queue.put((tensor, average, future))
+        return future
+
+    def allreduce_(self, tensor, average: bool = False):
+        """Sum ``tensor`` across the ranks in place (or average it); returns it. Blocks until done."""
+        return self.submit(tensor, average).wait()
+
+    def _serve(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            tensor, average, future = item
+            try:
+                self._reduce(tensor)
+                if average:
+                    tensor.div_(self.world_size)
+                future.set_result(tensor)
+            except BaseException as error:  # noqa: BLE001 - handed to the caller through the future
+                future.set_exception(error)
+
+    def _reduce(self, tensor) -> None:
+        flat = tensor.view(-1) if tensor.is_contiguous() else None
+        work = flat if flat is not None else tensor.contiguous().view(-1)
+        error = self._through_appliance(work) if self._broken is None else self._broken
+        if self.fallback:
+            # Every rank must take the same path for this call, or a gloo all_reduce would wait for ever.
+            flag = self._torch.tensor([0 if error is None else 1], dtype=self._torch.int32)
+            self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX, group=self.group)
+            if int(flag.item()) != 0:
+                if error is None:
+                    error = "another rank's call through the appliance failed"
+                self._fall_back(work, error)
+        elif error is not None:
+            raise TransportError(error)
+        if flat is None:
+            tensor.copy_(work.view_as(tensor))
+        self.calls += 1
+        self.bytes_reduced += work.numel() * work.element_size()
+
+    def _through_appliance(self, flat) -> Optional[str]:
+        """Sum ``flat`` through the ring, piece by piece; None on success, the reason otherwise. Results are copied
+        back only when every piece is done, so on failure ``flat`` still holds this rank's own values (which the
+        fallback then sums)."""
+        view = self._memory.view(self.dtype)
+        done = []
+        try:
+            for start in range(0, flat.numel(), self._elements_per_piece):
+                piece = flat[start:start + self._elements_per_piece]
+                view[:piece.numel()].copy_(piece)
+                self.transport.allreduce(0, piece.numel())
+                done.append((piece, view[:piece.numel()].clone()))
+            for piece, result in done:
+                piece.copy_(result)
+            return None
+        except NetReduceError as error:
+            self._broken = f"ring {self.ring_id}: {error}"
+            return self._broken
+
+    def _fall_back(self, flat, reason: str) -> None:
+        self.fallback_calls += 1
+        if not self._logged_fallback:
+            self._logged_fallback = True
+            log.warning("netreduce: all-reduce through the appliance failed (%s); using the process group's "
+                        "all_reduce for this and every later call of this session", reason)
+        self._broken = self._broken or reason
+        self._dist.all_reduce(flat, group=self.group)
+
+    def stats(self) -> dict:
+        """Calls, fallbacks and bytes here; the transport's own counters (retransmissions, timeouts)."""
+        result = {"calls": self.calls, "fallback_calls": self.fallback_calls, "bytes_reduced": self.bytes_reduced,
+                  "broken": self._broken}
+        try:
+            result["transport"] = self.transport.stats()
+        except NetReduceError as error:
+            result["transport"] = {"error": str(error)}
+        return result
+
+    # -- the end ------------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish queued calls, wait for every rank (so no rank's last acknowledgements go unanswered), stop the
+        transport, and remove the ring if this session installed it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._thread.join()
+        try:
+            self._dist.barrier(group=self.group)
+        finally:
+            self._shutdown_transport()
+            if self._installed_job and self._appliance is not None:
+                try:
+                    self._appliance.remove_job(self._installed_job)
+                except NetReduceError as error:
+                    log.warning("netreduce: could not remove job %s: %s", self._installed_job, error)
+
+    def _shutdown_transport(self) -> None:
+        try:
+            self.transport.close()
+        except NetReduceError as error:  # pragma: no cover - best effort at the end
+            log.warning("netreduce: closing the transport: %s", error)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

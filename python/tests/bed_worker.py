@@ -1,0 +1,257 @@
+"""One rank of the namespace tests of the netreduce package (run by test_bed.py inside a worker namespace).
+
+    bed_worker.py SCENARIO --rank R --world W --master IP --port P --out FILE [--api unix:PATH] [--netreduce CMD]
+
+Each scenario does its work through a real session (sidecar transport, the daemon in the appliance namespace) and
+writes one JSON object to FILE: {"ok": bool, ...details}. Checks are made here, on real results: every DDP bucket
+and every allreduce_ result is compared bit for bit with the sum of every rank's input in rank order (the order the
+appliance adds in), which the ranks learn from each other over the gloo process group.
+"""
+import argparse
+import json
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def rank_ordered(inputs, world, average):
+    import torch
+
+    total = inputs[0].clone()
+    for r in range(1, world):
+        total += inputs[r]
+    if average:
+        total.div_(world)
+    return total
+
+
+def gathered(tensor, world):
+    import torch
+    import torch.distributed as dist
+
+    parts = [torch.empty_like(tensor) for _ in range(world)]
+    dist.all_gather(parts, tensor)
+    return parts
+
+
+def session_of(args, **overrides):
+    import netreduce
+
+    settings = dict(device="eth0", appliance=args.api, sidecar_command=args.netreduce.split(), timeout=10.0)
+    settings.update(overrides)
+    return netreduce.Session(**settings)
+
+
+def scenario_ddp(args, out):
+    """allreduce_ of odd sizes (one larger than the shared memory), then DDP with the hook, every bucket checked."""
+    import torch
+    import netreduce
+
+    world = args.world
+    session = session_of(args, shm_bytes=1 << 20)
+    checked = []
+    try:
+        for elements in (1, 1023, 1024 * 1024 // 4 + 777, 700_001):
+            g = torch.Generator().manual_seed(10 * args.rank + elements)
+            mine = torch.randn(elements, generator=g)
+            result = netreduce.allreduce_(mine.clone(), session)
+            expected = rank_ordered(gathered(mine, world), world, average=False)
+            checked.append({"what": f"allreduce_ {elements}", "exact": bool(torch.equal(result, expected))})
+
+        torch.manual_seed(0)
+        # Over DDP's 1 MB first bucket, so several buckets of different sizes go through per step.
+        model = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                    torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                    torch.nn.Linear(512, 10))
+        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
+        records = []
+
+        def checking_hook(state, bucket):
+            before = bucket.buffer().clone()
+            future = netreduce.allreduce_hook(state, bucket)
+
+            def keep(done):
+                records.append((bucket.index(), before, done.value().clone()))
+                return done.value()
+
+            return future.then(keep)
+
+        ddp.register_comm_hook(session, checking_hook)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        g = torch.Generator().manual_seed(100 + args.rank)
+        for step in range(3):
+            records.clear()
+            x = torch.randn(32, 64, generator=g)
+            y = torch.randint(0, 10, (32,), generator=g)
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(ddp(x), y).backward()
+            optimizer.step()
+            for index, before, after in sorted(records, key=lambda r: r[0]):
+                expected = rank_ordered(gathered(before, world), world, average=True)
+                checked.append({"what": f"step {step} bucket {index} ({before.numel()} fp32)",
+                                "exact": bool(torch.equal(after, expected))})
+        out["buckets"] = sum(1 for c in checked if "bucket" in c["what"])
+        out["stats"] = session.stats()
+    finally:
+        session.close()
+    out["checked"] = checked
+    out["ok"] = all(c["exact"] for c in checked) and out["buckets"] >= 6
+
+
+def scenario_fp16(args, out):
+    """The fp16 compression hook on an fp16 ring: the fp32 bucket comes back as the sum of every rank's bucket
+    divided by the world size and cast to fp16 (as PyTorch's fp16_compress_hook does), the sum taken as the
+    appliance takes it: widened to fp32, added in rank order, rounded once."""
+    import torch
+    import netreduce
+
+    world = args.world
+    session = session_of(args, element_type="fp16", ring_id=2)
+    checked = []
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.01)
+        records = []
+
+        def checking_hook(state, bucket):
+            before = bucket.buffer().clone()
+            future = netreduce.fp16_compress_hook(state, bucket)
+
+            def keep(done):
+                records.append((bucket.index(), before, done.value().clone()))
+                return done.value()
+
+            return future.then(keep)
+
+        ddp.register_comm_hook(session, checking_hook)
+        g = torch.Generator().manual_seed(200 + args.rank)
+        for step in range(2):
+            records.clear()
+            x = torch.randn(16, 32, generator=g)
+            ddp(x).square().mean().backward()
+            for index, before, after in sorted(records, key=lambda r: r[0]):
+                # The appliance widens fp16 to fp32, adds in rank order and rounds once to fp16.
+                inputs = [t.div(world).to(torch.float16).to(torch.float32) for t in gathered(before, world)]
+                expected = rank_ordered(inputs, world, average=False).to(torch.float16).to(torch.float32)
+                checked.append({"what": f"step {step} bucket {index}", "exact": bool(torch.equal(after, expected))})
+    finally:
+        session.close()
+    out["checked"] = checked
+    out["ok"] = bool(checked) and all(c["exact"] for c in checked)
+
+
+def scenario_install(args, out):
+    """The session installs the ring through the control API, uses it, and removes it at close."""
+    import torch
+    import netreduce
+
+    session = session_of(args, install=True, job_name="pytest-install", ring_id=7)
+    try:
+        mine = torch.full((5000,), float(args.rank + 1))
+        result = netreduce.allreduce_(mine, session)
+        out["exact"] = bool(torch.equal(result, torch.full((5000,), float(sum(range(1, args.world + 1))))))
+    finally:
+        session.close()
+    out["ok"] = out["exact"]
+
+
+def scenario_unaggregated(args, out):
+    """No ring on the appliance and no API given: the results come back unaggregated; the call must raise, and
+    the tensor keep this rank's values (never a wrong gradient)."""
+    import torch
+    import netreduce
+
+    session = session_of(args, appliance=None, ring_id=9, timeout=5.0)
+    try:
+        mine = torch.full((10_000,), float(args.rank + 1))
+        try:
+            netreduce.allreduce_(mine, session)
+            out["raised"] = None
+        except netreduce.TransportError as error:
+            out["raised"] = str(error)
+        out["untouched"] = bool(torch.equal(mine, torch.full((10_000,), float(args.rank + 1))))
+    finally:
+        session.close()
+    out["ok"] = out["raised"] is not None and out["untouched"]
+
+
+def scenario_fallback(args, out):
+    """The same, with fallback=True: the process group's all-reduce gives the right sum, logged once and counted."""
+    import torch
+    import netreduce
+
+    session = session_of(args, appliance=None, ring_id=9, timeout=5.0, fallback=True)
+    try:
+        results = []
+        for call in range(3):
+            mine = torch.full((3000,), float(args.rank + 1 + call))
+            netreduce.allreduce_(mine, session)
+            expected = float(sum(r + 1 + call for r in range(args.world)))
+            results.append(bool(torch.equal(mine, torch.full((3000,), expected))))
+        out["results_exact"] = results
+        out["fallback_calls"] = session.fallback_calls
+    finally:
+        session.close()
+    out["ok"] = all(results) and out["fallback_calls"] == 3
+
+
+def scenario_mismatch(args, out):
+    """A ring installed with window 8, a session asking for window 4: refused at start, naming the setting."""
+    import netreduce
+
+    try:
+        session_of(args, window=4).close()
+        out["raised"] = None
+    except netreduce.RingMismatch as error:
+        out["raised"] = str(error)
+    out["ok"] = out["raised"] is not None and "window" in out["raised"]
+
+
+def scenario_unreachable(args, out):
+    """An appliance address where nothing listens: a clear ApplianceUnreachable at start."""
+    import netreduce
+
+    try:
+        session_of(args, appliance="unix:/nonexistent/netreduce-api.sock").close()
+        out["raised"] = None
+    except netreduce.ApplianceUnreachable as error:
+        out["raised"] = str(error)
+    out["ok"] = out["raised"] is not None
+
+
+SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--rank", type=int, required=True)
+    ap.add_argument("--world", type=int, required=True)
+    ap.add_argument("--master", required=True)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--api")
+    ap.add_argument("--netreduce", required=True)
+    args = ap.parse_args()
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0")
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
+                            world_size=args.world)
+    out = {"ok": False, "rank": args.rank}
+    try:
+        SCENARIOS[args.scenario](args, out)
+    except Exception:  # noqa: BLE001 - written out for the test to show
+        out["ok"] = False
+        out["error"] = traceback.format_exc()
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(out, f)
+    dist.destroy_process_group()
+    return 0 if out["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""The netreduce package end to end on the namespace test bed: trainers (torch.distributed, gloo for rendezvous) in
+worker namespaces, each with its sidecar, through the real daemon in the appliance namespace.
+
+Needs root (network namespaces) and the built launcher (aggregator-daemon/target/netreduce; the README's test
+command builds it before it runs pytest). Each scenario's checks are made by the ranks themselves on real results
+(python/tests/bed_worker.py); this file brings the bed up, starts the ranks and reads what they wrote.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the session tests need PyTorch (Debian: python3-torch)")
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NETREDUCE = os.path.join(ROOT, "aggregator-daemon", "target", "netreduce")
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bed_worker.py")
+PREFIX = "nrpy"
+WORLD = 3
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="the namespace test bed needs root"),
+    pytest.mark.skipif(not os.access(NETREDUCE, os.X_OK), reason=f"{NETREDUCE} not built (./mvnw package)"),
+]
+
+
+def _config(api: str, world: int) -> str:
+    members = "".join(f"          - {{ rank: {r}, ip: 10.77.0.{r + 1} }}\n" for r in range(world))
+    rings = ""
+    for ring_id, element_type in ((1, "fp32"), (2, "fp16")):
+        rings += (f"      - id: {ring_id}\n        elementType: {element_type}\n        window: 8\n"
+                  f"        msgLen: 16\n        payloadSize: 4096\n        pmtu: 4096\n        members:\n" + members)
+    return ("appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n  memoryBudget: 128MiB\n"
+            f"  api:\n    listen: unix:{api}\n  metrics:\n    listen: 127.0.0.1:0\n"
+            "jobs:\n  - name: pytest\n    rings:\n" + rings)
+
+
+@pytest.fixture(scope="module")
+def bed():
+    work = tempfile.mkdtemp(prefix="netreduce-pytest-")
+    api = os.path.join(work, "api.sock")
+    config = os.path.join(work, "netreduce.yaml")
+    with open(config, "w", encoding="utf-8") as f:
+        f.write(_config(api, WORLD))
+    testbed = [os.path.join(ROOT, "scripts", "testbed.sh")]
+    subprocess.run(["bash", *testbed, "up", "-w", str(WORLD), "--mtu", "9000", "--prefix", PREFIX], check=True,
+                   stdout=subprocess.DEVNULL)
+    log = open(os.path.join(work, "daemon.log"), "wb")
+    daemon = subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}-app", NETREDUCE, "daemon", "--config", config],
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(api):
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                with open(log.name, encoding="utf-8", errors="replace") as f:
+                    pytest.fail(f"the daemon did not come up: {f.read()[-3000:]}")
+            time.sleep(0.2)
+        yield {"work": work, "api": f"unix:{api}", "daemon_log": log.name}
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        subprocess.run(["bash", *testbed, "down", "--prefix", PREFIX], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+_port = [29600]
+
+
+def run_ranks(bed, scenario: str, world: int = WORLD, timeout: float = 240, api: bool = True):
+    """Start one rank of ``scenario`` in each worker namespace; their JSON results, rank by rank."""
+    _port[0] += 1
+    procs, outs = [], []
+    for rank in range(world):
+        out = os.path.join(bed["work"], f"{scenario}-{rank}.json")
+        log = os.path.join(bed["work"], f"{scenario}-{rank}.log")
+        outs.append((out, log))
+        argv = ["ip", "netns", "exec", f"{PREFIX}-w{rank}", sys.executable, WORKER, scenario, "--rank", str(rank),
+                "--world", str(world), "--master", "10.77.0.1", "--port", str(_port[0]), "--out", out,
+                "--netreduce", NETREDUCE]
+        if api:
+            argv += ["--api", bed["api"]]
+        with open(log, "wb") as f:
+            procs.append(subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail(f"{scenario}: ranks still running after {timeout} s: " + _logs(outs))
+    results = []
+    for out, _ in outs:
+        if not os.path.exists(out):
+            pytest.fail(f"{scenario}: a rank wrote no result: " + _logs(outs))
+        with open(out, encoding="utf-8") as f:
+            results.append(json.load(f))
+    return results, _logs(outs)
+
+
+def _logs(outs) -> str:
+    text = []
+    for _, log in outs:
+        if os.path.exists(log):
+            with open(log, encoding="utf-8", errors="replace") as f:
+                text.append(f"--- {os.path.basename(log)}\n{f.read()[-3000:]}")
+    return "\n".join(text)
+
+
+def test_should_sum_every_ddp_bucket_and_tensor_exactly_in_rank_order(bed):
+    results, logs = run_ranks(bed, "ddp")
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+        assert r["stats"]["fallback_calls"] == 0
+        assert r["stats"]["transport"]["timeouts"] == 0
+
+
+def test_should_average_fp16_compressed_buckets_as_the_compression_hook_does(bed):
+    results, logs = run_ranks(bed, "fp16")
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+
+
+def test_should_install_the_ring_through_the_api_and_remove_it_at_close(bed):
+    results, logs = run_ranks(bed, "install", world=2)
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+    jobs = subprocess.run([NETREDUCE, "ctl", "--api", bed["api"], "--json", "jobs"], capture_output=True,
+                          text=True, check=True).stdout
+    assert "pytest-install" not in jobs
+
+
+def test_should_raise_and_keep_the_tensor_when_results_arrive_unaggregated(bed):
+    results, logs = run_ranks(bed, "unaggregated", world=2, api=False)
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+        assert "unaggregated" in r["raised"], r["raised"]
+
+
+def test_should_fall_back_to_the_process_group_when_configured(bed):
+    results, logs = run_ranks(bed, "fallback", world=2, api=False)
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+    assert "using the process group's all_reduce" in logs
+
+
+def test_should_refuse_a_session_whose_window_differs_from_the_ring(bed):
+    results, logs = run_ranks(bed, "mismatch", world=2)
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+
+
+def test_should_say_the_appliance_is_unreachable(bed):
+    results, logs = run_ranks(bed, "unreachable", world=2)
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"

@@ -1,0 +1,263 @@
+package io.netreduce.worker.sidecar;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netreduce.host.allreduce.AllReduceException;
+import io.netreduce.host.allreduce.NetReduceAllReduce;
+import io.netreduce.host.allreduce.NetReduceConfig;
+import io.netreduce.host.allreduce.RingLink;
+import io.netreduce.host.allreduce.Tensor;
+import io.netreduce.host.rc.ConnectionInfo;
+import io.netreduce.host.rc.RcEndpoint;
+import io.netreduce.protocol.element.ElementType;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.SystemNanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A trainer's all-reduce engine in its own process: the software RC endpoint and one NetReduce ring link, driven
+ * by one thread, serving requests from the trainer over a {@link ControlChannel}. The trainer's buckets sit in a
+ * shared memory file that the sidecar maps once; a call names an offset and an element count in it, and the
+ * all-reduce reads and writes that memory directly (no copy on this side).
+ * <p>
+ * Requests: {@code open} (ring parameters and the shared file; answers this rank's connection info for the ring
+ * neighbours), {@code connect} (the neighbours' info), {@code allreduce} (offset, elements; answered when the sum is
+ * in place or with the error), {@code stats}, {@code close}. One call runs at a time; requests queue in order.
+ * Between calls the loop keeps the endpoint running, so neighbours' retransmissions are answered while this
+ * trainer computes. It blocks in poll(2) on the port and the doorbell, so an idle sidecar takes no CPU.
+ */
+public final class Sidecar
+{
+    private final RcEndpoint endpoint;
+    private final ControlChannel control;
+    private final IdleStrategy idle;
+
+    private RingLink link;
+    private NetReduceAllReduce op;
+    private NetReduceConfig opConfig;
+    private ElementType elementType;
+    private UnsafeBuffer shared;
+    private FileChannel sharedFile;
+    private long callStartNs;
+    private boolean inCall;
+    private boolean closing;
+    private long calls;
+    private long failedCalls;
+
+    Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle)
+    {
+        this.endpoint = endpoint;
+        this.control = control;
+        this.idle = idle;
+    }
+
+    /**
+     * Serve until the trainer sends {@code close} or goes away.
+     */
+    void run() throws IOException
+    {
+        while (!closing)
+        {
+            int work = endpoint.doWork();
+            if (inCall)
+            {
+                work += pollCall();
+            }
+            else
+            {
+                final String line = control.poll();
+                if (line != null)
+                {
+                    handle(line);
+                    work++;
+                }
+                else if (control.isClosed())
+                {
+                    break;
+                }
+            }
+            idle.idle(work);
+        }
+        if (sharedFile != null)
+        {
+            sharedFile.close();
+        }
+    }
+
+    private int pollCall() throws IOException
+    {
+        try
+        {
+            final int work = op.poll();
+            if (op.isDone())
+            {
+                inCall = false;
+                calls++;
+                control.reply(Requests.ok()
+                    .put("us", TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - callStartNs)).toString());
+            }
+            return work;
+        }
+        catch (final AllReduceException ex)
+        {
+            inCall = false;
+            failedCalls++;
+            control.reply(Requests.error(ex.getMessage()));
+            return 1;
+        }
+    }
+
+    private void handle(final String line) throws IOException
+    {
+        final JsonNode request;
+        try
+        {
+            request = Requests.parse(line);
+            final String opName = request.get("op").textValue();
+            switch (opName)
+            {
+                case "open" -> control.reply(open(request));
+                case "connect" -> control.reply(connect(request));
+                case "allreduce" -> beginCall(request);
+                case "stats" -> control.reply(stats());
+                case "close" ->
+                {
+                    closing = true;
+                    control.reply(Requests.ok().toString());
+                }
+                default -> throw new IllegalArgumentException("unknown op '" + opName + "' (open, connect, " +
+                    "allreduce, stats, close)");
+            }
+        }
+        catch (final IllegalArgumentException | IllegalStateException ex)
+        {
+            control.reply(Requests.error(ex.getMessage()));
+        }
+    }
+
+    private String open(final JsonNode request) throws IOException
+    {
+        if (link != null)
+        {
+            throw new IllegalStateException("open: this sidecar already serves a ring (one per trainer process)");
+        }
+        final int rank = Requests.intField(request, "rank");
+        final int world = Requests.intField(request, "world");
+        if (world < 2 || world > 64 || rank < 0 || rank >= world)
+        {
+            throw new IllegalArgumentException("open: need 2 <= world <= 64 and 0 <= rank < world: rank " + rank +
+                ", world " + world);
+        }
+        elementType = ElementType.fromCliName(Requests.textField(request, "elementType", "fp32"));
+        final int payload = Requests.intField(request, "payloadSize");
+        if (payload != endpoint.config().pmtu())
+        {
+            throw new IllegalArgumentException("open: payloadSize " + payload + " must equal the sidecar's PMTU " +
+                endpoint.config().pmtu() + " (its --pmtu)");
+        }
+        final NetReduceConfig config = new NetReduceConfig(Requests.intField(request, "ringId"),
+            Requests.intField(request, "window"), Requests.intField(request, "msgLen"), payload,
+            TimeUnit.MILLISECONDS.toNanos(Requests.longField(request, "timeoutMs", 10_000)),
+            tag("inetTag", Requests.textField(request, "inetTag", "NRED")),
+            tag("resultTag", Requests.textField(request, "resultTag", "NRES")));
+        mapShared(Path.of(Requests.textField(request, "shm", null)), Requests.longField(request, "shmBytes", -1));
+        link = new RingLink(endpoint, SystemNanoClock.INSTANCE, rank, world, config.regionBytes(),
+            config.regionBytes());
+        opConfig = config;
+        final ObjectNode reply = Requests.ok();
+        reply.put("send", link.sendInfo().toLine());
+        reply.put("receive", link.receiveInfo().toLine());
+        reply.put("ip", endpoint.localIp().getHostAddress());
+        reply.put("mac", ConnectionInfo.formatMac(endpoint.localMac()));
+        return reply.toString();
+    }
+
+    private String connect(final JsonNode request)
+    {
+        if (link == null)
+        {
+            throw new IllegalStateException("connect before open");
+        }
+        if (op != null)
+        {
+            throw new IllegalStateException("connect: already connected");
+        }
+        final ConnectionInfo successor = ConnectionInfo.parse(Requests.textField(request, "successor", null));
+        final ConnectionInfo predecessor = ConnectionInfo.parse(Requests.textField(request, "predecessor", null));
+        link.connect(successor, predecessor);
+        op = new NetReduceAllReduce(link, opConfig);
+        return Requests.ok().toString();
+    }
+
+    private void beginCall(final JsonNode request)
+    {
+        if (op == null)
+        {
+            throw new IllegalStateException("allreduce before connect");
+        }
+        final long offset = Requests.longField(request, "offset", 0);
+        final long elements = Requests.longField(request, "elements", -1);
+        final int size = elementType.size();
+        if (elements <= 0 || offset < 0 || offset % size != 0 || offset + elements * size > shared.capacity())
+        {
+            throw new IllegalArgumentException("allreduce: " + elements + " " + elementType.cliName() +
+                " elements at offset " + offset + " do not fit the shared memory of " + shared.capacity() +
+                " bytes (offset must be a multiple of " + size + ")");
+        }
+        callStartNs = System.nanoTime();
+        op.begin(new Tensor(elementType, shared, (int)offset, (int)elements));
+        inCall = true;
+    }
+
+    private String stats()
+    {
+        final ObjectNode reply = Requests.ok().put("calls", calls).put("failedCalls", failedCalls);
+        if (op != null)
+        {
+            final var send = link.sendQp().counters();
+            reply.put("bytesPosted", op.bytesPosted())
+                .put("retransmittedPackets", send.retransmittedPackets())
+                .put("timeouts", send.timeouts());
+        }
+        return reply.toString();
+    }
+
+    private void mapShared(final Path path, final long bytes) throws IOException
+    {
+        if (bytes <= 0 || bytes > Integer.MAX_VALUE)
+        {
+            throw new IllegalArgumentException("open: shmBytes must be 1.." + Integer.MAX_VALUE + ": " + bytes);
+        }
+        if (!Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS))
+        {
+            throw new IllegalArgumentException("open: shm " + path + " is not a regular file");
+        }
+        if (Files.size(path) < bytes)
+        {
+            throw new IllegalArgumentException("open: shm " + path + " holds " + Files.size(path) +
+                " bytes, fewer than shmBytes " + bytes);
+        }
+        sharedFile = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        final MappedByteBuffer mapped = sharedFile.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
+        shared = new UnsafeBuffer(mapped);
+    }
+
+    private static int tag(final String name, final String text)
+    {
+        if (text.length() != 4 || !text.chars().allMatch(c -> c > 0x20 && c <= 0x7E))
+        {
+            throw new IllegalArgumentException("open: " + name + " must be 4 printable ASCII characters: '" +
+                text + "'");
+        }
+        return (text.charAt(0) << 24) | (text.charAt(1) << 16) | (text.charAt(2) << 8) | text.charAt(3);
+    }
+}
