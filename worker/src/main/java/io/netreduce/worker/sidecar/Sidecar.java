@@ -142,6 +142,11 @@ public final class Sidecar
         {
             control.reply(Requests.error(ex.getMessage()));
         }
+        catch (final IOException ex)
+        {
+            // the shared memory file could not be opened or mapped: the trainer's mistake, not the sidecar's end
+            control.reply(Requests.error("open: shared memory: " + ex.getMessage()));
+        }
     }
 
     private String open(final JsonNode request) throws IOException
@@ -157,7 +162,13 @@ public final class Sidecar
             throw new IllegalArgumentException("open: need 2 <= world <= 64 and 0 <= rank < world: rank " + rank +
                 ", world " + world);
         }
-        elementType = ElementType.fromCliName(Requests.textField(request, "elementType", "fp32"));
+        final String typeName = Requests.textField(request, "elementType", "fp32");
+        elementType = ElementType.fromCliName(typeName);
+        if (elementType == null)
+        {
+            throw new IllegalArgumentException("open: elementType must be fp32, fp16, bf16 or int32: '" + typeName +
+                "'");
+        }
         final int payload = Requests.intField(request, "payloadSize");
         if (payload != endpoint.config().pmtu())
         {

@@ -29,15 +29,18 @@ public final class SidecarRunner
             // Tell whoever started us that the socket is there (the Python side waits for this line).
             System.out.println("listening " + socket);
             System.out.flush();
-            final CompletableFuture<Void> accepted = CompletableFuture.runAsync(() ->
+            final CompletableFuture<Void> accepted = new CompletableFuture<>();
+            // A thread of its own: accept blocks, and the common pool may have a single thread.
+            Thread.ofPlatform().daemon().name("sidecar-accept").start(() ->
             {
                 try
                 {
                     control.accept();
+                    accepted.complete(null);
                 }
                 catch (final IOException ex)
                 {
-                    throw new java.io.UncheckedIOException(ex);
+                    accepted.completeExceptionally(ex);
                 }
             });
             try

@@ -1,0 +1,177 @@
+package io.netreduce.worker.sidecar;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.netreduce.host.rc.RcConfig;
+import io.netreduce.host.rc.RcEndpoint;
+import io.netreduce.protocol.port.Doorbell;
+import io.netreduce.protocol.port.MemoryPort;
+import org.agrona.concurrent.SystemNanoClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The sidecar's request protocol against a real Unix socket and a sidecar loop on a memory port: every malformed or
+ * out-of-order request gets an error reply naming what is wrong, and the sidecar keeps serving.
+ */
+class SidecarProtocolTest
+{
+    @TempDir
+    Path dir;
+
+    // Own threads: the common pool has one thread on a 2-core machine, and these tasks block.
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private Doorbell doorbell;
+    private ControlChannel control;
+    private CompletableFuture<Void> served;
+    private SocketChannel client;
+    private BufferedReader in;
+    private OutputStream out;
+    private Path shm;
+
+    @BeforeEach
+    void start() throws Exception
+    {
+        final MemoryPort port = new MemoryPort("sidecar");
+        final RcEndpoint endpoint = new RcEndpoint(port, new RcConfig().pmtu(4096), SystemNanoClock.INSTANCE,
+            InetAddress.getByName("10.0.0.1"), 0x02_00_00_00_00_01L);
+        doorbell = new Doorbell();
+        final Path socket = dir.resolve("sidecar.sock");
+        control = new ControlChannel(socket, doorbell);
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket))).isEqualTo("rw-------");
+        final CompletableFuture<Void> accepted = CompletableFuture.runAsync(() ->
+        {
+            try
+            {
+                control.accept();
+            }
+            catch (final Exception ex)
+            {
+                throw new IllegalStateException(ex);
+            }
+        }, threads);
+        client = SocketChannel.open(StandardProtocolFamily.UNIX);
+        client.connect(UnixDomainSocketAddress.of(socket));
+        accepted.get(10, TimeUnit.SECONDS);
+        in = new BufferedReader(new InputStreamReader(Channels.newInputStream(client), StandardCharsets.UTF_8));
+        out = Channels.newOutputStream(client);
+        served = CompletableFuture.runAsync(() ->
+        {
+            try
+            {
+                new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)).run();
+            }
+            catch (final Exception ex)
+            {
+                throw new IllegalStateException(ex);
+            }
+        }, threads);
+        shm = dir.resolve("shm");
+        Files.write(shm, new byte[1 << 16]);
+    }
+
+    @AfterEach
+    void stop() throws Exception
+    {
+        client.close();
+        served.get(10, TimeUnit.SECONDS);
+        control.close();
+        doorbell.close();
+        threads.shutdownNow();
+    }
+
+    private JsonNode ask(final String line) throws Exception
+    {
+        out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+        final String reply = CompletableFuture.supplyAsync(() ->
+        {
+            try
+            {
+                return in.readLine();
+            }
+            catch (final Exception ex)
+            {
+                throw new IllegalStateException(ex);
+            }
+        }, threads).get(10, TimeUnit.SECONDS);
+        assertThat(reply).isNotNull();
+        return Requests.JSON.readTree(reply);
+    }
+
+    private String open(final String extra)
+    {
+        return "{\"op\":\"open\",\"rank\":0,\"world\":2,\"ringId\":1,\"window\":8,\"msgLen\":16,\"payloadSize\":4096," +
+            "\"shm\":\"" + shm + "\",\"shmBytes\":65536" + extra + "}";
+    }
+
+    private static void assertError(final JsonNode reply, final String text)
+    {
+        assertThat(reply.path("ok").asBoolean(true)).as(reply.toString()).isFalse();
+        assertThat(reply.path("error").asText()).contains(text);
+    }
+
+    @Test
+    void shouldAnswerMalformedRequestsWithAnErrorAndKeepServing() throws Exception
+    {
+        assertError(ask("not json"), "not JSON");
+        assertError(ask("[1,2]"), "\"op\"");
+        assertError(ask("{\"op\":\"frobnicate\"}"), "unknown op 'frobnicate'");
+        assertError(ask("{\"op\":\"allreduce\",\"offset\":0,\"elements\":1}"), "allreduce before connect");
+        assertError(ask("{\"op\":\"connect\",\"successor\":\"x\",\"predecessor\":\"y\"}"), "connect before open");
+        assertError(ask("x".repeat(ControlChannel.MAX_LINE + 10)), "longer than");
+        assertThat(ask("{\"op\":\"stats\"}").path("calls").asInt(-1)).isZero();
+        assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
+    }
+
+    @Test
+    void shouldRefuseAnOpenThatDoesNotFitNamingTheField() throws Exception
+    {
+        assertError(ask(open(",\"rank\":2")), "0 <= rank < world");
+        assertError(ask(open(",\"payloadSize\":1024")), "--pmtu");
+        assertError(ask(open(",\"elementType\":\"fp64\"")), "fp64");
+        assertError(ask(open(",\"inetTag\":\"TOOLONG\"")), "inetTag");
+        assertError(ask(open(",\"shmBytes\":1048576")), "fewer than shmBytes");
+        assertError(ask(open(",\"shm\":\"" + dir.resolve("missing") + "\"")), "not a regular file");
+        assertError(ask(open(",\"window\":\"eight\"")), "\"window\" must be an integer");
+        assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
+    }
+
+    @Test
+    void shouldOpenOnceAndCheckEveryCallAgainstTheSharedMemory() throws Exception
+    {
+        final JsonNode opened = ask(open(""));
+        assertThat(opened.path("ok").asBoolean()).as(opened.toString()).isTrue();
+        assertThat(opened.path("send").asText()).contains("qpn=").contains("ip=10.0.0.1");
+        assertThat(opened.path("receive").asText()).contains("rkey=").contains("len=");
+        assertError(ask(open("")), "already serves a ring");
+        assertError(ask("{\"op\":\"connect\",\"successor\":\"qpn=1\",\"predecessor\":\"garbage\"}"), "connection info");
+        final JsonNode peer = opened;
+        assertThat(ask("{\"op\":\"connect\",\"successor\":\"" + peer.path("receive").asText() +
+            "\",\"predecessor\":\"" + peer.path("send").asText() + "\"}").path("ok").asBoolean()).isTrue();
+        assertError(ask("{\"op\":\"allreduce\",\"offset\":0,\"elements\":16385}"), "do not fit the shared memory");
+        assertError(ask("{\"op\":\"allreduce\",\"offset\":2,\"elements\":4}"), "multiple of 4");
+        assertError(ask("{\"op\":\"allreduce\",\"offset\":0,\"elements\":0}"), "do not fit");
+        assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
+    }
+}
