@@ -96,8 +96,13 @@ class Session:
             from .sidecar import SidecarTransport  # noqa: PLC0415
             self.transport = SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
                                               rto_us=rto_us)
+        elif transport == "verbs":
+            if device is None:
+                raise SetupError("the verbs transport needs device= (the RDMA device, e.g. mlx5_0 or rxe0)")
+            from .verbs import VerbsTransport  # noqa: PLC0415
+            self.transport = VerbsTransport(device, shm_bytes, payload_size, ip=ip)
         elif isinstance(transport, str):
-            raise SetupError(f"unknown transport {transport!r} (sidecar, or a transport object)")
+            raise SetupError(f"unknown transport {transport!r} (sidecar, verbs, or a transport object)")
         else:
             self.transport = transport
         try:

@@ -1,6 +1,9 @@
 """One rank of the namespace tests of the netreduce package (run by test_bed.py inside a worker namespace).
 
     bed_worker.py SCENARIO --rank R --world W --master IP --port P --out FILE [--api unix:PATH] [--netreduce CMD]
+                  [--transport sidecar|verbs --device DEV --payload B --window N --msg-len L]
+
+The soft-RoCE VM harness (scripts/interop/run.sh --only session) runs the same scenarios over the verbs transport.
 
 Each scenario does its work through a real session (sidecar transport, the daemon in the appliance namespace) and
 writes one JSON object to FILE: {"ok": bool, ...details}. Checks are made here, on real results: every DDP bucket
@@ -39,7 +42,10 @@ def gathered(tensor, world):
 def session_of(args, **overrides):
     import netreduce
 
-    settings = dict(device="eth0", appliance=args.api, sidecar_command=args.netreduce.split(), timeout=10.0)
+    settings = dict(device=args.device, appliance=args.api, transport=args.transport, timeout=args.call_timeout,
+                    payload_size=args.payload, window=args.window, msg_len=args.msg_len)
+    if args.transport == "sidecar":
+        settings["sidecar_command"] = args.netreduce.split()
     settings.update(overrides)
     return netreduce.Session(**settings)
 
@@ -234,9 +240,18 @@ def main() -> int:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--api")
-    ap.add_argument("--netreduce", required=True)
+    ap.add_argument("--netreduce", help="the launcher, for the sidecar transport")
+    ap.add_argument("--transport", default="sidecar", choices=("sidecar", "verbs"))
+    ap.add_argument("--device", default="eth0", help="sidecar: the interface; verbs: the RDMA device (rxe0)")
+    ap.add_argument("--payload", type=int, default=4096)
+    ap.add_argument("--window", type=int, default=8)
+    ap.add_argument("--msg-len", type=int, default=16)
+    ap.add_argument("--call-timeout", type=float, default=10.0)
+    ap.add_argument("--ifname", default="eth0", help="the interface gloo (rendezvous, fallback) binds to")
     args = ap.parse_args()
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0")
+    if args.transport == "sidecar" and not args.netreduce:
+        ap.error("--netreduce is needed with the sidecar transport")
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", args.ifname)
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,

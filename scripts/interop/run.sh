@@ -11,7 +11,7 @@
 #                 retransmits (its counters say so), results bit-exact.
 #
 # usage: scripts/interop/run.sh [--elements N] [--drop P] [--iterations K] [--prefix P]
-#                               [--logs DIR] [--only pass-through,aggregation,loss] [--keep]
+#                               [--logs DIR] [--only pass-through,aggregation,loss,session] [--keep]
 #                               [--type int32|fp32] [--window N] [--msg-len L] [--extra-packages "PKG ..."]
 #   --type, --window, --msg-len  the ring the daemon aggregates and the pyverbs client uses (int32, 4, 4)
 #   --keep            leave the VMs, the test bed and a daemon with the ring installed (no loss) running at the
@@ -290,7 +290,9 @@ t0=$(now)
 "$V" down --prefix "$prefix" >/dev/null 2>&1 || true
 bash "$repo_root/scripts/testbed.sh" up -w 2 --prefix "$prefix" > "$logs/testbed.log" 2>&1 \
   || { cat "$logs/testbed.log"; exit 1; }
-"$V" up -n 3 --prefix "$prefix" --no-redirect > "$logs/vms.log" 2>&1 || { cat "$logs/vms.log"; exit 1; }
+vm_mem=512
+wanted session && vm_mem=1024   # PyTorch needs more than the 512 MiB the other scenarios do with
+"$V" up -n 3 --prefix "$prefix" --no-redirect --mem "$vm_mem" > "$logs/vms.log" 2>&1 || { cat "$logs/vms.log"; exit 1; }
 note "test bed and 3 VMs up ($(since "$t0") s)"
 "$V" redirect off --prefix "$prefix" >/dev/null
 
@@ -327,6 +329,44 @@ fi
 
 wanted aggregation && scenario_allreduce aggregation 0
 wanted loss && scenario_allreduce loss "$drop"
+
+# session: the Python package's Session over its verbs transport (persistent RC QPs on rxe0, memory registered
+# once, MsgIDs continuing across calls), torch.distributed (gloo over eth0) for the rendezvous: allreduce_ of odd
+# sizes and three DDP steps with netreduce.allreduce_hook, every tensor and bucket checked bit for bit against the
+# rank-ordered sum (python/tests/bed_worker.py, the checks the namespace tests run over the sidecar transport).
+# Needs PyTorch in the image (--extra-packages python3-torch) and an fp32 ring (--type fp32).
+if wanted session; then
+  t0=$(now)
+  if [ "$dtype" != fp32 ]; then
+    record FAIL session "needs --type fp32 (the hooks sum fp32 buckets)"
+  elif ! "$V" exec --prefix "$prefix" 0 'python3 -c "import torch"' > /dev/null 2>&1; then
+    record FAIL session "no PyTorch in the VM image: build it with --extra-packages python3-torch"
+  elif ! start_appliance 0; then
+    record FAIL session "appliance did not start: see $logs"
+  else
+    "$V" redirect on --prefix "$prefix" >/dev/null
+    cmd="cd /nr/src/python/tests && timeout 900 python3 bed_worker.py ddp --world 3 --master 10.77.0.101 --port 29555 --transport verbs --device rxe0 --payload 1024 --window $window --msg-len $msg_len --call-timeout 120"
+    jobs=()
+    for i in 1 2; do jobs[i]="$("$V" start --prefix "$prefix" "$i" "$cmd --rank $i --out /tmp/session-$i.json; cat /tmp/session-$i.json")"; done
+    rc=0
+    "$V" exec --prefix "$prefix" --timeout 960 0 "$cmd --rank 0 --out /tmp/session-0.json; cat /tmp/session-0.json" > "$logs/session-rank0.log" 2>&1 || rc=1
+    for i in 1 2; do
+      "$V" wait --prefix "$prefix" --timeout 300 "$i" "${jobs[i]}" > "$logs/session-rank$i.log" 2>&1 || rc=1
+    done
+    stop_appliance
+    checked=0
+    for i in 0 1 2; do
+      grep -q '^{"ok": true' "$logs/session-rank$i.log" || rc=1
+      n="$(grep -o '"exact": true' "$logs/session-rank$i.log" | wc -l)"; checked=$(( checked + n ))
+      grep -q '"exact": false' "$logs/session-rank$i.log" && rc=1
+    done
+    if [ "$rc" = 0 ]; then
+      record PASS session "3 ranks, Session(transport=verbs) on rxe0: $checked tensors and DDP buckets bit-exact, $(since "$t0") s"
+    else
+      record FAIL session "see $logs/session-rank*.log"
+    fi
+  fi
+fi
 
 if [ "$keep" = 1 ]; then
   if start_appliance 0; then
