@@ -372,7 +372,9 @@ if [ "$keep" = 1 ]; then
   if start_appliance 0; then
     "$V" redirect on --prefix "$prefix" >/dev/null
     note "kept: daemon (ring $ring_id, $dtype, window $window, msgLen $msg_len, payload 1024) in namespace $app_ns,"
-    note "  API inside it at 127.0.0.1:9740: ip netns exec $app_ns $launcher ctl counters"
+    note "  API inside it on TCP 127.0.0.1:9740, its token in $logs/api.token:"
+    note "    ip netns exec $app_ns $launcher ctl --api 127.0.0.1:9740 --token-file $logs/api.token counters"
+    note "    ip netns exec $app_ns curl -s http://127.0.0.1:9740/v1/rings/$ring_id/parameters   (no token needed)"
     note "  VMs: $V exec --prefix $prefix 0 'COMMAND' (the repository is at /nr/src in every VM)"
     note "  remove everything: $0 --prefix $prefix --down"
   else
