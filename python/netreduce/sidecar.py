@@ -62,6 +62,11 @@ class SidecarTransport:
         self._sock.connect(self._socket_path)
         self._reader = self._sock.makefile("rb")
         self._lock = threading.Lock()
+        # Connected: nobody else may connect, and nothing should outlive a trainer that is killed. The log stays
+        # readable through its open file.
+        self._unlink(self._socket_path)
+        self._unlink(os.path.join(self._dir, "sidecar.log"))
+        shutil.rmtree(self._dir, ignore_errors=True)
 
     def _wait_listening(self, timeout: float) -> None:
         result = {}
@@ -110,6 +115,10 @@ class SidecarTransport:
             return self._call(request)
         except TransportError as error:
             raise SetupError(str(error)) from error
+        finally:
+            # Both sides have it mapped (or the open failed): the name is no longer needed, and a trainer killed
+            # later leaves no 64 MiB file in /dev/shm behind.
+            self._unlink(self._shm_path)
 
     def connect(self, successor: str, predecessor: str) -> None:
         try:
@@ -144,12 +153,16 @@ class SidecarTransport:
                 pass  # a tensor view still exists; the mapping goes with the process
             self._cleanup_files()
 
+    @staticmethod
+    def _unlink(path: str) -> None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
     def _cleanup_files(self) -> None:
         for path in (self._shm_path, self._socket_path):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            self._unlink(path)
         try:
             self._log.close()
         except (AttributeError, OSError):

@@ -98,6 +98,12 @@ def scenario_ddp(args, out):
                 expected = rank_ordered(gathered(before, world), world, average=True)
                 checked.append({"what": f"step {step} bucket {index} ({before.numel()} fp32)",
                                 "exact": bool(torch.equal(after, expected))})
+        if args.transport == "sidecar":
+            # Set up: the shared memory and socket names are gone, so a killed trainer leaves nothing behind.
+            transport = session.transport
+            out["leftover_files"] = [p for p in (transport._shm_path, transport._socket_path, transport._dir)
+                                     if os.path.exists(p)]
+            checked.append({"what": "no named files left once set up", "exact": not out["leftover_files"]})
         out["buckets"] = sum(1 for c in checked if "bucket" in c["what"])
         out["stats"] = session.stats()
     finally:

@@ -27,7 +27,8 @@ import java.util.concurrent.TimeUnit;
  * A trainer's all-reduce engine in its own process: the software RC endpoint and one NetReduce ring link, driven
  * by one thread, serving requests from the trainer over a {@link ControlChannel}. The trainer's buckets sit in a
  * shared memory file that the sidecar maps once; a call names an offset and an element count in it, and the
- * all-reduce reads and writes that memory directly (no copy on this side).
+ * all-reduce reads its input from there and writes the sums back there (through its send and receive slots, one
+ * copy each way, as every {@link NetReduceAllReduce} does; the mapping is not the endpoint's registered memory).
  * <p>
  * Requests: {@code open} (ring parameters and the shared file; answers this rank's connection info for the ring
  * neighbours), {@code connect} (the neighbours' info), {@code allreduce} (offset, elements; answered when the sum is
