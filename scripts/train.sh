@@ -21,7 +21,9 @@
 #
 # usage: scripts/train.sh [--workers W] [--rate RATE|none] [--epochs E] [--steps N] [--batch B] [--lr LR]
 #                         [--seed S] [--warmup N] [--plot FILE] [--results DIR] [--prefix P] [--no-build]
-#                         [--timeout SECONDS]
+#                         [--timeout SECONDS] [--model cnn|mlp] [--hidden UNITS]
+#   --model mlp: two hidden layers of UNITS (default 1536: 2.47 M parameters, 9.9 MB of gradient per step), where
+#   the all-reduce is bandwidth-bound at 1 Gbit/s; the default cnn (287 KB of gradient) is latency-bound.
 #   defaults: 4 workers, 1gbit links, 10 epochs (110 steps with 4 workers x 32 samples), batch 32 per rank,
 #   lr 0.05 (momentum 0.9), seed 12, warm-up: the first epoch (left out of the step-time statistics),
 #   plot /tmp/netreduce-train-digits.png, results (the three JSON files) in /tmp/netreduce-train,
@@ -49,12 +51,16 @@ window=8
 msg_len=16
 payload=4096
 ring_id=1
+model=cnn
+hidden=1536
 
 while [ $# -gt 0 ]; do
   case "$1" in
     -w|--workers) workers="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --epochs) epochs="$2"; steps=0; shift 2 ;;
+    --model) model="$2"; shift 2 ;;
+    --hidden) hidden="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
     --lr) lr="$2"; shift 2 ;;
@@ -171,7 +177,8 @@ for _ in $(seq 120); do
 done
 cat "$work/rings.txt"
 
-train_args=(--world "$workers" --epochs "$epochs" --steps "$steps" --batch "$batch" --lr "$lr" --seed "$seed")
+train_args=(--world "$workers" --epochs "$epochs" --steps "$steps" --batch "$batch" --lr "$lr" --seed "$seed"
+            --model "$model" --hidden "$hidden")
 
 run_mode() { # mode port: W ranks of ddp_train.py, one per worker namespace; rank 0 writes $work/$mode.json
   local mode="$1" port="$2" failed=0 start_ns

@@ -46,6 +46,8 @@ def parse_args(argv=None):
     ap.add_argument("--master", default="10.77.0.1", help="rank 0's address (the TCP store)")
     ap.add_argument("--port", type=int, default=29500)
     ap.add_argument("--dev", default="eth0", help="interface: gloo's, the sidecar's, and the one whose tx bytes count")
+    ap.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
+    ap.add_argument("--hidden", type=int, default=1536, help="hidden units of --model mlp")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: all epochs)")
     ap.add_argument("--batch", type=int, default=32, help="samples per rank per step")
@@ -89,11 +91,20 @@ def load_data(seed):
             torch.from_numpy(np.ascontiguousarray(x_test)), torch.from_numpy(y_test))
 
 
-def make_model(seed):
+def model_name(model: str, hidden: int) -> str:
+    return "CNN conv16-conv32-pool-fc128-fc10" if model == "cnn" else f"MLP fc{hidden}-fc{hidden}-fc10"
+
+
+def make_model(seed, model="cnn", hidden=1536):
+    """cnn: 71,754 parameters (a latency-bound all-reduce: one 287 KB bucket per step); mlp: two hidden layers of
+    `hidden` units (1536: 2.47 M parameters, 9.9 MB of gradient per step: bandwidth-bound at 1 Gbit/s)."""
     import torch
     from torch import nn
 
     torch.manual_seed(seed)
+    if model == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                             nn.Linear(hidden, 10))
     return nn.Sequential(
         nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -164,7 +175,7 @@ def run_rank(args):
     x_train, y_train, x_test, y_test = load_data(args.seed)
     dist.init_process_group("gloo", init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
                             world_size=args.world)
-    model = make_model(args.seed)
+    model = make_model(args.seed, args.model, args.hidden)
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     session = None
@@ -231,7 +242,7 @@ def run_rank(args):
         result = {
             "mode": args.mode, "world": args.world, "seed": args.seed, "batch_per_rank": args.batch, "lr": args.lr,
             "momentum": args.momentum, "steps": len(steps), "steps_per_epoch": per_epoch,
-            "model": "CNN conv16-conv32-pool-fc128-fc10", "parameters": grad_bytes // 4, "grad_bytes": grad_bytes,
+            "model": model_name(args.model, args.hidden), "parameters": grad_bytes // 4, "grad_bytes": grad_bytes,
             "train_samples": len(y_train), "test_samples": len(y_test), "torch": torch.__version__,
             "loss": [sum(rank[i] for rank in all_losses) / args.world for i in range(len(steps))],
             "loss_per_rank": all_losses, "step_ms": all_ms, "tx_bytes": all_tx, "rdma_bytes_posted": all_posted,
@@ -318,7 +329,7 @@ def run_reference(args):
     runs = []
     for name, order in orders:
         started = time.perf_counter()
-        model = make_model(args.seed)
+        model = make_model(args.seed, args.model, args.hidden)
         params = list(model.parameters())
         optimizer = torch.optim.SGD(params, lr=args.lr, momentum=args.momentum)
         criterion = torch.nn.CrossEntropyLoss()
