@@ -173,6 +173,7 @@ final class Aggregator
         final UnsafeBuffer memory = region.buffer();
         memory.putInt(agg + AggregatorRegion.RESULT_CRC_OFFSET, resultIcrc.crcOf(memory, result, length));
         region.markComplete(agg);
+        ring.onSumCompleted();
         aggregationsCompleted.incrementRelease();
         ring.completedCounter().incrementRelease();
         for (int rank = 0; rank < ring.ranks(); rank++)

@@ -25,7 +25,9 @@ import org.agrona.concurrent.status.AtomicCounter;
  *   <li>A first packet carrying the InetTag is checked against the ring it names (size, ICRC, MsgLen, rank,
  *       membership of source and destination) and recorded in the CLT: a new connection is inserted, a
  *       connection's next message updates its entry, a first packet off the connection's PSN sequence is a new
- *       connection on a reused QP number (and may start a new run of the ring).</li>
+ *       connection on a reused QP number (and may start a new run of the ring), and so is a message 0 on the
+ *       sequence with other gradient bytes than the connection's message 0 had (a go-back-N retransmission
+ *       resends the same bytes: this is a new job on the same QP number and start PSN).</li>
  *   <li>Any other packet of a ring connection is placed by PSN: its message is the CLT's newest message plus
  *       floor((PSN - PSN0) / MsgLen), which must match the per-rank record of that message's PSN0, at
  *       position PSN - PSN0 within it.</li>
@@ -44,7 +46,10 @@ final class Sequencer
     private final FrameOutput output;
     private final Aggregator aggregator;
     private final Icrc frameIcrc = new Icrc();
+    /** CRC-32 of the gradient bytes of the frame {@link #icrcMatches} last checked. */
+    private int gradientCrc;
     private final AtomicCounter ringRestarts;
+    private final AtomicCounter connectionsReplaced;
     private final AtomicCounter cltInserts;
     private final AtomicCounter cltUpdates;
     private final AtomicCounter cltForeign;
@@ -63,6 +68,7 @@ final class Sequencer
         this.output = output;
         this.aggregator = aggregator;
         ringRestarts = counters.counter(DataplaneCounter.RING_RESTARTS);
+        connectionsReplaced = counters.counter(DataplaneCounter.RING_CONNECTIONS_REPLACED);
         cltInserts = counters.counter(DataplaneCounter.CLT_INSERTS);
         cltUpdates = counters.counter(DataplaneCounter.CLT_UPDATES);
         cltForeign = counters.counter(DataplaneCounter.CLT_FOREIGN);
@@ -153,7 +159,7 @@ final class Sequencer
             output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
             return;
         }
-        ring.recordMessageStart(rank, msgId, frame.psn());
+        ring.recordMessageStart(rank, msgId, frame.psn(), gradientCrc);
         // Results carry the ring's result tag so the receiving worker can tell a sum from a message that passed
         // through unaggregated. The rank's stored header (and so its header CRC) is the marked one.
         InaHeader.inetTag(buffer, ina, ring.resultTag());
@@ -203,8 +209,8 @@ final class Sequencer
 
     /**
      * Record a checked first packet in the CLT: insert a new connection, update the entry with the
-     * connection's next message, or take a first packet off the connection's PSN sequence for a new
-     * connection on a reused QP number.
+     * connection's next message, or take a first packet off the connection's PSN sequence, or a message 0 on it
+     * that is not a retransmission, for a new connection on a reused QP number.
      *
      * @return the message's age (0 for the connection's newest message, negative for a retransmitted older one),
      *         or {@link #REFUSED} when the packet was dropped.
@@ -229,8 +235,7 @@ final class Sequencer
                 return REFUSED;
             }
             cltInserts.incrementRelease();
-            clt.setRing(slot, ring.id(), rank, msgId, psn, connect(ring, rank));
-            return 0;
+            return connect(arriving, ring, slot, rank, msgId, psn);
         }
         if (clt.kind(slot) != ConnectionTable.KIND_RING || clt.ring(slot) != ring.id() ||
             clt.rank(slot) != rank || !continuesPsnSequence(slot, msgId, psn, ring.msgLen()) ||
@@ -238,32 +243,79 @@ final class Sequencer
         {
             // Not this connection's PSN sequence: a new QP that got the same number as an old one (rxe hands
             // QP numbers out again) and a fresh random start PSN; or the same QP number and start PSN again.
-            if (!ring.mayConnect(rank, arriving.batchNs()))
-            {
-                output.drop(arriving, DataplaneCounter.DROP_RUN_IN_PROGRESS);
-                return REFUSED;
-            }
-            cltUpdates.incrementRelease();
-            clt.setRing(slot, ring.id(), rank, msgId, psn, connect(ring, rank));
-            return 0;
+            return reconnect(arriving, ring, slot, rank, msgId, psn);
         }
-        if (clt.generation(slot) != ring.generation(rank) || !ring.inCurrentRun(rank))
+        if (clt.generation(slot) != ring.generation(rank))
         {
-            // A retransmission on a connection that a newer one of the rank, or a newer run of the ring,
-            // superseded: its aggregators are gone, and taking it for a new connection would end the new run.
+            if (ring.mayTakeBack(rank, clt.generation(slot)))
+            {
+                // A connection displaced before the run's first sum (by a stranger's frame, say): it takes its
+                // rank back, as any connection may until then.
+                cltUpdates.incrementRelease();
+                return connect(arriving, ring, slot, rank, msgId, psn);
+            }
+            // A retransmission on a connection that a newer one of the rank superseded: its aggregators are gone.
             output.drop(arriving, DataplaneCounter.DROP_STALE_CONNECTION);
             return REFUSED;
         }
         final int delta = (byte)(msgId - clt.msgId(slot));
+        if (delta <= 0 && !isRetransmission(ring, rank, msgId, psn))
+        {
+            // On the sequence but with other bytes than the connection sent for that message: not go-back-N.
+            if (msgId == 0)
+            {
+                // A new job on the same QP number and start PSN, after a job shorter than 2N messages.
+                return reconnect(arriving, ring, slot, rank, msgId, psn);
+            }
+            output.drop(arriving, DataplaneCounter.DROP_NOT_A_RETRANSMISSION);
+            return REFUSED;
+        }
+        if (!ring.inCurrentRun(rank))
+        {
+            // A retransmission on a connection that a newer run of the ring superseded: taking it for a new
+            // connection would end the new run.
+            output.drop(arriving, DataplaneCounter.DROP_STALE_CONNECTION);
+            return REFUSED;
+        }
         if (delta > 0)
         {
             cltUpdates.incrementRelease();
             clt.setLatest(slot, msgId, psn);
             return 0;
         }
-        // Same or older MsgID on this connection's PSN sequence (checked above): a go-back-N retransmission of
-        // a first packet. The CLT keeps its newest message.
+        // Same or older MsgID on this connection's PSN sequence (checked above) with the same bytes: a go-back-N
+        // retransmission of a first packet. The CLT keeps its newest message.
         return delta;
+    }
+
+    /**
+     * Whether a first packet (MsgID, PSN) on its connection's sequence, for the connection's newest message or an
+     * older one, may be a go-back-N retransmission: RC resends the very bytes it sent (a worker refills a send
+     * slot only after its send completed), so the gradient's CRC must be the one recorded when the connection
+     * started that message. When no start of that message is recorded (the connection began after it, or the
+     * slot was reused 2N messages later) there is nothing to compare: the other rules decide.
+     */
+    private boolean isRetransmission(final Ring ring, final int rank, final int msgId, final int psn)
+    {
+        final int arraySlot = msgId & (ring.slots() - 1);
+        return ring.slotMsg(rank, arraySlot) != msgId || ring.slotPsn0(rank, arraySlot) != psn ||
+            ring.slotCrc(rank, arraySlot) == gradientCrc;
+    }
+
+    /**
+     * A first packet that is not its CLT entry's connection: a new connection in the entry's slot, if the ring
+     * lets the rank connect now.
+     */
+    private int reconnect(
+        final ArrivingFrame arriving, final Ring ring, final int slot, final int rank, final int msgId, final int psn)
+    {
+        if (!ring.mayConnect(rank, arriving.batchNs()))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_RUN_IN_PROGRESS);
+            return REFUSED;
+        }
+        cltUpdates.incrementRelease();
+        return connect(arriving, ring, slot, rank, msgId, psn);
     }
 
     /**
@@ -291,19 +343,34 @@ final class Sequencer
     }
 
     /**
-     * A new connection carries {@code rank}; if it begins a new run of the ring, the previous run's aggregators
-     * (its last N results, kept for retransmissions, and anything it left incomplete) are discarded.
+     * A new connection carries {@code rank} from CLT slot {@code slot}, its newest message the one in hand. If it
+     * begins a new run of the ring, the previous run's aggregators (its last N results, kept for retransmissions,
+     * and anything it left incomplete) are discarded. If it takes the rank over within a run that has completed no
+     * sum, the run's partial sums are discarded (they may hold the displaced connection's gradients, a stranger's
+     * say, and no result is lost: nothing was complete), the other ranks keep their connections and resend, and
+     * the packet in hand is dropped: the rank's own retransmission is summed, so a stranger's frame that takes a
+     * member's rank over never is.
      *
-     * @return the connection's generation.
+     * @return 0 (the packet is the connection's newest message), or {@link #REFUSED} when the packet was dropped.
      */
-    private int connect(final Ring ring, final int rank)
+    private int connect(
+        final ArrivingFrame arriving, final Ring ring, final int slot, final int rank, final int msgId, final int psn)
     {
-        if (ring.connect(rank))
+        final int outcome = ring.connect(rank);
+        clt.setRing(slot, ring.id(), rank, msgId, psn, ring.generation(rank));
+        if (outcome == Ring.JOINED)
         {
-            ring.region().freeAll();
-            ringRestarts.incrementRelease();
+            return 0;
         }
-        return ring.generation(rank);
+        ring.region().freeAll();
+        if (outcome == Ring.NEW_RUN)
+        {
+            ringRestarts.incrementRelease();
+            return 0;
+        }
+        connectionsReplaced.incrementRelease();
+        output.drop(arriving, DataplaneCounter.DROP_RANK_TAKEN_OVER);
+        return REFUSED;
     }
 
     /**
@@ -378,6 +445,7 @@ final class Sequencer
         final int icrcOffset = arriving.frame().icrcOffset();
         final MutableDirectBuffer buffer = arriving.buffer();
         final int payloadCrc = frameIcrc.crcOf(buffer, gradient, icrcOffset - gradient);
+        gradientCrc = payloadCrc;
         return Crc32Combine.combineWithOperator(headerCrc, payloadCrc, shiftOperator) ==
             Icrc.read(buffer, icrcOffset);
     }

@@ -17,7 +17,9 @@ import java.util.Arrays;
  * <p>
  * Per rank and per array slot (MsgID % 2N) the ring records the MsgID and PSN0 of the message the rank's
  * connection last started in that slot, so that a packet retransmitted from the middle of an older message
- * (go-back-N, after the CLT has moved on to a newer message) still finds its message and position. Per rank
+ * (go-back-N, after the CLT has moved on to a newer message) still finds its message and position, and the CRC of
+ * that first packet's gradient bytes, so that a first packet on the sequence with other bytes is known not to be
+ * a retransmission. Per rank
  * it also records the generation of the connection currently carrying the rank, so that packets of a
  * superseded connection (the worker re-created its QP) are recognised.
  * <p>
@@ -25,7 +27,13 @@ import java.util.Arrays;
  * each all-reduce, and MsgIDs start again at 0). A rank that connects again while its current connection already
  * belongs to the current run begins a new run: the previous run is over (see {@link #connect(int)}), and its
  * aggregators must be discarded, or the results it kept for retransmissions would answer, or block, the new
- * run's messages with the same MsgID. Owned by the dataplane thread.
+ * run's messages with the same MsgID.
+ * <p>
+ * Until a run has completed its first sum, no connection of it has proven anything (no MAC is bound on a fresh
+ * ring, and a stranger's frame with a member's addresses looks like the member's first packet): another connection
+ * of a rank may then take the rank over within the run ({@link #REPLACED}), and the one it displaced may take it
+ * back. From the first completed sum on, the run's connections are protected ({@link #mayConnect}). Owned by the
+ * dataplane thread.
  */
 public final class Ring implements AutoCloseable
 {
@@ -46,10 +54,15 @@ public final class Ring implements AutoCloseable
     private final int[] memberReceiveQp;
     private final long[] memberMac;
     private final int[] generation;
+    /** Per rank, the generation of its first connection in its current run. */
+    private final int[] runFirstGeneration;
     private final int[] rankRun;
     private int run;
+    /** Whether the current run has completed a sum. */
+    private boolean runHasSum;
     private final int[] slotMsg;
     private final int[] slotPsn0;
+    private final int[] slotCrc;
     private final int firstShiftOperator;
     private final int otherShiftOperator;
     private final AggregatorRegion region;
@@ -71,6 +84,17 @@ public final class Ring implements AutoCloseable
      * must not lock the member out.
      */
     public static final int MAC_BINDING_SUMS = 8;
+
+    /** {@link #connect(int)}: the connection joins the current run (the rank had no connection in it). */
+    public static final int JOINED = 0;
+    /** {@link #connect(int)}: the connection begins a new run; the caller must discard the ring's aggregators. */
+    public static final int NEW_RUN = 1;
+    /**
+     * {@link #connect(int)}: the connection takes its rank over within a run that has completed no sum; the caller
+     * must discard the run's partial sums (they may hold the displaced connection's gradients) and not sum the
+     * packet in hand: the rank's next packets are summed.
+     */
+    public static final int REPLACED = 2;
 
     private final long[] boundMac;
     private final long[] candidateMac;
@@ -125,10 +149,12 @@ public final class Ring implements AutoCloseable
         this.candidateMac = new long[ranks];
         this.candidateSums = new int[ranks];
         this.generation = new int[ranks];
+        this.runFirstGeneration = new int[ranks];
         this.rankRun = new int[ranks];
         Arrays.fill(rankRun, -1);
         this.slotMsg = new int[ranks * slots];
         this.slotPsn0 = new int[ranks * slots];
+        this.slotCrc = new int[ranks * slots];
         Arrays.fill(slotMsg, -1);
         this.firstShiftOperator = Crc32Combine.shiftOperator(payloadSize - INA_LENGTH);
         this.otherShiftOperator = Crc32Combine.shiftOperator(payloadSize);
@@ -300,14 +326,44 @@ public final class Ring implements AutoCloseable
     }
 
     /**
-     * Whether a new connection of {@code rank} may begin a new run now: only when the current run is over, which
-     * the appliance sees as no message in flight (every aggregator free or complete: workers begin a new run only
-     * once the previous one is finished), or the current run abandoned (messages in flight but no progress for
-     * the abandoned-run time, {@link #DEFAULT_ABANDONED_RUN_NS} by default). A connection that would only join the current run may always connect.
+     * A sum of the current run completed: from now on its connections are protected by {@link #mayConnect}.
+     */
+    public void onSumCompleted()
+    {
+        runHasSum = true;
+    }
+
+    /**
+     * @return whether the current run has completed a sum.
+     */
+    public boolean runHasSum()
+    {
+        return runHasSum;
+    }
+
+    /**
+     * Whether a new connection of {@code rank} may connect now. It may always join the current run (the rank has
+     * no connection in it), and take the rank over while the run has completed no sum (nothing is protected before
+     * then). Otherwise it would begin a new run, which it may only when the current run is over, which the
+     * appliance sees as no message in flight (every aggregator free or complete: workers begin a new run only once
+     * the previous one is finished), or the current run abandoned (messages in flight but no progress for the
+     * abandoned-run time, {@link #DEFAULT_ABANDONED_RUN_NS} by default).
      */
     public boolean mayConnect(final int rank, final long nowNs)
     {
-        return rankRun[rank] != run || region.incomplete() == 0 || nowNs - lastProgressNs > abandonedRunNs;
+        return rankRun[rank] != run || !runHasSum || region.incomplete() == 0 ||
+            nowNs - lastProgressNs > abandonedRunNs;
+    }
+
+    /**
+     * Whether a superseded connection of {@code rank} (CLT generation {@code connectionGeneration}) may take its
+     * rank back: only from a connection that took it over within the current run before the run's first sum
+     * (a member whose first packets a stranger's frame displaced). A connection of an earlier run never may.
+     */
+    public boolean mayTakeBack(final int rank, final int connectionGeneration)
+    {
+        return rankRun[rank] == run && !runHasSum && connectionGeneration != generation[rank] &&
+            connectionGeneration - runFirstGeneration[rank] >= 0;
     }
 
     public int successor(final int rank)
@@ -324,26 +380,36 @@ public final class Ring implements AutoCloseable
      * A new connection now carries {@code rank}: older connections of the rank become stale (the rank's
      * generation advances, see {@link #generation(int)}) and its message start records are forgotten.
      * <p>
-     * If the rank's previous connection belonged to the current run, this connection begins a new run: the
-     * other ranks' connections belong to the old run until they connect again, and the caller must discard the
-     * ring's aggregators. Otherwise the connection joins the current run (a rank's first connection, or a rank
-     * following another that began the run). This relies on the workers' discipline that a new run starts only
-     * once every connection of the previous one is finished (every result delivered and acknowledged): after
-     * that, no packet of the old run can need an aggregator.
+     * If the rank has no connection in the current run, this one joins it ({@link #JOINED}: a rank's first
+     * connection, or a rank following another that began the run). If it has one and the run has completed no
+     * sum, this one takes the rank over within the run ({@link #REPLACED}): the other ranks keep their
+     * connections. Otherwise this connection begins a new run ({@link #NEW_RUN}): the other ranks' connections
+     * belong to the old run until they connect again, and the caller must discard the ring's aggregators. This
+     * relies on the workers' discipline that a new run starts only once every connection of the previous one is
+     * finished (every result delivered and acknowledged): after that, no packet of the old run can need an
+     * aggregator.
      *
-     * @return true if this connection begins a new run.
+     * @return {@link #JOINED}, {@link #REPLACED} or {@link #NEW_RUN}.
      */
-    public boolean connect(final int rank)
+    public int connect(final int rank)
     {
         generation[rank]++;
         Arrays.fill(slotMsg, rank * slots, (rank + 1) * slots, -1);
-        final boolean newRun = rankRun[rank] == run;
-        if (newRun)
+        if (rankRun[rank] != run)
         {
-            run++;
+            rankRun[rank] = run;
+            runFirstGeneration[rank] = generation[rank];
+            return JOINED;
         }
+        if (!runHasSum)
+        {
+            return REPLACED;
+        }
+        run++;
+        runHasSum = false;
         rankRun[rank] = run;
-        return newRun;
+        runFirstGeneration[rank] = generation[rank];
+        return NEW_RUN;
     }
 
     /**
@@ -373,11 +439,24 @@ public final class Ring implements AutoCloseable
         return slotPsn0[rank * slots + slot];
     }
 
-    public void recordMessageStart(final int rank, final int msgId, final int psn0)
+    /**
+     * @return the CRC-32 of the gradient bytes of the first packet recorded for the slot.
+     */
+    public int slotCrc(final int rank, final int slot)
+    {
+        return slotCrc[rank * slots + slot];
+    }
+
+    /**
+     * Record that the rank's connection started message {@code msgId} at {@code psn0}, its first packet carrying
+     * gradient bytes whose CRC-32 is {@code gradientCrc} (a go-back-N retransmission carries the same bytes).
+     */
+    public void recordMessageStart(final int rank, final int msgId, final int psn0, final int gradientCrc)
     {
         final int index = rank * slots + (msgId & (slots - 1));
         slotMsg[index] = msgId;
         slotPsn0[index] = psn0;
+        slotCrc[index] = gradientCrc;
     }
 
     /**

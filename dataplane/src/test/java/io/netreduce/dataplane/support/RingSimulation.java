@@ -79,6 +79,26 @@ public final class RingSimulation
         final double spuriousTimeout,
         final int receiveQpBase)
     {
+        this(harness, config, messages, null, new Random(dataSeed), networkSeed, dropIn, duplicate, dropOut,
+            spuriousTimeout, receiveQpBase);
+    }
+
+    /**
+     * @param psns where the start PSNs come from; null: from {@code data}, before the gradients.
+     */
+    private RingSimulation(
+        final DataplaneHarness harness,
+        final RingDefinition config,
+        final int messages,
+        final Random psns,
+        final Random data,
+        final long networkSeed,
+        final double dropIn,
+        final double duplicate,
+        final double dropOut,
+        final double spuriousTimeout,
+        final int receiveQpBase)
+    {
         this.harness = harness;
         this.config = config;
         this.messages = messages;
@@ -93,11 +113,11 @@ public final class RingSimulation
         this.firstPsn = new int[ranks];
         this.sendIndex = new int[ranks];
         this.received = new int[ranks];
-        final Random data = new Random(dataSeed);
+        final Random psnSource = psns != null ? psns : data;
         for (int r = 0; r < ranks; r++)
         {
             // Some connections start just below the 24-bit PSN wrap.
-            firstPsn[r] = data.nextBoolean() ? data.nextInt(1 << 24) : (1 << 24) - 1 - data.nextInt(50);
+            firstPsn[r] = psnSource.nextBoolean() ? psnSource.nextInt(1 << 24) : (1 << 24) - 1 - psnSource.nextInt(50);
             final int successor = (r + 1) % ranks;
             workers[r] = receiveQpBase == RingWorker.defaultReceiveQp(0) ? RingWorker.of(config, r, firstPsn[r]) :
                 new RingWorker(config, r, receiveQpBase + successor, firstPsn[r], RingWorker.macOf(r),
@@ -127,6 +147,23 @@ public final class RingSimulation
         final DataplaneHarness harness, final RingDefinition config, final int messages, final long seed)
     {
         return new RingSimulation(harness, config, messages, seed, seed + 1, 0, 0, 0, 0);
+    }
+
+    /**
+     * A job on the default receive QPs whose start PSNs come from {@code psnSeed} and whose data comes from
+     * {@code dataSeed}: two jobs with the same PSN seed reuse the QP numbers and start PSNs with other data.
+     */
+    public static RingSimulation reusingPsns(
+        final DataplaneHarness harness,
+        final RingDefinition config,
+        final int messages,
+        final long psnSeed,
+        final long dataSeed,
+        final long networkSeed,
+        final double loss)
+    {
+        return new RingSimulation(harness, config, messages, new Random(psnSeed), new Random(dataSeed), networkSeed,
+            loss, loss, loss, loss / 10, RingWorker.defaultReceiveQp(0));
     }
 
     /**
