@@ -24,6 +24,9 @@ package io.netreduce.host.rc;
  *   <tr><td>additiveIncreaseBitsPerSecond</td><td>40 Mbit/s</td><td>target rate step after fast recovery</td></tr>
  *   <tr><td>trafficClass</td><td>0x02</td><td>IP TOS: DSCP 0, ECN ECT(0) so switches may mark CE</td></tr>
  *   <tr><td>send/receiveDropProbability</td><td>0</td><td>fault injection, seeded by faultSeed</td></tr>
+ *   <tr><td>psnSeed</td><td>none: drawn from SecureRandom</td><td>start PSNs of new queue pairs; random, as NICs
+ *   choose them, so that a new job on reused QP numbers does not also reuse the start PSNs (which the appliance
+ *   could take for a retransmission of the old job's messages); set it only for reproducible captures</td></tr>
  * </table>
  */
 public final class RcConfig
@@ -54,6 +57,7 @@ public final class RcConfig
     private double sendDropProbability;
     private double receiveDropProbability;
     private long faultSeed = 0x5EED;
+    private Long psnSeed;
 
     public int pmtu()
     {
@@ -353,6 +357,24 @@ public final class RcConfig
     public RcConfig faultSeed(final long seed)
     {
         this.faultSeed = seed;
+        return this;
+    }
+
+    /**
+     * @return the seed of start PSNs, or null when they are drawn at random (the default).
+     */
+    public Long psnSeed()
+    {
+        return psnSeed;
+    }
+
+    /**
+     * @param seed start PSNs of new queue pairs follow from this seed (and the endpoint's MAC): reproducible runs
+     *             only; a real deployment leaves them random.
+     */
+    public RcConfig psnSeed(final long seed)
+    {
+        this.psnSeed = seed;
         return this;
     }
 

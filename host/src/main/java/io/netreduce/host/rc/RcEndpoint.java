@@ -15,6 +15,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.security.SecureRandom;
 import java.util.SplittableRandom;
 
 /**
@@ -86,7 +87,10 @@ public final class RcEndpoint implements Agent, AutoCloseable
         this.memory = new MemoryRegistry((int)(localMac ^ (localMac >>> 24)) * 0x9E37_79B9);
         this.faults = new FaultInjector(config.sendDropProbability(), config.receiveDropProbability(),
             config.faultSeed());
-        this.psnRandom = new SplittableRandom(config.faultSeed() ^ localMac);
+        // Random start PSNs unless asked otherwise: a new job on reused QP numbers must not repeat the old job's
+        // start PSNs, or the appliance could take its first messages for retransmissions of the old ones.
+        this.psnRandom = new SplittableRandom(
+            (config.psnSeed() != null ? config.psnSeed() : new SecureRandom().nextLong()) ^ localMac);
         this.nowNs = clock.nanoTime();
     }
 
