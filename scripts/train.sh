@@ -180,9 +180,15 @@ cat "$work/rings.txt"
 train_args=(--world "$workers" --epochs "$epochs" --steps "$steps" --batch "$batch" --lr "$lr" --seed "$seed"
             --model "$model" --hidden "$hidden")
 
+# CPU accounting, to say where a mode's time goes on a machine whose cores everything shares: the machine's busy
+# clock ticks (user, nice, system, irq, softirq of /proc/stat) and the appliance's (fields 14-15 of its stat).
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+daemon_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
+
 run_mode() { # mode port: W ranks of ddp_train.py, one per worker namespace; rank 0 writes $work/$mode.json
-  local mode="$1" port="$2" failed=0 start_ns
+  local mode="$1" port="$2" failed=0 start_ns busy0 app0
   start_ns="$(date +%s%N)"
+  busy0="$(busy_ticks)"; app0="$(daemon_ticks)"
   rank_pids=()
   for i in $(seq 0 $(( workers - 1 ))); do
     timeout --signal=TERM --kill-after=10 "$timeout" \
@@ -198,7 +204,8 @@ run_mode() { # mode port: W ranks of ddp_train.py, one per worker namespace; ran
     wait "${rank_pids[$i]}" || { echo "train: $mode rank $i failed (exit $?)" >&2; failed=1; }
   done
   rank_pids=()
-  echo "$mode: $workers ranks done in $(( ($(date +%s%N) - start_ns) / 1000000 )) ms (wall, with start-up)"
+  local wall_ms=$(( ($(date +%s%N) - start_ns) / 1000000 )) hz; hz="$(getconf CLK_TCK)"
+  echo "$mode: $workers ranks done in $wall_ms ms (wall, with start-up); CPU busy $(( ($(busy_ticks) - busy0) * 1000 / hz )) ms of $(( wall_ms * $(nproc) )) available, of which the appliance $(( ($(daemon_ticks) - app0) * 1000 / hz )) ms" | tee "$work/$mode-cpu.txt"
   if [ "$failed" -ne 0 ] || [ ! -s "$work/$mode.json" ]; then
     for i in $(seq 0 $(( workers - 1 ))); do
       printf -- '-- %s rank %d\n' "$mode" "$i" >&2
