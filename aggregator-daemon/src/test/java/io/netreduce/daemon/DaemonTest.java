@@ -163,6 +163,45 @@ class DaemonTest
         assertThat(recording.close).isTrue();
     }
 
+    @Test
+    void shouldAnswerRingParametersAndHealthWithoutATokenAndNothingElse(@TempDir final Path dir) throws Exception
+    {
+        final Path file = dir.resolve("netreduce.yaml");
+        Files.writeString(file, CONFIG);
+        final NetreduceConfig config = ConfigLoader.load(file, ValidationOptions.ON_THIS_HOST);
+        final RecordingAttachment recording = new RecordingAttachment(new RingInstaller()
+        {
+            @Override
+            public void install(final RingRef ring)
+            {
+            }
+
+            @Override
+            public void remove(final RingRef ring)
+            {
+            }
+        });
+        try (Daemon daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.ON_THIS_HOST),
+                ValidationOptions.ON_THIS_HOST, recording);
+            ApiClient member = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(5));
+            ApiClient owner = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(5), Daemon.apiToken()))
+        {
+            // What a ring's member on another host must read before it sends, with no token: the daemon's wiring.
+            final ApiClient.Response parameters = member.send("GET", "/v1/rings/1/parameters", null, null);
+            assertThat(parameters.status()).isEqualTo(200);
+            assertThat(parameters.body()).contains("\"window\":8").contains("\"msgLen\":16");
+            assertThat(member.send("GET", "/v1/health", null, null).status()).isEqualTo(200);
+            // Everything else needs the token: reads of the configuration and every change.
+            assertThat(member.send("GET", "/v1/rings/1", null, null).status()).isEqualTo(401);
+            assertThat(member.send("GET", "/v1/jobs", null, null).status()).isEqualTo(401);
+            assertThat(member.send("DELETE", "/v1/jobs/a", null, null).status()).isEqualTo(401);
+            assertThat(member.send("POST", "/v1/rings/1/parameters", "{}", "application/json").status())
+                .isNotEqualTo(200);
+            assertThat(owner.send("GET", "/v1/jobs", null, null).status()).isEqualTo(200);
+            assertThat(daemon.config().job("a")).isPresent();
+        }
+    }
+
     /** A stand-in dataplane for the daemon's wiring: records ring commands, publishes one counter. */
     static final class RecordingAttachment implements DataplaneAttachment
     {
