@@ -27,6 +27,17 @@ class HttpEndpointTest
     }
 
     @Test
+    void shouldCreateTheSocketReadableAndWritableOnlyByItsOwner(@TempDir final Path dir) throws Exception
+    {
+        final Path socket = dir.resolve("api.sock");
+        try (HttpEndpoint ignored = HttpEndpoint.start("api", ListenAddress.parse("unix:" + socket), NOTHING))
+        {
+            assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)))
+                .isEqualTo("rw-------");
+        }
+    }
+
+    @Test
     void shouldNameTheMissingDirectoryOfASocket(@TempDir final Path dir)
     {
         final Path socket = dir.resolve("missing/api.sock");
