@@ -133,6 +133,66 @@ class RingIntegritySystemTest
     }
 
     @Test
+    void shouldLetTheMembersRunExactlyAfterAStrangerSentAMembersFirstPacketOnAFreshRing()
+    {
+        // Issue 15's crafted frame: from a host on the switch with its own MAC, a first packet of message 0 with
+        // rank 1's address towards rank 2's receive QP, valid ICRC and INA header, sent before the members' job
+        // starts (no MAC configured, none bound yet). It used to become rank 1's connection and stall the ring;
+        // now the real rank takes its place back and every call is exact, with no operator action.
+        final int ring9 = RING + 1;
+        final NetReduceConfig config = new NetReduceConfig(ring9, WINDOW, MSG_LEN, PAYLOAD,
+            TimeUnit.SECONDS.toNanos(10));
+        final int elements = 40 * config.dataBytesPerMessage() / Float.BYTES;
+        try (Appliance appliance = Appliance.start(bed, 0.0,
+                Appliance.ringJob("fresh", ring9, "fp32", WORLD, WINDOW, MSG_LEN, PAYLOAD));
+            WorkerRing ring = new WorkerRing(bed, WORLD, r -> new RcConfig().pmtu(PAYLOAD)
+                .retransmitTimeoutNs(TimeUnit.MILLISECONDS.toNanos(50)), config.regionBytes(), config.regionBytes());
+            AfPacketPort outsiderPort = WorkerRing.openPort(bed.outsiderNamespace()))
+        {
+            final List<RingMember> members = new ArrayList<>();
+            for (int r = 0; r < WORLD; r++)
+            {
+                members.add(new RingMember(r, TestBed.workerIp(r)));
+            }
+            final RingDefinition definition = new RingDefinition(ring9, "fresh",
+                io.netreduce.protocol.element.ElementType.FP32, WINDOW, MSG_LEN, PAYLOAD, members);
+            final RingWorker stranger = new RingWorker(definition, 1, ring.link(2).receiveQp().qpn(), 77,
+                OUTSIDER_MAC, TestBed.workerMac(2));
+            final byte[] poison = new byte[stranger.gradientBytes()];
+            final ByteBuffer values = ByteBuffer.wrap(poison).order(ByteOrder.LITTLE_ENDIAN);
+            while (values.remaining() >= Float.BYTES)
+            {
+                values.putFloat(1.0e30f);
+            }
+            final UnsafeBuffer frame = new UnsafeBuffer(new byte[0]);
+            int sent = 0;
+            for (final byte[] bytes : stranger.message(0, poison))
+            {
+                frame.wrap(bytes);
+                sent += outsiderPort.send(frame, 0, bytes.length) ? 1 : 0;
+            }
+            outsiderPort.flush();
+            assertThat(sent).as("crafted frames sent").isPositive();
+
+            final AllReduce[] ops = new AllReduce[WORLD];
+            for (int r = 0; r < WORLD; r++)
+            {
+                ops[r] = new NetReduceAllReduce(ring.link(r), config);
+            }
+            for (int call = 0; call < 3; call++)
+            {
+                final Tensor[] tensors = ring.inputs(ElementType.FP32, elements, call);
+                final WorkerRing.Outcome outcome = ring.allReduce(ops, tensors, () -> 0,
+                    TimeUnit.SECONDS.toNanos(60));
+                assertThat(outcome.allSucceeded()).as("call %d:%s", call, outcome.describe()).isTrue();
+                assertThat(ring.checkRankOrderSum(tensors, call)).as("call %d", call).isNull();
+            }
+            assertThat(appliance.counter(DataplaneCounter.RING_CONNECTIONS_REPLACED))
+                .as("the stranger's connection replaced by the member's").isPositive();
+        }
+    }
+
+    @Test
     void shouldFailEveryRankWithAClearErrorWhenTheRingIsRemovedMidJob()
     {
         final long timeoutNs = TimeUnit.SECONDS.toNanos(3);
