@@ -80,6 +80,9 @@ public final class PacketDataplane implements DataplaneAttachment
 {
     /** How long the control thread waits for the dataplane to apply a command. */
     public static final long COMMAND_TIMEOUT_MS = 5_000;
+
+    /** Longest wait for the agent's warm-up at start (a few hundred ms on an idle core). */
+    public static final long START_TIMEOUT_MS = 120_000;
     /** Process exit status when the dataplane thread fails with an {@link Error}. */
     public static final int EXIT_DATAPLANE_FAILED = 70;
     /** How many of a ring's oldest incomplete aggregators the occupancy view lists. */
@@ -171,6 +174,7 @@ public final class PacketDataplane implements DataplaneAttachment
         poller = new PortPoller(ports);
         runner = new AgentRunner(idleStrategy(settings.idleStrategy(), poller), this::onDataplaneError, null, agent);
         AgentRunner.startOnThread(runner);
+        awaitWarmUp();
         captures = new CaptureManager(proxy, ports.stream().map(PacketPort::name).toList(),
             Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
         dropWatcher = DropBurstWatcher.start(proxy::counter);
@@ -258,6 +262,35 @@ public final class PacketDataplane implements DataplaneAttachment
         }
         return new RingDefinition(ring.id(), ref.job(), ring.elementType(), ring.window(),
             ring.msgLen(), ring.payloadSize(), members, ring.inetTagValue(), ring.resultTagValue());
+    }
+
+    /**
+     * Wait for the agent's warm-up (the summation kernels compiled on its thread) before the first command, so that
+     * the commands' own timeout measures the dataplane, not the JIT: on a loaded 2-core box the warm-up took over
+     * 5 s and the first ring install failed the start.
+     */
+    private void awaitWarmUp()
+    {
+        final long startNs = System.nanoTime();
+        try
+        {
+            agent.ready().get(START_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        }
+        catch (final TimeoutException ex)
+        {
+            throw new IllegalStateException("the dataplane did not finish warming up within " + START_TIMEOUT_MS +
+                " ms", ex);
+        }
+        catch (final ExecutionException ex)
+        {
+            throw new IllegalStateException("the dataplane failed to start: " + ex.getCause().getMessage(), ex);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while the dataplane warmed up", ex);
+        }
+        LOG.info("dataplane warmed up in {} ms", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs));
     }
 
     private DataplaneProxy proxy()

@@ -10,6 +10,8 @@ import org.agrona.concurrent.status.AtomicCounter;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 
+import java.util.concurrent.CompletableFuture;
+
 /**
  * The dataplane duty cycle: apply a few pending control commands, receive a batch from every port through the
  * {@link PacketProcessor}, flush every port. Run it on an {@link org.agrona.concurrent.AgentRunner} (or call
@@ -21,6 +23,7 @@ public final class DataplaneAgent implements Agent
     /** Kernel calls per element type at start, past the JIT's compile threshold. */
     private static final int WARM_UP_ITERATIONS = 12_000;
 
+    private final CompletableFuture<Void> ready = new CompletableFuture<>();
     private final PacketPort[] ports;
     private final int batchSize;
     private final int commandsPerCycle;
@@ -146,7 +149,26 @@ public final class DataplaneAgent implements Agent
     @Override
     public void onStart()
     {
-        SumKernel.warmUp(WARM_UP_ITERATIONS);
+        try
+        {
+            SumKernel.warmUp(WARM_UP_ITERATIONS);
+        }
+        catch (final Throwable t)
+        {
+            ready.completeExceptionally(t);
+            throw t;
+        }
+        ready.complete(null);
+    }
+
+    /**
+     * @return completed when the agent has warmed up and runs its duty cycle: commands sent before then wait in the
+     * queue behind the warm-up, which on a loaded machine can take seconds, so a caller that times its commands
+     * waits for this first.
+     */
+    public CompletableFuture<Void> ready()
+    {
+        return ready;
     }
 
     @Override
