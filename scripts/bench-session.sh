@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Where the time of one all-reduce call through netreduce.Session goes (a benchmark, not a test): W trainers in
+# worker namespaces, each with its sidecar, through the daemon, against gloo's all_reduce in the same run
+# (scripts/bench/session_calls.py says what is timed). Prints rank 0's JSON line: median and p90 of the Session
+# path, the transport called directly, the sidecar's own time, and gloo.
+#
+# usage: scripts/bench-session.sh [--workers W] [--bytes B] [--calls N] [--rate RATE] [--no-build] [--prefix P]
+# Needs root.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$NETREDUCE_ROOT"
+workers=4
+bytes=287016
+calls=50
+rate=""
+build=1
+prefix=nrses
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -w|--workers) workers="$2"; shift 2 ;;
+    --bytes) bytes="$2"; shift 2 ;;
+    --calls) calls="$2"; shift 2 ;;
+    --rate) rate="$2"; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --prefix) prefix="$2"; shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench-session: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench-session: needs root (namespaces)" >&2; exit 2; }
+netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
+if [ "$build" -eq 1 ]; then
+  bash scripts/setup.sh
+  ./mvnw -B -ntp -q -DskipTests package
+fi
+[ -x "$netreduce" ] || { echo "bench-session: $netreduce missing (build first)" >&2; exit 1; }
+work="$(mktemp -d /tmp/netreduce-bench-session.XXXXXX)"
+daemon_pid=""
+cleanup() {
+  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
+  bash scripts/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix" ${rate:+--rate "$rate"} >/dev/null
+{
+  printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n  memoryBudget: 128MiB\n'
+  printf '  api:\n    listen: unix:%s/api.sock\n  metrics:\n    listen: 127.0.0.1:0\n' "$work"
+  printf 'jobs:\n  - name: bench\n    rings:\n      - id: 1\n        elementType: fp32\n        window: 8\n'
+  printf '        msgLen: 16\n        payloadSize: 4096\n        pmtu: 4096\n        members:\n'
+  for i in $(seq 0 $(( workers - 1 ))); do printf '          - { rank: %d, ip: 10.77.0.%d }\n' "$i" $(( i + 1 )); done
+} > "$work/netreduce.yaml"
+ip netns exec "${prefix}-app" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 100); do [ -S "$work/api.sock" ] && break; sleep 0.2; done
+[ -S "$work/api.sock" ] || { cat "$work/daemon.log" >&2; exit 1; }
+pids=()
+for i in $(seq 0 $(( workers - 1 ))); do
+  ip netns exec "${prefix}-w$i" env TMPDIR="$work" "$NETREDUCE_PYTHON" scripts/bench/session_calls.py --rank "$i" \
+    --world "$workers" --api "unix:$work/api.sock" --netreduce "$netreduce" --bytes "$bytes" --calls "$calls" \
+    > "$work/rank$i.log" 2>&1 &
+  pids+=($!)
+done
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+if [ "$status" -ne 0 ]; then tail -20 "$work"/rank*.log >&2; exit 1; fi
+grep '^{' "$work/rank0.log"
