@@ -8,6 +8,7 @@
 # Needs root.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/lib/appliance.sh"
 cd "$NETREDUCE_ROOT"
 workers=4
 bytes=287016
@@ -43,17 +44,8 @@ cleanup() {
 }
 trap cleanup EXIT
 bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix" ${rate:+--rate "$rate"} >/dev/null
-{
-  printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n  memoryBudget: 128MiB\n'
-  printf '  api:\n    listen: unix:%s/api.sock\n  metrics:\n    listen: 127.0.0.1:0\n' "$work"
-  printf 'jobs:\n  - name: bench\n    rings:\n      - id: 1\n        elementType: fp32\n        window: 8\n'
-  printf '        msgLen: 16\n        payloadSize: 4096\n        pmtu: 4096\n        members:\n'
-  for i in $(seq 0 $(( workers - 1 ))); do printf '          - { rank: %d, ip: 10.77.0.%d }\n' "$i" $(( i + 1 )); done
-} > "$work/netreduce.yaml"
-ip netns exec "${prefix}-app" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 100); do [ -S "$work/api.sock" ] && break; sleep 0.2; done
-[ -S "$work/api.sock" ] || { cat "$work/daemon.log" >&2; exit 1; }
+bed_ring_config "$work/netreduce.yaml" "unix:$work/api.sock" bench "$workers" 1 8 16 4096
+bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "unix:$work/api.sock" "$work" bench-session >/dev/null
 pids=()
 for i in $(seq 0 $(( workers - 1 ))); do
   ip netns exec "${prefix}-w$i" env TMPDIR="$work" "$NETREDUCE_PYTHON" scripts/bench/session_calls.py --rank "$i" \

@@ -20,6 +20,7 @@
 # iterations) takes about 30-40 s after the build (workers: ~12-25 s).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/lib/appliance.sh"
 cd "$NETREDUCE_ROOT"
 
 size=$((64 << 20))
@@ -102,42 +103,8 @@ step "test bed: $workers workers, MTU 9000"
 bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix"
 
 step "appliance: daemon in ${prefix}-app"
-{
-  cat <<EOF
-appliance:
-  ports:
-    - name: eth0
-      mtu: 9000
-  memoryBudget: 256MiB
-${idle:+  dataplane:
-    idleStrategy: $idle
-}  api:
-    listen: $api
-  metrics:
-    listen: 127.0.0.1:0
-jobs:
-  - name: demo
-    rings:
-      - id: $ring_id
-        elementType: fp32
-        window: $window
-        msgLen: $msg_len
-        payloadSize: $payload
-        pmtu: $payload
-        members:
-EOF
-  for i in $(seq 0 $(( workers - 1 ))); do
-    echo "          - { rank: $i, ip: 10.77.0.$(( i + 1 )) }"
-  done
-} > "$work/netreduce.yaml"
-ip netns exec "${prefix}-app" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 120); do
-  "$netreduce" ctl --api "$api" --timeout 1 rings > "$work/rings.txt" 2>/dev/null && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.log" >&2; echo "demo: daemon exited" >&2; exit 1; }
-  sleep 0.5
-done
-cat "$work/rings.txt"
+bed_ring_config "$work/netreduce.yaml" "$api" demo "$workers" "$ring_id" "$window" "$msg_len" "$payload" "$idle"
+bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" demo
 
 # The appliance's CPU time (user + system clock ticks, fields 14 and 15 of /proc/PID/stat), and its system part
 # alone (the kernel's share: AF_PACKET rings, veth, the transmit kick, poll(2)).

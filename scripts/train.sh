@@ -32,6 +32,7 @@
 # after the build (netreduce ranks ~9 s with start-up, gloo ranks ~4 s, reference ~4 s).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/lib/appliance.sh"
 cd "$NETREDUCE_ROOT"
 
 workers=4
@@ -142,40 +143,8 @@ step "test bed: $workers workers, MTU 9000${rate:+, $rate links}"
 bash scripts/testbed.sh up -w "$workers" --mtu 9000 ${rate:+--rate "$rate"} --prefix "$prefix"
 
 step "appliance: daemon in ${prefix}-app"
-{
-  cat <<EOF
-appliance:
-  ports:
-    - name: eth0
-      mtu: 9000
-  memoryBudget: 256MiB
-  api:
-    listen: $api
-  metrics:
-    listen: 127.0.0.1:0
-jobs:
-  - name: train
-    rings:
-      - id: $ring_id
-        elementType: fp32
-        window: $window
-        msgLen: $msg_len
-        payloadSize: $payload
-        pmtu: $payload
-        members:
-EOF
-  for i in $(seq 0 $(( workers - 1 ))); do
-    echo "          - { rank: $i, ip: 10.77.0.$(( i + 1 )) }"
-  done
-} > "$work/netreduce.yaml"
-ip netns exec "${prefix}-app" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 120); do
-  "$netreduce" ctl --api "$api" --timeout 1 rings > "$work/rings.txt" 2>/dev/null && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.log" >&2; echo "train: daemon exited" >&2; exit 1; }
-  sleep 0.5
-done
-cat "$work/rings.txt"
+bed_ring_config "$work/netreduce.yaml" "$api" train "$workers" "$ring_id" "$window" "$msg_len" "$payload"
+bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" train
 
 train_args=(--world "$workers" --epochs "$epochs" --steps "$steps" --batch "$batch" --lr "$lr" --seed "$seed"
             --model "$model" --hidden "$hidden")

@@ -1,0 +1,38 @@
+# shellcheck shell=bash
+# Sourced by the test-bed scripts (demo.sh, train.sh, bench-session.sh): the appliance's configuration for one
+# fp32 ring of the bed's workers, and the daemon started in the appliance namespace.
+
+# bed_ring_config FILE API JOB WORKERS RING_ID WINDOW MSG_LEN PAYLOAD [IDLE]
+#   writes a daemon configuration: port eth0 (MTU 9000), API on API (unix:PATH), one job JOB with one fp32 ring
+#   RING_ID of the workers 10.77.0.1..WORKERS in rank order, PMTU = PAYLOAD; IDLE sets the dataplane idle strategy.
+bed_ring_config() {
+  local file="$1" api="$2" job="$3" workers="$4" ring_id="$5" window="$6" msg_len="$7" payload="$8" idle="${9:-}"
+  {
+    printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n  memoryBudget: 256MiB\n'
+    [ -n "$idle" ] && printf '  dataplane:\n    idleStrategy: %s\n' "$idle"
+    printf '  api:\n    listen: %s\n  metrics:\n    listen: 127.0.0.1:0\n' "$api"
+    printf 'jobs:\n  - name: %s\n    rings:\n      - id: %s\n        elementType: fp32\n' "$job" "$ring_id"
+    printf '        window: %s\n        msgLen: %s\n        payloadSize: %s\n        pmtu: %s\n        members:\n' \
+      "$window" "$msg_len" "$payload" "$payload"
+    local i
+    for i in $(seq 0 $(( workers - 1 ))); do
+      printf '          - { rank: %d, ip: 10.77.0.%d }\n' "$i" $(( i + 1 ))
+    done
+  } > "$file"
+}
+
+# bed_start_daemon PREFIX NETREDUCE CONFIG API WORKDIR NAME
+#   starts `netreduce daemon` in namespace PREFIX-app (log WORKDIR/daemon.log), sets daemon_pid, and waits until
+#   its API lists the rings (printed); exits 1 with the daemon's log if it dies first.
+bed_start_daemon() {
+  local prefix="$1" netreduce="$2" config="$3" api="$4" work="$5" name="$6"
+  ip netns exec "${prefix}-app" "$netreduce" daemon --config "$config" > "$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  local _
+  for _ in $(seq 240); do
+    "$netreduce" ctl --api "$api" --timeout 1 rings > "$work/rings.txt" 2>/dev/null && break
+    kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.log" >&2; echo "$name: daemon exited" >&2; exit 1; }
+    sleep 0.5
+  done
+  cat "$work/rings.txt"
+}
