@@ -6,6 +6,7 @@ import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.FlowKey;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.Ring;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.protocol.icrc.Crc32Combine;
@@ -166,9 +167,11 @@ final class Sequencer
         ring.recordMessageStart(rank, msgId, frame.psn(), gradientCrc);
         if (ring.sendsUp(rank))
         {
-            // A leaf's leaving cross-rack connection carries the rack's partial sum to the spine, which must see it
-            // as a request (the ring's InetTag) and marks its own result.
-            aggregator.aggregate(arriving, ring, rank, msgId, 0, age, gradient, headerCrc);
+            // A leaf's leaving cross-rack connection carries the rack's partial sum to the spine, marked with the
+            // partial tag: the only request tag the spine sums, so that the rank's own message, should it reach
+            // the spine past this leaf, is not taken for the rack's sum.
+            InaHeader.inetTag(buffer, ina, Hierarchy.PARTIAL_TAG);
+            aggregator.aggregate(arriving, ring, rank, msgId, 0, age, gradient, headerCrc ^ ring.partialTagCrcDelta());
             return;
         }
         // Results carry the ring's result tag so the receiving worker can tell a sum from a message that passed

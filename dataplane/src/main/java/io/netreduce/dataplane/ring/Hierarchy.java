@@ -33,6 +33,15 @@ public record Hierarchy(Tier tier, List<Integer> rackEnds, int rack)
 
     public static final Hierarchy FLAT = new Hierarchy(Tier.FLAT, List.of(), -1);
 
+    /**
+     * The InetTag a leaf writes into the partial sums it sends up ("NRPT"), and the only request tag a spine
+     * aggregates. A worker's own message that reaches the spine past its leaf (the leaf bypassed or its redirect
+     * removed) carries the worker's tag instead: the spine passes it on unaggregated, and the receiving worker,
+     * finding a request tag where it expects the result tag, fails instead of taking one rank's gradient for its
+     * rack's sum.
+     */
+    public static final int PARTIAL_TAG = 0x4E525054;
+
     public Hierarchy
     {
         Objects.requireNonNull(tier, "tier");

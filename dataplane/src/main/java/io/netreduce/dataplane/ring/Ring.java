@@ -128,6 +128,7 @@ public final class Ring implements AutoCloseable
     private final int inetTag;
     private final int resultTag;
     private final int resultTagCrcDelta;
+    private final int partialTagCrcDelta;
 
     public Ring(
         final RingDefinition config,
@@ -232,12 +233,14 @@ public final class Ring implements AutoCloseable
         this.region = region;
         this.completed = completed;
         this.results = results;
-        this.inetTag = config.inetTag();
+        // A spine aggregates leaves' partial sums, which carry the partial tag (see Hierarchy.PARTIAL_TAG).
+        this.inetTag = tier == Hierarchy.Tier.SPINE ? Hierarchy.PARTIAL_TAG : config.inetTag();
         this.resultTag = config.resultTag();
         // The tag ends InaHeader.LENGTH - 4 bytes before the gradient: rewriting it changes the stored header's
         // CRC by this constant, applied instead of a second pass over the header.
-        this.resultTagCrcDelta = Icrc.rewriteDelta(inetTag, resultTag,
-            InaHeader.LENGTH - InaHeader.INET_TAG_OFFSET - Integer.BYTES);
+        final int tagEnd = InaHeader.LENGTH - InaHeader.INET_TAG_OFFSET - Integer.BYTES;
+        this.resultTagCrcDelta = Icrc.rewriteDelta(inetTag, resultTag, tagEnd);
+        this.partialTagCrcDelta = Icrc.rewriteDelta(inetTag, Hierarchy.PARTIAL_TAG, tagEnd);
     }
 
     /**
@@ -263,6 +266,15 @@ public final class Ring implements AutoCloseable
     public int resultTagCrcDelta()
     {
         return resultTagCrcDelta;
+    }
+
+    /**
+     * @return what writing {@link Hierarchy#PARTIAL_TAG} over {@link #inetTag()} does to the CRC of a first packet's
+     *         headers up to the gradient (a leaf's partial sums).
+     */
+    public int partialTagCrcDelta()
+    {
+        return partialTagCrcDelta;
     }
 
     public RingDefinition config()

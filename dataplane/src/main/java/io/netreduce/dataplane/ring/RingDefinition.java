@@ -180,6 +180,12 @@ public record RingDefinition(
             }
         }
         hierarchy.validate(ringId, worldSize);
+        if (hierarchy.tier() != Hierarchy.Tier.FLAT &&
+            (inetTag == Hierarchy.PARTIAL_TAG || resultTag == Hierarchy.PARTIAL_TAG))
+        {
+            throw new IllegalArgumentException("ring " + ringId + ": the tag NRPT marks a leaf's partial sums; " +
+                "a multi-rack ring's inetTag and resultTag must differ from it");
+        }
         if (hierarchy.tier() == Hierarchy.Tier.LEAF && !marksResults())
         {
             // A leaf tells the spine's result (arriving on its entering cross-rack connection) from a raw gradient

@@ -110,6 +110,30 @@ class HierarchyDownPathTest
     }
 
     @Test
+    void shouldPassAWorkersOwnMessageThatBypassedItsLeafThroughTheSpineUnaggregated()
+    {
+        // Rack 0's last rank (1) sends straight to the spine, its leaf bypassed: the spine must not take its
+        // gradient for rack 0's partial sum. Its tag (NRED) is not the partial tag: passed on unchanged, so the
+        // receiver (rank 2) finds a request tag where it expects the result tag and fails.
+        try (DataplaneHarness spine = new DataplaneHarness())
+        {
+            spine.install(RING.withHierarchy(Hierarchy.spine(RACKS)));
+            final List<byte[]> raw = RingWorker.of(RING, 1, 500).message(0, new byte[RingWorker.of(RING, 1, 0)
+                .gradientBytes()]);
+            final byte[] first = raw.getFirst();
+            final List<byte[]> out = spine.process(first);
+            assertThat(out).hasSize(1);
+            assertThat(out.getFirst()).isEqualTo(first);
+            for (final byte[] frame : raw.subList(1, raw.size()))
+            {
+                spine.process(frame);
+            }
+            assertThat(spine.counter(DataplaneCounter.RING_PACKETS)).isZero();
+            assertThat(spine.counter(DataplaneCounter.FOREIGN_TAG_ON_RING_EDGE)).isEqualTo(1);
+        }
+    }
+
+    @Test
     void shouldRefuseALeafRingWhoseResultsAreNotMarked()
     {
         try (DataplaneHarness leaf = new DataplaneHarness())
