@@ -40,6 +40,10 @@ final class Aggregator
     private final AtomicCounter duplicatesAnswered;
     private final AtomicCounter duplicatesPending;
     private final AtomicCounter released;
+    private final AtomicCounter upPackets;
+    private final AtomicCounter upRepeated;
+    private final AtomicCounter downResults;
+    private final AtomicCounter downRepeated;
 
     /**
      * @param latency recorder of first-packet-in to results-out times, in nanoseconds, capped at
@@ -60,6 +64,10 @@ final class Aggregator
         duplicatesAnswered = counters.counter(DataplaneCounter.DUPLICATES_ANSWERED);
         duplicatesPending = counters.counter(DataplaneCounter.DUPLICATES_PENDING);
         released = counters.counter(DataplaneCounter.AGGREGATORS_RELEASED);
+        upPackets = counters.counter(DataplaneCounter.UP_PACKETS);
+        upRepeated = counters.counter(DataplaneCounter.UP_REPEATED);
+        downResults = counters.counter(DataplaneCounter.DOWN_RESULTS);
+        downRepeated = counters.counter(DataplaneCounter.DOWN_REPEATED);
     }
 
     /**
@@ -104,7 +112,10 @@ final class Aggregator
         ringPackets.incrementRelease();
         ring.progress(arriving.batchNs());
         final long bit = 1L << rank;
-        releaseOneWindowBack(ring, region, msgId, position, bit);
+        if (!ring.isLeaf())
+        {
+            releaseOneWindowBack(ring, region, msgId, position, bit);
+        }
 
         final MutableDirectBuffer buffer = arriving.buffer();
         final int offset = arriving.offset();
@@ -120,8 +131,24 @@ final class Aggregator
 
         if (region.isComplete(agg))
         {
+            if (ring.sendsUp(rank))
+            {
+                // A leaf's last rank resends: its own result reaches the next rack through the spine, which answers
+                // the partial sent up again from its stored result.
+                upRepeated.incrementRelease();
+                emitUp(ring, region, agg, position);
+                return;
+            }
             duplicatesAnswered.incrementRelease();
             emitResult(ring, region, agg, rank, position);
+            return;
+        }
+        if (region.isPartial(agg))
+        {
+            // A leaf holds its rack's sum but not yet the spine's result (the partial or the result was lost on the
+            // spine's links): the retransmission sends the partial up again, and the spine answers it.
+            upRepeated.incrementRelease();
+            emitUp(ring, region, agg, position);
             return;
         }
         final long arrived = region.arrived(agg);
@@ -172,6 +199,11 @@ final class Aggregator
             ring.ranks(), result, length);
         final UnsafeBuffer memory = region.buffer();
         memory.putInt(agg + AggregatorRegion.RESULT_CRC_OFFSET, resultIcrc.crcOf(memory, result, length));
+        if (ring.isLeaf())
+        {
+            completePartial(ring, region, agg, position);
+            return;
+        }
         region.markComplete(agg);
         ring.onSumCompleted();
         aggregationsCompleted.incrementRelease();
@@ -190,11 +222,168 @@ final class Aggregator
     }
 
     /**
-     * Build rank's result packet straight into a transmit slot: its stored headers, the sum, and the ICRC
-     * combined from the two stored CRCs (no pass over the frame).
+     * A leaf's rack sum is in the result slot: it stays there (to be sent up again for a retransmission) and goes
+     * up now as one packet on the rack's leaving cross-rack connection, built from the last rank's stored headers
+     * (its own PSN, QP and addresses, the request tag kept). The aggregator stays in flight until the spine's
+     * result comes down ({@link #onDown}).
+     */
+    private void completePartial(final Ring ring, final AggregatorRegion region, final int agg, final int position)
+    {
+        region.markPartial(agg);
+        ring.onSumCompleted();
+        final UnsafeBuffer memory = region.buffer();
+        for (int rank = 0; rank < ring.ranks(); rank++)
+        {
+            if (!ring.isMacBound(rank))
+            {
+                ring.onSumFrom(rank, EthernetHeader.srcMac(memory, region.headerOffset(agg, rank)));
+            }
+        }
+        emitUp(ring, region, agg, position);
+    }
+
+    /**
+     * A leaf receives the spine's result for (message, position) on its entering cross-rack connection; the
+     * Sequencer has checked and placed it ({@code gradient}: where its payload starts, {@code payloadCrc}: that
+     * payload's CRC-32). The first time, the result is stored in the aggregator's final slot, translated onto every
+     * connection of the rack but the leaving one (whose result the next leaf delivers), and the packet itself goes
+     * on to the rack's first rank: it is that connection's own result, ICRC recomputed by the spine. A repeat (the
+     * spine answering a partial sent up again) goes on to the first rank only, and only if it is the stored result.
+     * The aggregator array is not summed into.
+     */
+    void onDown(
+        final ArrivingFrame arriving,
+        final Ring ring,
+        final int msgId,
+        final int position,
+        final int gradient,
+        final int payloadCrc)
+    {
+        final AggregatorRegion region = ring.region();
+        final UnsafeBuffer memory = region.buffer();
+        final int agg = region.offset(ring.aggregatorIndex(msgId, position));
+        final boolean partial = region.isPartial(agg);
+        if (region.boundMsg(agg) != msgId || !(partial || region.isComplete(agg)))
+        {
+            // Not a sum this leaf sent up (released since, or never complete here): nothing to translate, and
+            // passing it on unchecked could hand the first rank something that is not its result.
+            output.drop(arriving, DataplaneCounter.DROP_DOWN_NOT_AWAITED);
+            return;
+        }
+        final int length = ring.gradientLength(position);
+        final int fin = region.finalOffset(agg);
+        final MutableDirectBuffer buffer = arriving.buffer();
+        if (!partial)
+        {
+            if (memory.getInt(agg + AggregatorRegion.FINAL_CRC_OFFSET) != payloadCrc ||
+                !sameBytes(memory, fin, buffer, gradient, length))
+            {
+                output.drop(arriving, DataplaneCounter.DROP_DOWN_MISMATCH);
+                return;
+            }
+            downRepeated.incrementRelease();
+            output.forward(arriving);
+            return;
+        }
+        memory.putBytes(fin, buffer, gradient, length);
+        memory.putInt(agg + AggregatorRegion.FINAL_CRC_OFFSET, payloadCrc);
+        region.markComplete(agg);
+        releaseBySpine(ring, region, msgId, position);
+        downResults.incrementRelease();
+        aggregationsCompleted.incrementRelease();
+        ring.completedCounter().incrementRelease();
+        for (int rank = 0; rank < ring.ranks() - 1; rank++)
+        {
+            emitResult(ring, region, agg, rank, position);
+        }
+        output.forward(arriving);
+        final long elapsed = System.nanoTime() - region.firstArrival(agg);
+        latency.recordValue(Math.max(0, Math.min(elapsed, highestLatency)));
+    }
+
+    /**
+     * A leaf frees its aggregator of message m - N when the spine's result of m arrives. Its own ranks' packets of
+     * m prove only that they hold the result of m - N, not that the rank after the rack (in the next rack) does:
+     * freed on that alone, the aggregator would drop the last rank's retransmission of m - N as stale, and the
+     * spine, which still holds the answer, would never see it. The spine's result of m proves that every leaf sent
+     * its partial of m, so that every rank of the ring sent m and holds the whole result of m - N.
+     */
+    private void releaseBySpine(final Ring ring, final AggregatorRegion region, final int msgId, final int position)
+    {
+        final int older = (msgId - ring.window()) & 0xFF;
+        final int agg = region.offset(ring.aggregatorIndex(older, position));
+        if (region.boundMsg(agg) == older && region.isComplete(agg))
+        {
+            region.free(agg);
+            released.incrementRelease();
+        }
+    }
+
+    private static boolean sameBytes(
+        final UnsafeBuffer memory, final int offset, final MutableDirectBuffer buffer, final int other, final int length)
+    {
+        int i = 0;
+        for (; i + Long.BYTES <= length; i += Long.BYTES)
+        {
+            if (memory.getLong(offset + i) != buffer.getLong(other + i))
+            {
+                return false;
+            }
+        }
+        for (; i < length; i++)
+        {
+            if (memory.getByte(offset + i) != buffer.getByte(other + i))
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Send a leaf's rack sum (the result slot) up on the last rank's connection.
+     */
+    private void emitUp(final Ring ring, final AggregatorRegion region, final int agg, final int position)
+    {
+        if (emit(ring, region, agg, ring.ranks() - 1, position, region.resultOffset(agg),
+            region.buffer().getInt(agg + AggregatorRegion.RESULT_CRC_OFFSET)))
+        {
+            upPackets.incrementRelease();
+        }
+    }
+
+    /**
+     * Send the ring's result to {@code rank}'s connection: the sum (flat, spine) or the spine's result (leaf).
      */
     private void emitResult(
         final Ring ring, final AggregatorRegion region, final int agg, final int rank, final int position)
+    {
+        final boolean leaf = region.hasFinal();
+        final int payload = leaf ? region.finalOffset(agg) : region.resultOffset(agg);
+        final int crc = region.buffer().getInt(agg +
+            (leaf ? AggregatorRegion.FINAL_CRC_OFFSET : AggregatorRegion.RESULT_CRC_OFFSET));
+        if (emit(ring, region, agg, rank, position, payload, crc))
+        {
+            resultPackets.incrementRelease();
+            ring.resultsCounter().incrementRelease();
+        }
+    }
+
+    /**
+     * Build a packet on rank's connection straight into a transmit slot: its stored headers, the payload at
+     * {@code payload}, and the ICRC combined from the stored header CRC and the payload's CRC (no pass over the
+     * frame).
+     *
+     * @return whether it was sent (a full transmit ring is counted; a retransmission is answered again).
+     */
+    private boolean emit(
+        final Ring ring,
+        final AggregatorRegion region,
+        final int agg,
+        final int rank,
+        final int position,
+        final int payload,
+        final int payloadCrc)
     {
         final UnsafeBuffer memory = region.buffer();
         final int meta = region.rankMetaOffset(agg, rank);
@@ -205,13 +394,13 @@ final class Aggregator
         if (index < 0)
         {
             // Counted as a full transmit ring; the rank's retransmission is answered from the stored result.
-            return;
+            return false;
         }
         final MutableDirectBuffer tx = output.claimBuffer(arrivalPort);
         tx.putBytes(index, memory, region.headerOffset(agg, rank), headerLength);
-        tx.putBytes(index + headerLength, memory, region.resultOffset(agg), length);
+        tx.putBytes(index + headerLength, memory, payload, length);
         final int icrc = Crc32Combine.combineWithOperator(memory.getInt(meta + AggregatorRegion.META_HEADER_CRC),
-            memory.getInt(agg + AggregatorRegion.RESULT_CRC_OFFSET), ring.shiftOperator(position));
+            payloadCrc, ring.shiftOperator(position));
         Icrc.put(tx, index + headerLength + length, icrc);
         final int udp = index + (memory.getByte(meta + AggregatorRegion.META_UDP_OFFSET) & 0xFF);
         if (UdpHeader.checksum(tx, udp) != 0)
@@ -220,7 +409,6 @@ final class Aggregator
             L4Checksum.writeUdp(tx, index + (memory.getByte(meta + AggregatorRegion.META_L3_OFFSET) & 0xFF), udp);
         }
         output.commit(arrivalPort);
-        resultPackets.incrementRelease();
-        ring.resultsCounter().incrementRelease();
+        return true;
     }
 }

@@ -6,6 +6,7 @@ import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.IpKey;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.counters.RingCounter;
+import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.Ring;
 import io.netreduce.dataplane.ring.RingDefinition;
 import org.agrona.concurrent.status.AtomicCounter;
@@ -84,24 +85,33 @@ public final class DataplaneTables implements AutoCloseable
                 rings[config.ringId()].config().jobName() + "); remove it first");
         }
         final int aggregators = config.aggregatorCount();
-        final long bytes = AggregatorRegion.bytesFor(config.worldSize(), aggregators, config.payloadSize());
+        final int summed = config.aggregatedRanks();
+        final boolean leaf = config.hierarchy().tier() == Hierarchy.Tier.LEAF;
+        final long bytes = AggregatorRegion.bytesFor(summed, aggregators, config.payloadSize(), leaf);
         if (memoryUsed + bytes > memoryBudget)
         {
             throw new IllegalArgumentException(String.format(
                 "ring %d does not fit the aggregator memory budget: it needs %s (2N x MsgLen = %d aggregators of %d " +
                 "bytes for %d ranks x %d-byte payloads) but only %s of the %s budget is free",
                 config.ringId(), bytesText(bytes), aggregators,
-                AggregatorRegion.strideFor(config.worldSize(), config.payloadSize()), config.worldSize(),
+                AggregatorRegion.strideFor(summed, config.payloadSize(), leaf), summed,
                 config.payloadSize(), bytesText(memoryBudget - memoryUsed), bytesText(memoryBudget)));
         }
-        final AggregatorRegion region = AggregatorRegion.allocate(config.worldSize(), aggregators, config.payloadSize());
+        final AggregatorRegion region = AggregatorRegion.allocate(summed, aggregators, config.payloadSize(), leaf);
         final AtomicCounter completed = counters.newRingCounter(config.ringId(), RingCounter.AGGREGATIONS_COMPLETED);
         final AtomicCounter results = counters.newRingCounter(config.ringId(), RingCounter.RESULT_PACKETS);
         final Ring ring = new Ring(config, region, completed, results, abandonedRunNs);
         for (int rank = 0; rank < ring.ranks(); rank++)
         {
-            final int next = ring.successor(rank);
-            edges.add(ring.memberHigh(rank), ring.memberLow(rank), ring.memberHigh(next), ring.memberLow(next));
+            edges.add(ring.sourceHigh(rank), ring.sourceLow(rank), ring.destinationHigh(rank),
+                ring.destinationLow(rank));
+        }
+        if (ring.isLeaf())
+        {
+            // The entering cross-rack connection carries only the spine's results here: a raw packet on it whose
+            // connection is unknown must not reach the rack's first rank as if it were a sum.
+            edges.add(ring.incomingSourceHigh(), ring.incomingSourceLow(), ring.incomingDestinationHigh(),
+                ring.incomingDestinationLow());
         }
         rings[config.ringId()] = ring;
         memoryUsed += region.bytes();
@@ -124,8 +134,13 @@ public final class DataplaneTables implements AutoCloseable
         final int removed = clt.removeRing(ringId);
         for (int rank = 0; rank < ring.ranks(); rank++)
         {
-            final int next = ring.successor(rank);
-            edges.remove(ring.memberHigh(rank), ring.memberLow(rank), ring.memberHigh(next), ring.memberLow(next));
+            edges.remove(ring.sourceHigh(rank), ring.sourceLow(rank), ring.destinationHigh(rank),
+                ring.destinationLow(rank));
+        }
+        if (ring.isLeaf())
+        {
+            edges.remove(ring.incomingSourceHigh(), ring.incomingSourceLow(), ring.incomingDestinationHigh(),
+                ring.incomingDestinationLow());
         }
         removeForeignOffEdges();
         final long bytes = ring.region().bytes();
@@ -159,13 +174,17 @@ public final class DataplaneTables implements AutoCloseable
                 continue;
             }
             final boolean foreign = clt.kind(slot) == ConnectionTable.KIND_FOREIGN;
+            final boolean down = clt.kind(slot) == ConnectionTable.KIND_DOWN;
             final Ring ring = foreign ? null : rings[clt.ring(slot)];
-            final boolean current = ring != null && ring.generation(clt.rank(slot)) == clt.generation(slot);
+            final boolean current = down ||
+                ring != null && ring.generation(clt.rank(slot)) == clt.generation(slot);
+            // Ranks are reported as the INA header has them (global), not as the appliance indexes them.
+            final int rank = foreign || ring == null ? -1 : down ? ring.incomingRank() : ring.globalRank(clt.rank(slot));
             list.add(new ConnectionEntry(
                 IpKey.toAddress(clt.srcHigh(slot), clt.srcLow(slot)),
                 IpKey.toAddress(clt.dstHigh(slot), clt.dstLow(slot)),
                 clt.qp(slot), foreign,
-                foreign ? -1 : clt.ring(slot), foreign ? -1 : clt.rank(slot),
+                foreign ? -1 : clt.ring(slot), rank,
                 clt.msgId(slot), clt.psn0(slot), foreign || current));
         }
         return list;

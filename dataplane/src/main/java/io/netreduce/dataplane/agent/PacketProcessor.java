@@ -163,6 +163,21 @@ public final class PacketProcessor implements FrameHandler
         return InaHeader.inetTag(buffer, ina) == (ring != null ? ring.inetTag() : InaHeader.INET_TAG);
     }
 
+    /**
+     * Whether a first packet is a spine's result arriving at a leaf: its payload starts with the result tag of a
+     * leaf ring (the spine marks what it sends down; a leaf's own results never come back to it).
+     */
+    private boolean isSpineResult(final MutableDirectBuffer buffer, final RoceFrame frame)
+    {
+        if (frame.payloadLength() < InaHeader.LENGTH)
+        {
+            return false;
+        }
+        final int ina = frame.payloadOffset();
+        final Ring ring = rings[InaHeader.ringId(buffer, ina)];
+        return ring != null && ring.isLeaf() && InaHeader.inetTag(buffer, ina) == ring.resultTag();
+    }
+
     private static boolean isRcWrite(final int opcode)
     {
         return opcode >= Opcode.RDMA_WRITE_FIRST && opcode <= Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE;
@@ -203,7 +218,7 @@ public final class PacketProcessor implements FrameHandler
             return;
         }
         final int slot = clt.find(arriving.key(frame.destQp()));
-        if (slot >= 0 && clt.kind(slot) == ConnectionTable.KIND_RING &&
+        if (slot >= 0 && (clt.kind(slot) == ConnectionTable.KIND_RING || clt.kind(slot) == ConnectionTable.KIND_DOWN) &&
             (status == RoceFrame.UNKNOWN_OPCODE || !isResponse(frame.opcode())))
         {
             // A ring QP carries RDMA WRITEs one way and responses (ACK, NAK, CNP) the other.
@@ -221,6 +236,11 @@ public final class PacketProcessor implements FrameHandler
         if (firstOpcode && isTagged(arriving.buffer(), frame))
         {
             sequencer.onTaggedFirst(arriving);
+            return;
+        }
+        if (firstOpcode && isSpineResult(arriving.buffer(), frame))
+        {
+            sequencer.onDownFirst(arriving);
             return;
         }
         final int slot = clt.find(key);
@@ -254,6 +274,11 @@ public final class PacketProcessor implements FrameHandler
         if (firstOpcode)
         {
             output.drop(arriving, DataplaneCounter.DROP_MISSING_INA_HEADER);
+            return;
+        }
+        if (clt.kind(slot) == ConnectionTable.KIND_DOWN)
+        {
+            sequencer.onDownPacket(arriving, slot);
             return;
         }
         sequencer.onRingPacket(arriving, slot);

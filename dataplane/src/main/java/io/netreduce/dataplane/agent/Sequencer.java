@@ -6,6 +6,7 @@ import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.FlowKey;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.Ring;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.protocol.icrc.Crc32Combine;
@@ -54,6 +55,7 @@ final class Sequencer
     private final AtomicCounter cltUpdates;
     private final AtomicCounter cltForeign;
     private final AtomicCounter cltFull;
+    private final AtomicCounter downConnections;
 
     Sequencer(
         final DataplaneTables tables,
@@ -73,6 +75,7 @@ final class Sequencer
         cltUpdates = counters.counter(DataplaneCounter.CLT_UPDATES);
         cltForeign = counters.counter(DataplaneCounter.CLT_FOREIGN);
         cltFull = counters.counter(DataplaneCounter.CLT_FULL);
+        downConnections = counters.counter(DataplaneCounter.DOWN_CONNECTIONS);
     }
 
     /**
@@ -147,7 +150,9 @@ final class Sequencer
             output.drop(arriving, refusal);
             return;
         }
-        final int rank = InaHeader.rank(buffer, ina);
+        // From here on the rank is the ring's local index (the INA header's rank is global: a leaf sums its rack's
+        // ranks, a spine the racks' leaving connections).
+        final int rank = ring.localRank(InaHeader.rank(buffer, ina));
         final int msgId = InaHeader.msgId(buffer, ina);
         final int age = recordFirst(arriving, ring, rank, msgId);
         if (age == REFUSED)
@@ -160,10 +165,173 @@ final class Sequencer
             return;
         }
         ring.recordMessageStart(rank, msgId, frame.psn(), gradientCrc);
+        if (ring.sendsUp(rank))
+        {
+            // A leaf's leaving cross-rack connection carries the rack's partial sum to the spine, marked with the
+            // partial tag: the only request tag the spine sums, so that the rank's own message, should it reach
+            // the spine past this leaf, is not taken for the rack's sum.
+            InaHeader.inetTag(buffer, ina, Hierarchy.PARTIAL_TAG);
+            aggregator.aggregate(arriving, ring, rank, msgId, 0, age, gradient, headerCrc ^ ring.partialTagCrcDelta());
+            return;
+        }
         // Results carry the ring's result tag so the receiving worker can tell a sum from a message that passed
         // through unaggregated. The rank's stored header (and so its header CRC) is the marked one.
         InaHeader.inetTag(buffer, ina, ring.resultTag());
         aggregator.aggregate(arriving, ring, rank, msgId, 0, age, gradient, headerCrc ^ ring.resultTagCrcDelta());
+    }
+
+    /**
+     * A leaf's first packet of a spine result (WRITE FIRST or ONLY with the ring's result tag) on what should be
+     * its entering cross-rack connection: checked like a ring's first packet (size, ICRC, MsgLen, the sender's
+     * rank, opcode, addresses and receive QP), recorded in the CLT as the connection's newest message (a first
+     * packet off the connection's PSN sequence is a new connection: the leaf's CTT entry for it is populated
+     * again), then handed to the {@link Aggregator} to be translated onto the rack's connections.
+     */
+    void onDownFirst(final ArrivingFrame arriving)
+    {
+        final RoceFrame frame = arriving.frame();
+        final MutableDirectBuffer buffer = arriving.buffer();
+        final FlowKey key = arriving.key();
+        final int ina = frame.payloadOffset();
+        final Ring ring = rings[InaHeader.ringId(buffer, ina)];
+        final int gradient = ina + InaHeader.LENGTH;
+        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
+            return;
+        }
+        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
+            return;
+        }
+        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
+        if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(0)))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
+            return;
+        }
+        if (InaHeader.msgLen(buffer, ina) != ring.msgLen())
+        {
+            output.drop(arriving, DataplaneCounter.DROP_WRONG_MSG_LEN);
+            return;
+        }
+        if (InaHeader.rank(buffer, ina) != ring.incomingRank())
+        {
+            output.drop(arriving, DataplaneCounter.DROP_BAD_RANK);
+            return;
+        }
+        if (Opcode.has(frame.opcode(), Opcode.IS_LAST) != (ring.msgLen() == 1))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_OPCODE_MISMATCH);
+            return;
+        }
+        if (!ring.isIncoming(key.srcHigh(), key.srcLow(), key.dstHigh(), key.dstLow(), key.qp()))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_SPOOFED);
+            return;
+        }
+        final int msgId = InaHeader.msgId(buffer, ina);
+        final int psn = frame.psn();
+        int slot = clt.find(key);
+        if (slot < 0)
+        {
+            slot = clt.insert(key, ConnectionTable.KIND_DOWN);
+            if (slot < 0)
+            {
+                cltFull.incrementRelease();
+                output.drop(arriving, DataplaneCounter.DROP_CLT_FULL);
+                return;
+            }
+            cltInserts.incrementRelease();
+            learnDown(ring, slot, msgId, psn);
+        }
+        else if (clt.kind(slot) != ConnectionTable.KIND_DOWN || clt.ring(slot) != ring.id() ||
+            !continuesPsnSequence(slot, msgId, psn, ring.msgLen()))
+        {
+            // A new QP on the entering connection, or a new job on it: its entry is populated again.
+            cltUpdates.incrementRelease();
+            learnDown(ring, slot, msgId, psn);
+        }
+        else
+        {
+            final int delta = (byte)(msgId - clt.msgId(slot));
+            if (delta > 0)
+            {
+                cltUpdates.incrementRelease();
+                clt.setLatest(slot, msgId, psn);
+            }
+            else if (delta <= -ring.slots())
+            {
+                output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
+                return;
+            }
+        }
+        ring.recordDownStart(msgId, psn);
+        aggregator.onDown(arriving, ring, msgId, 0, gradient, gradientCrc);
+    }
+
+    private void learnDown(final Ring ring, final int slot, final int msgId, final int psn)
+    {
+        clt.setDown(slot, ring.id(), msgId, psn);
+        ring.forgetDownStarts();
+        downConnections.incrementRelease();
+    }
+
+    /**
+     * A middle or last packet of a leaf's entering cross-rack connection (CLT slot {@code slot}): placed by PSN
+     * against the connection's newest message, as {@link #onRingPacket} places a ring connection's packets.
+     */
+    void onDownPacket(final ArrivingFrame arriving, final int slot)
+    {
+        final RoceFrame frame = arriving.frame();
+        final Ring ring = rings[clt.ring(slot)];
+        final int psn = frame.psn();
+        final int msgLen = ring.msgLen();
+        final int delta = BthHeader.psnDelta(psn, clt.psn0(slot));
+        final int age = Math.floorDiv(delta, msgLen);
+        final int position = delta - age * msgLen;
+        if (age >= 1)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_FIRST_PACKET_LOST);
+            return;
+        }
+        if (age <= -ring.slots())
+        {
+            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
+            return;
+        }
+        final boolean last = Opcode.has(frame.opcode(), Opcode.IS_LAST);
+        if (position == 0 || last != (position == msgLen - 1))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_OPCODE_MISMATCH);
+            return;
+        }
+        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
+            return;
+        }
+        final int msgId = (clt.msgId(slot) + age) & 0xFF;
+        final int arraySlot = msgId & (ring.slots() - 1);
+        if (ring.downSlotMsg(arraySlot) != msgId || ring.downSlotPsn0(arraySlot) != BthHeader.psnAdd(psn, -position))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
+            return;
+        }
+        final int gradient = frame.payloadOffset();
+        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
+            return;
+        }
+        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
+        if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(position)))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
+            return;
+        }
+        aggregator.onDown(arriving, ring, msgId, position, gradient, gradientCrc);
     }
 
     /**
@@ -182,8 +350,8 @@ final class Sequencer
         {
             return DataplaneCounter.DROP_WRONG_MSG_LEN;
         }
-        final int rank = InaHeader.rank(buffer, ina);
-        if (rank >= ring.ranks())
+        final int rank = ring.localRank(InaHeader.rank(buffer, ina));
+        if (rank < 0)
         {
             return DataplaneCounter.DROP_BAD_RANK;
         }
@@ -192,10 +360,9 @@ final class Sequencer
             return DataplaneCounter.DROP_OPCODE_MISMATCH;
         }
         final FlowKey key = arriving.key();
-        final int successor = ring.successor(rank);
-        if (!ring.isMember(rank, key.srcHigh(), key.srcLow()) ||
-            !ring.isMember(successor, key.dstHigh(), key.dstLow()) ||
-            (ring.memberReceiveQp(successor) != RingMember.ANY && ring.memberReceiveQp(successor) != key.qp()))
+        if (!ring.isSource(rank, key.srcHigh(), key.srcLow()) ||
+            !ring.isDestination(rank, key.dstHigh(), key.dstLow()) ||
+            (ring.destinationReceiveQp(rank) != RingMember.ANY && ring.destinationReceiveQp(rank) != key.qp()))
         {
             return DataplaneCounter.DROP_SPOOFED;
         }

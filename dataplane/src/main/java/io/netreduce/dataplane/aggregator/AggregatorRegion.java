@@ -23,8 +23,12 @@ import java.nio.ByteBuffer;
  *     headersOffset   per-rank headers, HEADER_SLOT bytes each: the rank's own frame bytes from the Ethernet
  *                     header to the start of its gradient data (for first packets: including the INA header)
  *     payloadsOffset  per-rank gradient data, payloadSlot bytes each
- *     resultOffset    the sum, payloadSlot bytes
+ *     resultOffset    the sum, payloadSlot bytes (a leaf's partial sum of its rack)
+ *     finalOffset     leaf regions only: the spine's result for the position, payloadSlot bytes, its CRC-32 at
+ *                     FINAL_CRC_OFFSET (36)
  * </pre>
+ * A leaf's aggregator goes FREE, bound, PARTIAL (its rack's sum is in the result slot and was sent up), COMPLETE
+ * (the spine's result is in the final slot); a flat or spine aggregator goes FREE, bound, COMPLETE.
  * Accessed through an {@link UnsafeBuffer} (scalar fields, header copies, CRCs over the wrapped
  * {@link ByteBuffer}) and a {@link MemorySegment} (vector summation) over the same memory.
  */
@@ -32,6 +36,8 @@ public final class AggregatorRegion implements AutoCloseable
 {
     public static final int FREE = -1;
     public static final int COMPLETE = 1;
+    /** A leaf's aggregator whose rack sum is stored and was sent up; the spine's result is not in yet. */
+    public static final int PARTIAL = 2;
 
     public static final int BOUND_MSG_OFFSET = 0;
     public static final int STATE_OFFSET = 4;
@@ -39,6 +45,7 @@ public final class AggregatorRegion implements AutoCloseable
     public static final int ARRIVED_OFFSET = 16;
     public static final int RELEASED_OFFSET = 24;
     public static final int RESULT_CRC_OFFSET = 32;
+    public static final int FINAL_CRC_OFFSET = 36;
     public static final int RANK_META_OFFSET = 64;
     public static final int RANK_META_LENGTH = 16;
     public static final int META_HEADER_CRC = 0;
@@ -55,6 +62,7 @@ public final class AggregatorRegion implements AutoCloseable
     private final int headersOffset;
     private final int payloadsOffset;
     private final int resultOffset;
+    private final int finalOffset;
     private final int stride;
     private final Arena arena;
     private final MemorySegment segment;
@@ -62,7 +70,7 @@ public final class AggregatorRegion implements AutoCloseable
     /** Aggregators bound to a message whose result is not in yet: 0 when the ring is quiescent. */
     private int incomplete;
 
-    private AggregatorRegion(final int ranks, final int aggregators, final int payloadSize)
+    private AggregatorRegion(final int ranks, final int aggregators, final int payloadSize, final boolean withFinal)
     {
         this.ranks = ranks;
         this.aggregators = aggregators;
@@ -70,7 +78,8 @@ public final class AggregatorRegion implements AutoCloseable
         this.headersOffset = BitUtil.align(RANK_META_OFFSET + ranks * RANK_META_LENGTH, BitUtil.CACHE_LINE_LENGTH);
         this.payloadsOffset = headersOffset + ranks * HEADER_SLOT;
         this.resultOffset = payloadsOffset + ranks * payloadSlot;
-        this.stride = resultOffset + payloadSlot;
+        this.finalOffset = withFinal ? resultOffset + payloadSlot : -1;
+        this.stride = resultOffset + (withFinal ? 2 : 1) * payloadSlot;
         final long total = (long)stride * aggregators;
         this.arena = Arena.ofShared();
         this.segment = arena.allocate(total, BitUtil.CACHE_LINE_LENGTH);
@@ -86,9 +95,18 @@ public final class AggregatorRegion implements AutoCloseable
      */
     public static int strideFor(final int ranks, final int payloadSize)
     {
+        return strideFor(ranks, payloadSize, false);
+    }
+
+    /**
+     * @param withFinal whether the aggregators keep a final slot (leaf regions).
+     * @return bytes one aggregator takes.
+     */
+    public static int strideFor(final int ranks, final int payloadSize, final boolean withFinal)
+    {
         final int meta = BitUtil.align(RANK_META_OFFSET + ranks * RANK_META_LENGTH, BitUtil.CACHE_LINE_LENGTH);
         final int slot = BitUtil.align(payloadSize, BitUtil.CACHE_LINE_LENGTH);
-        return meta + ranks * HEADER_SLOT + (ranks + 1) * slot;
+        return meta + ranks * HEADER_SLOT + (ranks + (withFinal ? 2 : 1)) * slot;
     }
 
     /**
@@ -96,7 +114,12 @@ public final class AggregatorRegion implements AutoCloseable
      */
     public static long bytesFor(final int ranks, final int aggregators, final int payloadSize)
     {
-        return (long)strideFor(ranks, payloadSize) * aggregators;
+        return bytesFor(ranks, aggregators, payloadSize, false);
+    }
+
+    public static long bytesFor(final int ranks, final int aggregators, final int payloadSize, final boolean withFinal)
+    {
+        return (long)strideFor(ranks, payloadSize, withFinal) * aggregators;
     }
 
     /**
@@ -106,12 +129,22 @@ public final class AggregatorRegion implements AutoCloseable
      */
     public static AggregatorRegion allocate(final int ranks, final int aggregators, final int payloadSize)
     {
-        final long bytes = bytesFor(ranks, aggregators, payloadSize);
+        return allocate(ranks, aggregators, payloadSize, false);
+    }
+
+    /**
+     * @param withFinal whether each aggregator keeps a final slot besides its result slot (a leaf keeps its
+     *                  rack's partial sum, to send up again, and the spine's result, to answer its ranks).
+     */
+    public static AggregatorRegion allocate(
+        final int ranks, final int aggregators, final int payloadSize, final boolean withFinal)
+    {
+        final long bytes = bytesFor(ranks, aggregators, payloadSize, withFinal);
         if (bytes > Integer.MAX_VALUE)
         {
             throw new IllegalArgumentException("aggregator region of " + bytes + " bytes exceeds 2 GiB");
         }
-        return new AggregatorRegion(ranks, aggregators, payloadSize);
+        return new AggregatorRegion(ranks, aggregators, payloadSize, withFinal);
     }
 
     public UnsafeBuffer buffer()
@@ -175,6 +208,36 @@ public final class AggregatorRegion implements AutoCloseable
     public int resultOffset(final int aggregator)
     {
         return aggregator + resultOffset;
+    }
+
+    /**
+     * @return offset of the final slot (leaf regions), or a negative value when the region has none.
+     */
+    public int finalOffset(final int aggregator)
+    {
+        return finalOffset < 0 ? -1 : aggregator + finalOffset;
+    }
+
+    public boolean hasFinal()
+    {
+        return finalOffset >= 0;
+    }
+
+    /**
+     * @return whether a leaf's aggregator holds its rack's sum, sent up, and awaits the spine's result.
+     */
+    public boolean isPartial(final int aggregator)
+    {
+        return buffer.getInt(aggregator + STATE_OFFSET) == PARTIAL;
+    }
+
+    /**
+     * A leaf's aggregator holds its rack's sum; it stays in flight (counted in {@link #incomplete()}) until the
+     * spine's result arrives ({@link #markComplete}).
+     */
+    public void markPartial(final int aggregator)
+    {
+        buffer.putInt(aggregator + STATE_OFFSET, PARTIAL);
     }
 
     public int boundMsg(final int aggregator)

@@ -18,6 +18,11 @@ public final class ConnectionTable
     public static final int KIND_EMPTY = 0;
     public static final int KIND_RING = 1;
     public static final int KIND_FOREIGN = 2;
+    /**
+     * A leaf's entering cross-rack connection: it carries the spine's results down (paper 000, §3.3, the parent
+     * connection of the multicast), placed by PSN like a ring connection; its rank is unused.
+     */
+    public static final int KIND_DOWN = 3;
 
     private static final int KEY_LONGS = 5;
     private static final long USED = 1L << 32;
@@ -168,6 +173,19 @@ public final class ConnectionTable
     }
 
     /**
+     * Make the entry at {@code slot} a leaf's entering cross-rack connection, its newest message the one given.
+     */
+    public void setDown(final int slot, final int ring, final int msgId, final int psn0)
+    {
+        kinds[slot] = KIND_DOWN;
+        rings[slot] = (short)ring;
+        ranks[slot] = 0;
+        msgIds[slot] = (short)msgId;
+        psn0s[slot] = psn0;
+        generations[slot] = 0;
+    }
+
+    /**
      * Advance the entry to a newer message.
      */
     public void setLatest(final int slot, final int msgId, final int psn0)
@@ -284,7 +302,7 @@ public final class ConnectionTable
             again = false;
             for (int slot = 0; slot < capacity; slot++)
             {
-                if (isUsed(slot) && kinds[slot] == KIND_RING && rings[slot] == ring)
+                if (isUsed(slot) && (kinds[slot] == KIND_RING || kinds[slot] == KIND_DOWN) && rings[slot] == ring)
                 {
                     removeAt(slot);
                     removed++;

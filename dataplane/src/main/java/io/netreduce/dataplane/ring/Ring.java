@@ -15,6 +15,13 @@ import java.util.Arrays;
  * An installed ring: its configuration unpacked into primitive fields for the packet path, its aggregator
  * region, and per-rank connection state.
  * <p>
+ * "Rank" in this class (and in the CLT, the aggregator region and the packet path) is the <em>local</em> rank: the
+ * index among the connections this appliance sums. For a flat ring it is the global rank; a leaf sums its rack's
+ * ranks (local 0 = the rack's first rank), a spine the racks' leaving cross-rack connections (local k = rack k's;
+ * see {@link Hierarchy}). {@link #localRank(int)} and {@link #globalRank(int)} convert from and to the INA header's
+ * rank. Each local rank has its connection's source and destination address ({@link #isSource},
+ * {@link #isDestination}), which for a flat ring are the member and its successor.
+ * <p>
  * Per rank and per array slot (MsgID % 2N) the ring records the MsgID and PSN0 of the message the rank's
  * connection last started in that slot, so that a packet retransmitted from the middle of an older message
  * (go-back-N, after the CLT has moved on to a newer message) still finds its message and position, and the CRC of
@@ -49,10 +56,28 @@ public final class Ring implements AutoCloseable
     private final int payloadSize;
     private final ElementType elementType;
     private final long fullMask;
-    private final long[] memberHigh;
-    private final long[] memberLow;
-    private final int[] memberReceiveQp;
+    private final Hierarchy.Tier tier;
+    /** Global rank (the INA header's) of each rank this appliance sums: its local rank is the index. */
+    private final int[] globalRank;
+    /** Local rank of each global rank, or -1 when this appliance does not sum it. */
+    private final int[] localRank = new int[256];
+    /** Per local rank: the source and destination addresses of its connection, and the destination's receive QP. */
+    private final long[] sourceHigh;
+    private final long[] sourceLow;
+    private final long[] destinationHigh;
+    private final long[] destinationLow;
+    private final int[] destinationReceiveQp;
     private final long[] memberMac;
+    /** A leaf's entering cross-rack connection (previous rack's last rank to this rack's first). */
+    private final int incomingRank;
+    private final long incomingSourceHigh;
+    private final long incomingSourceLow;
+    private final long incomingDestinationHigh;
+    private final long incomingDestinationLow;
+    private final int incomingReceiveQp;
+    /** A leaf's record, per array slot, of the MsgID and PSN0 of the spine result last started on its entering connection. */
+    private final int[] downSlotMsg;
+    private final int[] downSlotPsn0;
     private final int[] generation;
     /** Per rank, the generation of its first connection in its current run. */
     private final int[] runFirstGeneration;
@@ -103,6 +128,7 @@ public final class Ring implements AutoCloseable
     private final int inetTag;
     private final int resultTag;
     private final int resultTagCrcDelta;
+    private final int partialTagCrcDelta;
 
     public Ring(
         final RingDefinition config,
@@ -127,24 +153,70 @@ public final class Ring implements AutoCloseable
         this.abandonedRunNs = abandonedRunNs;
         this.config = config;
         this.id = config.ringId();
-        this.ranks = config.worldSize();
+        this.ranks = config.aggregatedRanks();
         this.window = config.window();
         this.slots = 2 * config.window();
         this.msgLen = config.msgLen();
         this.payloadSize = config.payloadSize();
         this.elementType = config.elementType();
         this.fullMask = ranks == 64 ? -1L : (1L << ranks) - 1;
-        this.memberHigh = new long[ranks];
-        this.memberLow = new long[ranks];
-        this.memberReceiveQp = new int[ranks];
-        this.memberMac = new long[ranks];
-        for (final RingMember member : config.members())
+        final Hierarchy hierarchy = config.hierarchy();
+        this.tier = hierarchy.tier();
+        final int world = config.worldSize();
+        this.globalRank = new int[ranks];
+        Arrays.fill(localRank, -1);
+        for (int local = 0; local < ranks; local++)
         {
-            memberHigh[member.rank()] = IpKey.high(member.address());
-            memberLow[member.rank()] = IpKey.low(member.address());
-            memberReceiveQp[member.rank()] = member.receiveQp();
-            memberMac[member.rank()] = member.mac();
+            globalRank[local] = switch (tier)
+            {
+                case FLAT -> local;
+                case LEAF -> hierarchy.rackFirst(hierarchy.rack()) + local;
+                // The spine's rank k is rack k's leaving cross-rack connection, sent by the rack's last rank.
+                case SPINE -> hierarchy.rackLast(local);
+            };
+            localRank[globalRank[local]] = local;
         }
+        this.sourceHigh = new long[ranks];
+        this.sourceLow = new long[ranks];
+        this.destinationHigh = new long[ranks];
+        this.destinationLow = new long[ranks];
+        this.destinationReceiveQp = new int[ranks];
+        this.memberMac = new long[ranks];
+        for (int local = 0; local < ranks; local++)
+        {
+            final RingMember source = config.member(globalRank[local]);
+            final RingMember destination = config.member((globalRank[local] + 1) % world);
+            sourceHigh[local] = IpKey.high(source.address());
+            sourceLow[local] = IpKey.low(source.address());
+            destinationHigh[local] = IpKey.high(destination.address());
+            destinationLow[local] = IpKey.low(destination.address());
+            destinationReceiveQp[local] = destination.receiveQp();
+            memberMac[local] = source.mac();
+        }
+        if (tier == Hierarchy.Tier.LEAF)
+        {
+            final int first = globalRank[0];
+            incomingRank = (first + world - 1) % world;
+            final RingMember source = config.member(incomingRank);
+            final RingMember destination = config.member(first);
+            incomingSourceHigh = IpKey.high(source.address());
+            incomingSourceLow = IpKey.low(source.address());
+            incomingDestinationHigh = IpKey.high(destination.address());
+            incomingDestinationLow = IpKey.low(destination.address());
+            incomingReceiveQp = destination.receiveQp();
+        }
+        else
+        {
+            incomingRank = -1;
+            incomingSourceHigh = 0;
+            incomingSourceLow = 0;
+            incomingDestinationHigh = 0;
+            incomingDestinationLow = 0;
+            incomingReceiveQp = RingMember.ANY;
+        }
+        this.downSlotMsg = new int[slots];
+        this.downSlotPsn0 = new int[slots];
+        Arrays.fill(downSlotMsg, -1);
         this.boundMac = memberMac.clone();
         this.candidateMac = new long[ranks];
         this.candidateSums = new int[ranks];
@@ -161,12 +233,14 @@ public final class Ring implements AutoCloseable
         this.region = region;
         this.completed = completed;
         this.results = results;
-        this.inetTag = config.inetTag();
+        // A spine aggregates leaves' partial sums, which carry the partial tag (see Hierarchy.PARTIAL_TAG).
+        this.inetTag = tier == Hierarchy.Tier.SPINE ? Hierarchy.PARTIAL_TAG : config.inetTag();
         this.resultTag = config.resultTag();
         // The tag ends InaHeader.LENGTH - 4 bytes before the gradient: rewriting it changes the stored header's
         // CRC by this constant, applied instead of a second pass over the header.
-        this.resultTagCrcDelta = Icrc.rewriteDelta(inetTag, resultTag,
-            InaHeader.LENGTH - InaHeader.INET_TAG_OFFSET - Integer.BYTES);
+        final int tagEnd = InaHeader.LENGTH - InaHeader.INET_TAG_OFFSET - Integer.BYTES;
+        this.resultTagCrcDelta = Icrc.rewriteDelta(inetTag, resultTag, tagEnd);
+        this.partialTagCrcDelta = Icrc.rewriteDelta(inetTag, Hierarchy.PARTIAL_TAG, tagEnd);
     }
 
     /**
@@ -192,6 +266,15 @@ public final class Ring implements AutoCloseable
     public int resultTagCrcDelta()
     {
         return resultTagCrcDelta;
+    }
+
+    /**
+     * @return what writing {@link Hierarchy#PARTIAL_TAG} over {@link #inetTag()} does to the CRC of a first packet's
+     *         headers up to the gradient (a leaf's partial sums).
+     */
+    public int partialTagCrcDelta()
+    {
+        return partialTagCrcDelta;
     }
 
     public RingDefinition config()
@@ -257,27 +340,150 @@ public final class Ring implements AutoCloseable
         return results;
     }
 
-    public boolean isMember(final int rank, final long high, final long low)
+    /**
+     * @return whether the address is the source of local rank {@code rank}'s connection (the member of that rank).
+     */
+    public boolean isSource(final int rank, final long high, final long low)
     {
-        return memberHigh[rank] == high && memberLow[rank] == low;
-    }
-
-    public long memberHigh(final int rank)
-    {
-        return memberHigh[rank];
-    }
-
-    public long memberLow(final int rank)
-    {
-        return memberLow[rank];
+        return sourceHigh[rank] == high && sourceLow[rank] == low;
     }
 
     /**
-     * @return the QP on which {@code rank} receives ring traffic, or {@link RingMember#ANY}.
+     * @return whether the address is the destination of local rank {@code rank}'s connection (its ring successor).
      */
-    public int memberReceiveQp(final int rank)
+    public boolean isDestination(final int rank, final long high, final long low)
     {
-        return memberReceiveQp[rank];
+        return destinationHigh[rank] == high && destinationLow[rank] == low;
+    }
+
+    public long sourceHigh(final int rank)
+    {
+        return sourceHigh[rank];
+    }
+
+    public long sourceLow(final int rank)
+    {
+        return sourceLow[rank];
+    }
+
+    public long destinationHigh(final int rank)
+    {
+        return destinationHigh[rank];
+    }
+
+    public long destinationLow(final int rank)
+    {
+        return destinationLow[rank];
+    }
+
+    /**
+     * @return the QP on which the destination of local rank {@code rank}'s connection receives ring traffic, or
+     *         {@link RingMember#ANY}.
+     */
+    public int destinationReceiveQp(final int rank)
+    {
+        return destinationReceiveQp[rank];
+    }
+
+    public Hierarchy.Tier tier()
+    {
+        return tier;
+    }
+
+    public boolean isLeaf()
+    {
+        return tier == Hierarchy.Tier.LEAF;
+    }
+
+    /**
+     * @return the local rank of a global rank (the INA header's), or -1 when this appliance does not sum it.
+     */
+    public int localRank(final int globalRank)
+    {
+        return localRank[globalRank & 0xFF];
+    }
+
+    /**
+     * @return the global rank (the INA header's) of local rank {@code rank}.
+     */
+    public int globalRank(final int rank)
+    {
+        return globalRank[rank];
+    }
+
+    /**
+     * @return whether local rank {@code rank}'s connection carries the leaf's partial sum up: the rack's leaving
+     *         cross-rack connection, sent by the rack's last rank.
+     */
+    public boolean sendsUp(final int rank)
+    {
+        return tier == Hierarchy.Tier.LEAF && rank == ranks - 1;
+    }
+
+    /**
+     * @return a leaf's entering cross-rack connection's sender (the previous rack's last rank), or -1.
+     */
+    public int incomingRank()
+    {
+        return incomingRank;
+    }
+
+    /**
+     * @return whether the addresses and QP are a leaf's entering cross-rack connection.
+     */
+    public boolean isIncoming(final long srcHigh, final long srcLow, final long dstHigh, final long dstLow, final int qp)
+    {
+        return tier == Hierarchy.Tier.LEAF && incomingSourceHigh == srcHigh && incomingSourceLow == srcLow &&
+            incomingDestinationHigh == dstHigh && incomingDestinationLow == dstLow &&
+            (incomingReceiveQp == RingMember.ANY || incomingReceiveQp == qp);
+    }
+
+    public long incomingSourceHigh()
+    {
+        return incomingSourceHigh;
+    }
+
+    public long incomingSourceLow()
+    {
+        return incomingSourceLow;
+    }
+
+    public long incomingDestinationHigh()
+    {
+        return incomingDestinationHigh;
+    }
+
+    public long incomingDestinationLow()
+    {
+        return incomingDestinationLow;
+    }
+
+    public int downSlotMsg(final int slot)
+    {
+        return downSlotMsg[slot];
+    }
+
+    public int downSlotPsn0(final int slot)
+    {
+        return downSlotPsn0[slot];
+    }
+
+    /**
+     * A leaf saw the spine's result for message {@code msgId} begin at {@code psn0} on its entering connection.
+     */
+    public void recordDownStart(final int msgId, final int psn0)
+    {
+        final int index = msgId & (slots - 1);
+        downSlotMsg[index] = msgId;
+        downSlotPsn0[index] = psn0;
+    }
+
+    /**
+     * The entering connection is a new one (a new QP, or a new job on it): its message records are forgotten.
+     */
+    public void forgetDownStarts()
+    {
+        Arrays.fill(downSlotMsg, -1);
     }
 
     public long memberMac(final int rank)
@@ -364,11 +570,6 @@ public final class Ring implements AutoCloseable
     {
         return rankRun[rank] == run && !runHasSum && connectionGeneration != generation[rank] &&
             connectionGeneration - runFirstGeneration[rank] >= 0;
-    }
-
-    public int successor(final int rank)
-    {
-        return rank + 1 == ranks ? 0 : rank + 1;
     }
 
     public int generation(final int rank)

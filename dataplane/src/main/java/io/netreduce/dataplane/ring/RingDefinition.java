@@ -24,6 +24,8 @@ import java.util.Objects;
  * @param resultTag   the InetTag the appliance writes into result messages (default "NRES"): a worker that checks
  *                    for it tells a sum from a message that passed through unaggregated. Equal to
  *                    {@code inetTag} for clients that expect their own tag back: results are then not marked.
+ * @param hierarchy   this appliance's place in the ring's aggregation hierarchy ({@link Hierarchy#FLAT} for a
+ *                    single-rack ring). Members always list the whole ring, W ranks, with their global ranks.
  */
 public record RingDefinition(
     int ringId,
@@ -34,7 +36,8 @@ public record RingDefinition(
     int payloadSize,
     List<RingMember> members,
     int inetTag,
-    int resultTag)
+    int resultTag,
+    Hierarchy hierarchy)
 {
     public static final int MAX_RANKS = 64;
     public static final int MAX_PAYLOAD = 4096;
@@ -45,6 +48,46 @@ public record RingDefinition(
         Objects.requireNonNull(jobName, "jobName");
         Objects.requireNonNull(elementType, "elementType");
         members = List.copyOf(Objects.requireNonNull(members, "members"));
+        Objects.requireNonNull(hierarchy, "hierarchy");
+    }
+
+    /**
+     * A flat (single-rack) ring with the given tags.
+     */
+    public RingDefinition(
+        final int ringId,
+        final String jobName,
+        final ElementType elementType,
+        final int window,
+        final int msgLen,
+        final int payloadSize,
+        final List<RingMember> members,
+        final int inetTag,
+        final int resultTag)
+    {
+        this(ringId, jobName, elementType, window, msgLen, payloadSize, members, inetTag, resultTag, Hierarchy.FLAT);
+    }
+
+    /**
+     * @return this definition for another place in the hierarchy.
+     */
+    public RingDefinition withHierarchy(final Hierarchy hierarchy)
+    {
+        return new RingDefinition(ringId, jobName, elementType, window, msgLen, payloadSize, members, inetTag,
+            resultTag, hierarchy);
+    }
+
+    /**
+     * @return the ranks this appliance sums: W for a flat ring, the rack's ranks for a leaf, the racks for a spine.
+     */
+    public int aggregatedRanks()
+    {
+        return switch (hierarchy.tier())
+        {
+            case FLAT -> worldSize();
+            case LEAF -> hierarchy.rackLast(hierarchy.rack()) - hierarchy.rackFirst(hierarchy.rack()) + 1;
+            case SPINE -> hierarchy.racks();
+        };
     }
 
     /**
@@ -61,7 +104,7 @@ public record RingDefinition(
         final List<RingMember> members)
     {
         this(ringId, jobName, elementType, window, msgLen, payloadSize, members, InaHeader.INET_TAG,
-            InaHeader.RESULT_TAG);
+            InaHeader.RESULT_TAG, Hierarchy.FLAT);
     }
 
     /**
@@ -135,6 +178,20 @@ public record RingDefinition(
             {
                 throw new IllegalArgumentException("ring " + ringId + ": members mix IPv4 and IPv6 addresses");
             }
+        }
+        hierarchy.validate(ringId, worldSize);
+        if (hierarchy.tier() != Hierarchy.Tier.FLAT &&
+            (inetTag == Hierarchy.PARTIAL_TAG || resultTag == Hierarchy.PARTIAL_TAG))
+        {
+            throw new IllegalArgumentException("ring " + ringId + ": the tag NRPT marks a leaf's partial sums; " +
+                "a multi-rack ring's inetTag and resultTag must differ from it");
+        }
+        if (hierarchy.tier() == Hierarchy.Tier.LEAF && !marksResults())
+        {
+            // A leaf tells the spine's result (arriving on its entering cross-rack connection) from a raw gradient
+            // on that connection by the result tag.
+            throw new IllegalArgumentException("ring " + ringId + ": a leaf ring needs a resultTag other than its " +
+                "inetTag");
         }
     }
 

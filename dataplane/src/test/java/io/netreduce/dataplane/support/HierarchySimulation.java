@@ -1,0 +1,476 @@
+package io.netreduce.dataplane.support;
+
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.ring.Hierarchy;
+import io.netreduce.dataplane.ring.RingDefinition;
+import io.netreduce.dataplane.testing.RingWorker;
+import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.support.Gradients;
+import io.netreduce.protocol.wire.BthHeader;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.RoceFrame;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * A multi-rack ring around R leaf appliances and one spine appliance (each a {@link DataplaneHarness} on a memory
+ * port), with a lossy network at every tier and the workers' RC go-back-N as the only recovery.
+ * <p>
+ * Rank r's frames go to its rack's leaf. What a leaf emits goes to a worker when its destination is in the rack
+ * (results), else up to the spine (the rack's partial sum on its leaving cross-rack connection); what the spine
+ * emits goes down to the leaf of its destination's rack. Each hop may lose a frame with its own probability;
+ * worker-to-leaf frames may also be duplicated. A receiver accepts only the next expected PSN of its incoming
+ * connection (RC); when no sender may move, each goes back to its receiver's first missing PSN (timeout,
+ * go-back-N), and senders time out spuriously now and then. Frames and bytes on the spine's links are counted.
+ */
+public final class HierarchySimulation
+{
+    private static final int TO_LEAF = 0;
+    private static final int TO_SPINE = 1;
+    private static final int TO_WORKER = 2;
+
+    private final RingDefinition config;
+    private final Hierarchy racks;
+    private final DataplaneHarness[] leaves;
+    private final DataplaneHarness spine;
+    private final int messages;
+    private final Random random;
+    private final double dropWorkerToLeaf;
+    private final double duplicate;
+    private final double dropLeafToSpine;
+    private final double dropSpineToLeaf;
+    private final double dropLeafToWorker;
+    private final double spuriousTimeout;
+    private final int ranks;
+    private final int[] firstPsn;
+    private final RingWorker[] workers;
+    private final byte[][][] gradients;
+    private final List<List<byte[]>> frames = new ArrayList<>();
+    private final int[] sendIndex;
+    private final int[] received;
+    private final List<List<byte[]>> delivered = new ArrayList<>();
+    private final Map<Integer, Integer> rankOfAddress = new HashMap<>();
+    private final long[] upFrames;
+    private final long[] upBytes;
+    private final long[] downFrames;
+    private final long[] downBytes;
+    private final RoceFrame frame = new RoceFrame();
+    private final Icrc icrc = new Icrc();
+    private final ArrayDeque<Object[]> network = new ArrayDeque<>();
+    private int badIcrc;
+    private int misrouted;
+
+    /**
+     * @param config   the flat ring (all W members, IPv4 from {@link Rings}); each appliance gets its own tier of it.
+     * @param rackEnds the last rank of each rack.
+     */
+    public HierarchySimulation(
+        final RingDefinition config,
+        final List<Integer> rackEnds,
+        final int messages,
+        final long dataSeed,
+        final long networkSeed,
+        final double dropWorkerToLeaf,
+        final double duplicate,
+        final double dropLeafToSpine,
+        final double dropSpineToLeaf,
+        final double dropLeafToWorker,
+        final double spuriousTimeout)
+    {
+        this.config = config;
+        this.racks = Hierarchy.spine(rackEnds);
+        this.messages = messages;
+        this.random = new Random(networkSeed);
+        this.dropWorkerToLeaf = dropWorkerToLeaf;
+        this.duplicate = duplicate;
+        this.dropLeafToSpine = dropLeafToSpine;
+        this.dropSpineToLeaf = dropSpineToLeaf;
+        this.dropLeafToWorker = dropLeafToWorker;
+        this.spuriousTimeout = spuriousTimeout;
+        this.ranks = config.worldSize();
+        this.leaves = new DataplaneHarness[rackEnds.size()];
+        for (int k = 0; k < leaves.length; k++)
+        {
+            leaves[k] = new DataplaneHarness();
+            leaves[k].install(config.withHierarchy(Hierarchy.leaf(rackEnds, k)));
+        }
+        this.spine = new DataplaneHarness();
+        spine.install(config.withHierarchy(racks));
+        this.upFrames = new long[leaves.length];
+        this.upBytes = new long[leaves.length];
+        this.downFrames = new long[leaves.length];
+        this.downBytes = new long[leaves.length];
+        final Random data = new Random(dataSeed);
+        this.workers = new RingWorker[ranks];
+        this.firstPsn = new int[ranks];
+        this.sendIndex = new int[ranks];
+        this.received = new int[ranks];
+        for (int r = 0; r < ranks; r++)
+        {
+            firstPsn[r] = data.nextBoolean() ? data.nextInt(1 << 24) : (1 << 24) - 1 - data.nextInt(50);
+            workers[r] = RingWorker.of(config, r, firstPsn[r]);
+            final byte[] address = config.member(r).address().getAddress();
+            rankOfAddress.put(new UnsafeBuffer(address).getInt(0), r);
+        }
+        gradients = new byte[messages][ranks][];
+        for (int m = 0; m < messages; m++)
+        {
+            for (int r = 0; r < ranks; r++)
+            {
+                gradients[m][r] = Gradients.random(config.elementType(), workers[r].gradientBytes(), data);
+            }
+        }
+        for (int r = 0; r < ranks; r++)
+        {
+            final List<byte[]> list = new ArrayList<>();
+            for (int m = 0; m < messages; m++)
+            {
+                list.addAll(workers[r].message(m, gradients[m][r]));
+            }
+            frames.add(list);
+            delivered.add(new ArrayList<>());
+        }
+    }
+
+    public static HierarchySimulation lossless(
+        final RingDefinition config, final List<Integer> rackEnds, final int messages, final long seed)
+    {
+        return new HierarchySimulation(config, rackEnds, messages, seed, seed + 1, 0, 0, 0, 0, 0, 0);
+    }
+
+    /**
+     * Run to completion.
+     *
+     * @throws IllegalStateException if the ring stops making progress.
+     */
+    public HierarchySimulation run()
+    {
+        final int total = messages * config.msgLen();
+        final int[] candidates = new int[ranks];
+        long steps = 0;
+        int idleRounds = 0;
+        while (true)
+        {
+            if (++steps > 200L * total * ranks + 100_000)
+            {
+                throw new IllegalStateException("ring made no progress: " + progress());
+            }
+            int count = 0;
+            for (int r = 0; r < ranks; r++)
+            {
+                if (sendIndex[r] < total && mayStart(r, sendIndex[r] / config.msgLen()))
+                {
+                    candidates[count++] = r;
+                }
+            }
+            if (count == 0)
+            {
+                if (allDelivered(total))
+                {
+                    return this;
+                }
+                boolean changed = false;
+                for (int r = 0; r < ranks; r++)
+                {
+                    if (received[r] < sendIndex[r])
+                    {
+                        sendIndex[r] = received[r];
+                        changed = true;
+                    }
+                }
+                if (!changed || ++idleRounds > 20 * total + 1000)
+                {
+                    throw new IllegalStateException("ring livelocked: " + progress());
+                }
+                continue;
+            }
+            if (spuriousTimeout > 0 && random.nextDouble() < spuriousTimeout)
+            {
+                final int r = random.nextInt(ranks);
+                sendIndex[r] = received[r];
+                continue;
+            }
+            final int r = candidates[random.nextInt(count)];
+            final byte[] next = frames.get(r).get(sendIndex[r]++);
+            if (dropWorkerToLeaf > 0 && random.nextDouble() < dropWorkerToLeaf)
+            {
+                continue;
+            }
+            send(TO_LEAF, racks.rackOf(r), next);
+            if (duplicate > 0 && random.nextDouble() < duplicate)
+            {
+                send(TO_LEAF, racks.rackOf(r), next);
+            }
+        }
+    }
+
+    private void send(final int kind, final int target, final byte[] bytes)
+    {
+        network.add(new Object[]{ kind, target, bytes });
+        while (!network.isEmpty())
+        {
+            final Object[] hop = network.poll();
+            final byte[] out = (byte[])hop[2];
+            switch ((int)hop[0])
+            {
+                case TO_LEAF -> fromLeaf((int)hop[1], leaves[(int)hop[1]].process(out));
+                case TO_SPINE -> fromSpine(spine.process(out));
+                default -> toWorker((int)hop[1], out);
+            }
+        }
+    }
+
+    private int destinationRank(final byte[] bytes)
+    {
+        final UnsafeBuffer buffer = new UnsafeBuffer(bytes);
+        if (frame.wrap(buffer, 0, bytes.length) != RoceFrame.OK)
+        {
+            return -1;
+        }
+        final Integer rank = rankOfAddress.get(buffer.getInt(frame.dstAddressOffset()));
+        return rank == null ? -1 : rank;
+    }
+
+    private void fromLeaf(final int leaf, final List<byte[]> outputs)
+    {
+        for (final byte[] out : outputs)
+        {
+            final int destination = destinationRank(out);
+            if (destination < 0)
+            {
+                misrouted++;
+                continue;
+            }
+            if (racks.rackOf(destination) == leaf)
+            {
+                if (dropLeafToWorker > 0 && random.nextDouble() < dropLeafToWorker)
+                {
+                    continue;
+                }
+                network.add(new Object[]{ TO_WORKER, destination, out });
+            }
+            else
+            {
+                upFrames[leaf]++;
+                upBytes[leaf] += out.length;
+                if (dropLeafToSpine > 0 && random.nextDouble() < dropLeafToSpine)
+                {
+                    continue;
+                }
+                network.add(new Object[]{ TO_SPINE, -1, out });
+            }
+        }
+    }
+
+    private void fromSpine(final List<byte[]> outputs)
+    {
+        for (final byte[] out : outputs)
+        {
+            final int destination = destinationRank(out);
+            if (destination < 0)
+            {
+                misrouted++;
+                continue;
+            }
+            final int leaf = racks.rackOf(destination);
+            downFrames[leaf]++;
+            downBytes[leaf] += out.length;
+            if (dropSpineToLeaf > 0 && random.nextDouble() < dropSpineToLeaf)
+            {
+                continue;
+            }
+            network.add(new Object[]{ TO_LEAF, leaf, out });
+        }
+    }
+
+    private void toWorker(final int destination, final byte[] out)
+    {
+        final UnsafeBuffer buffer = new UnsafeBuffer(out);
+        if (frame.wrap(buffer, 0, out.length) != RoceFrame.OK || !icrc.verify(frame))
+        {
+            badIcrc++;
+            return;
+        }
+        final int connection = (destination + ranks - 1) % ranks;
+        final int index = BthHeader.psnDelta(frame.psn(), firstPsn[connection]);
+        if (index == received[connection])
+        {
+            delivered.get(connection).add(out);
+            received[connection]++;
+        }
+    }
+
+    private boolean mayStart(final int rank, final int message)
+    {
+        final int predecessor = (rank + ranks - 1) % ranks;
+        return message < config.window() + received[predecessor] / config.msgLen();
+    }
+
+    private boolean allDelivered(final int total)
+    {
+        for (int r = 0; r < ranks; r++)
+        {
+            if (received[r] < total)
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private String progress()
+    {
+        final StringBuilder text = new StringBuilder("sent " + Arrays.toString(sendIndex) + " received " +
+            Arrays.toString(received));
+        for (int k = 0; k <= leaves.length; k++)
+        {
+            final DataplaneHarness appliance = k < leaves.length ? leaves[k] : spine;
+            text.append(k < leaves.length ? "\n leaf " + k + ":" : "\n spine:");
+            text.append(' ').append(appliance.await(appliance.proxy().occupancy(config.ringId(), 8)));
+            for (final DataplaneCounter counter : DataplaneCounter.values())
+            {
+                if (appliance.counter(counter) != 0)
+                {
+                    text.append(' ').append(counter.name().toLowerCase()).append('=').append(appliance.counter(counter));
+                }
+            }
+        }
+        return text.toString();
+    }
+
+    /**
+     * @return the sum the hierarchy defines for message {@code m}: each rack's ranks summed in rank order (rounded
+     * to the element type: that is what goes up), then the racks' partial sums in rack order.
+     */
+    public byte[] hierarchicalSum(final int m)
+    {
+        final byte[][] partials = new byte[racks.racks()][];
+        for (int k = 0; k < partials.length; k++)
+        {
+            partials[k] = Gradients.referenceSum(config.elementType(),
+                Arrays.copyOfRange(gradients[m], racks.rackFirst(k), racks.rackLast(k) + 1));
+        }
+        return Gradients.referenceSum(config.elementType(), partials);
+    }
+
+    /**
+     * @return the flat rank-order sum of message {@code m} (what a single appliance would deliver).
+     */
+    public byte[] flatSum(final int m)
+    {
+        return Gradients.referenceSum(config.elementType(), gradients[m]);
+    }
+
+    /**
+     * @return what connection {@code rank} must deliver for message {@code m}: the rank's own INA header with the
+     * ring's result tag, then the hierarchical sum.
+     */
+    public byte[] expectedMessage(final int rank, final int m)
+    {
+        final byte[] sum = hierarchicalSum(m);
+        final byte[] message = new byte[InaHeader.LENGTH + sum.length];
+        InaHeader.write(new UnsafeBuffer(message), 0, config.resultTag(), config.ringId(), m & 0xFF, config.msgLen(),
+            rank);
+        System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
+        return message;
+    }
+
+    /**
+     * @return the bytes connection {@code rank} delivered for message {@code m} (RC payloads concatenated).
+     */
+    public byte[] deliveredMessage(final int rank, final int m)
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final List<byte[]> list = delivered.get(rank);
+        for (int p = 0; p < config.msgLen(); p++)
+        {
+            final byte[] bytes = list.get(m * config.msgLen() + p);
+            frame.wrap(new UnsafeBuffer(bytes), 0, bytes.length);
+            out.write(bytes, frame.payloadOffset(), frame.payloadLength());
+        }
+        return out.toByteArray();
+    }
+
+    /**
+     * @return PSN of the first packet of rank {@code rank}'s connection.
+     */
+    public int firstPsn(final int rank)
+    {
+        return firstPsn[rank];
+    }
+
+    public RingWorker worker(final int rank)
+    {
+        return workers[rank];
+    }
+
+    public List<List<byte[]>> delivered()
+    {
+        return delivered;
+    }
+
+    public DataplaneHarness leaf(final int rack)
+    {
+        return leaves[rack];
+    }
+
+    public DataplaneHarness spine()
+    {
+        return spine;
+    }
+
+    public int racks()
+    {
+        return leaves.length;
+    }
+
+    /** Frames leaf {@code rack} sent towards the spine (lost ones included). */
+    public long upFrames(final int rack)
+    {
+        return upFrames[rack];
+    }
+
+    public long upBytes(final int rack)
+    {
+        return upBytes[rack];
+    }
+
+    /** Frames the spine sent towards leaf {@code rack} (lost ones included). */
+    public long downFrames(final int rack)
+    {
+        return downFrames[rack];
+    }
+
+    public long downBytes(final int rack)
+    {
+        return downBytes[rack];
+    }
+
+    public int badIcrcResults()
+    {
+        return badIcrc;
+    }
+
+    /** Frames an appliance emitted towards an address that is no rank's. */
+    public int misrouted()
+    {
+        return misrouted;
+    }
+
+    public void close()
+    {
+        for (final DataplaneHarness leaf : leaves)
+        {
+            leaf.close();
+        }
+        spine.close();
+    }
+}
