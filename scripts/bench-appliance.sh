@@ -8,7 +8,8 @@
 # against the kernel floor: no daemon, a tc rule on the appliance's side of the veth sending every frame straight
 # back (clsact ingress, u32 match-all, mirred egress redirect to the same device), the loadgen counting the frames
 # back and checking their ICRCs (--expect reflect); reflect-paced at the rate the appliance run before it reached
-# (--rate-gbps). machine_minus_loadgen_user: the machine less the loadgen's busy-polling user time;
+# (--rate-gbps); appliance/KEY=VALUE[/KEY=VALUE] runs the daemon with those appliance.dataplane settings (e.g.
+# appliance/batchSize=256). machine_minus_loadgen_user: the machine less the loadgen's busy-polling user time;
 # appliance_plus_loadgen_stime: the two processes' CPU less the loadgen's user time (not the other users of the
 # machine; includes the softirq work run in either's context). A summary (median, min-max) follows the CSV.
 #
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --out) out="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-appliance: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -77,9 +78,11 @@ echo "world,payload,msg_len,window,mode,repeat,ok,rate_gbps,gradient_gbps_in,mpp
 for world in $workers_list; do
   for payload in $payloads; do
     msg_len=16   # a window of 8 such messages per rank stays within the appliance's receive ring
+    write_config() {   # $1: dataplane settings, "KEY: VALUE, ..." or empty
     {
       echo "appliance:"
       echo "  ports: [ { name: eth0, mtu: 9000 } ]"
+      [ -n "$1" ] && echo "  dataplane: { $1 }"
       echo "  memoryBudget: 512MiB"
       echo "  api: { listen: \"unix:$work/api.sock\" }"
       echo "  metrics: { listen: \"127.0.0.1:0\" }"
@@ -95,6 +98,7 @@ for world in $workers_list; do
       done
       echo "          ] }"
     } > "$work/netreduce.yaml"
+    }
     last_rate=""
     for repeat in $(seq "$repeats"); do
       for mode in $modes; do
@@ -102,14 +106,27 @@ for world in $workers_list; do
         cpu_pid=()
         rate=0
         case "$mode" in
-          appliance)
-            ip netns exec "$ap" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
-            daemon_pid=$!
-            for _ in $(seq 100); do
-              "$netreduce" ctl --api "unix:$work/api.sock" --timeout 1 rings >/dev/null 2>&1 && break
-              sleep 0.2
+          appliance|appliance/*)
+            # appliance/KEY=VALUE[/KEY=VALUE...]: with those appliance.dataplane settings (an A/B in the same run)
+            settings=""
+            if [ "$mode" != appliance ]; then
+              settings="$(sed 's|^appliance/||; s|=|: |g; s|/|, |g' <<< "$mode")"
+            fi
+            write_config "$settings"
+            # On a loaded machine the daemon can fail to start (its dataplane not answering in time): try again.
+            for attempt in 1 2 3; do
+              ip netns exec "$ap" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
+              daemon_pid=$!
+              for _ in $(seq 100); do
+                kill -0 "$daemon_pid" 2>/dev/null || break
+                "$netreduce" ctl --api "unix:$work/api.sock" --timeout 1 rings >/dev/null 2>&1 && break
+                sleep 0.2
+              done
+              kill -0 "$daemon_pid" 2>/dev/null && break
+              echo "bench-appliance: daemon did not start (attempt $attempt): $(tail -n 1 "$work/daemon.log")" >&2
+              wait "$daemon_pid" 2>/dev/null || true; daemon_pid=""
             done
-            cpu_pid=(--cpu-pid "$daemon_pid") ;;
+            cpu_pid=(--cpu-pid "${daemon_pid:-0}") ;;
           reflect|reflect-paced)
             expect=reflect
             # reflect-paced: at the rate the last appliance run of this W and payload reached
@@ -117,7 +134,7 @@ for world in $workers_list; do
             ip netns exec "$ap" tc qdisc add dev eth0 clsact
             ip netns exec "$ap" tc filter add dev eth0 ingress protocol all u32 match u32 0 0 \
               action mirred egress redirect dev eth0 ;;
-          *) echo "bench-appliance: unknown mode $mode (appliance, reflect, reflect-paced)" >&2; exit 2 ;;
+          *) echo "bench-appliance: unknown mode $mode (appliance, appliance/KEY=VALUE..., reflect, reflect-paced)" >&2; exit 2 ;;
         esac
         result="$(ip netns exec "$lg" "$netreduce" worker loadgen --dev eth0 --world "$world" --payload "$payload" \
           --msg-len "$msg_len" --window 8 --warmup-cycles "$warmup" --cycles "$cycles" --expect "$expect" \
@@ -127,7 +144,7 @@ for world in $workers_list; do
         fi
         ip netns exec "$ap" tc qdisc del dev eth0 clsact 2>/dev/null || true
         echo "$mode $repeat: $result"
-        if [ "$mode" = appliance ]; then
+        if [ "$mode" = appliance ]; then   # reflect-paced follows the plain appliance's rate
           last_rate="$(sed -n 's/.*gradient_gbps_in=\([0-9.]*\).*/\1/p' <<< "$result")"
         fi
         "$NETREDUCE_PYTHON" - "$result" "$world" "$payload" "$msg_len" "$mode" "$repeat" >> "$out" <<'PY'

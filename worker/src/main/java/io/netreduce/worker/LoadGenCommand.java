@@ -249,8 +249,16 @@ public final class LoadGenCommand implements Callable<Integer>
 
     private static void processTicks(final String path, final long[] ticks, final int at) throws java.io.IOException
     {
-        final String stat = java.nio.file.Files.readString(java.nio.file.Path.of(path));
-        // After the command name in parentheses: state is field 3, utime field 14, stime field 15.
+        parseProcessTicks(java.nio.file.Files.readString(java.nio.file.Path.of(path)), ticks, at);
+    }
+
+    /**
+     * utime and stime (fields 14 and 15) of a {@code /proc/PID/stat} line into {@code ticks[at]} and
+     * {@code ticks[at + 1]}. The command name (field 2, in parentheses) may hold spaces and parentheses: fields are
+     * counted from the last ')'.
+     */
+    static void parseProcessTicks(final String stat, final long[] ticks, final int at)
+    {
         final String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split("\\s+");
         ticks[at] = Long.parseLong(fields[11]);
         ticks[at + 1] = Long.parseLong(fields[12]);
