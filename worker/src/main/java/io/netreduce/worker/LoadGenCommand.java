@@ -29,8 +29,15 @@ import java.util.concurrent.Callable;
  * payload against the known sum. ACKs are not needed: the appliance does not wait for them.
  * <p>
  * The ring the appliance must have installed: ranks 0..W-1 at {@code --ip-base + r}, MAC {@code 02:7a:00:00:00:r+1},
- * receive QP {@code 0x100 + r}, int32, the given window, MsgLen and payload. A run is {@code --cycles} cycles of
- * 256 messages; cycle c uses start PSN {@code c << 20}, a new connection of each rank per cycle.
+ * receive QP {@code 0x100 + r}, int32, the given window, MsgLen and payload. A run is {@code --warmup-cycles} plus
+ * {@code --cycles} cycles of 256 messages; cycle c uses start PSN {@code c << 20}, a new connection of each rank per
+ * cycle. Only the last {@code --cycles} are measured: rate, and CPU from {@code /proc/stat} (the whole machine),
+ * {@code /proc/self/stat} (this process) and, with {@code --cpu-pid}, {@code /proc/PID/stat} (the appliance), all in
+ * clock ticks over the measured cycles.
+ * <p>
+ * {@code --expect reflect} runs against a kernel reflector instead of the appliance (a tc rule on the far side of
+ * the link that sends every frame straight back, the floor of the benchmark): every frame must come back once, with
+ * its ICRC intact; no sums are checked.
  */
 @Command(name = "loadgen", mixinStandardHelpOptions = true,
     description = "Replay W ranks' ring traffic from one port and check every result (appliance benchmark).")
@@ -38,6 +45,15 @@ public final class LoadGenCommand implements Callable<Integer>
 {
     private static final int MESSAGES_PER_CYCLE = 256;
     private static final int TX_BATCH = 64;
+    /** PSNs are 24 bits and cycle c starts at c << 20: more cycles would reuse a start PSN on the same QPs. */
+    private static final int MAX_CYCLES = 16;
+
+    /** What comes back: the appliance's results (every sum checked) or the frames sent, reflected. */
+    enum Expect
+    {
+        sums,
+        reflect
+    }
 
     @Option(names = "--dev", required = true, description = "Interface facing the appliance.")
     String dev;
@@ -60,6 +76,22 @@ public final class LoadGenCommand implements Callable<Integer>
     @Option(names = "--cycles", description = "Cycles of 256 messages (default ${DEFAULT-VALUE}).")
     int cycles = 4;
 
+    @Option(names = "--warmup-cycles", description = "Cycles before the measured ones, not counted (JIT warm-up of " +
+        "both ends; default ${DEFAULT-VALUE}).")
+    int warmupCycles = 0;
+
+    @Option(names = "--expect", description = "sums: results of the appliance, every element checked; reflect: the " +
+        "frames sent, sent back by a kernel reflector, ICRC checked (default ${DEFAULT-VALUE}).")
+    Expect expect = Expect.sums;
+
+    @Option(names = "--rate-gbps", description = "Pace the frames to this many Gbit/s of gradient in (0: flat out, " +
+        "the default), e.g. to run the reflector at the appliance's rate.")
+    double rateGbps = 0;
+
+    @Option(names = "--cpu-pid", description = "Also report this process's utime and stime over the measured " +
+        "cycles (the appliance daemon).")
+    int cpuPid = 0;
+
     @Option(names = "--ip-base", description = "Address of rank 0; rank r is this + r (default ${DEFAULT-VALUE}).")
     String ipBase = "10.122.0.1";
 
@@ -76,9 +108,11 @@ public final class LoadGenCommand implements Callable<Integer>
     @Override
     public Integer call() throws Exception
     {
-        if (world < 2 || world > 64 || payload % 4 != 0 || msgLen < 1 || window < 1 || 2 * window > 256)
+        if (world < 2 || world > 64 || payload % 4 != 0 || msgLen < 1 || window < 1 || 2 * window > 256 ||
+            cycles < 1 || warmupCycles < 0 || warmupCycles + cycles > MAX_CYCLES)
         {
-            System.err.println("loadgen: need 2 <= W <= 64, payload a multiple of 4, MsgLen >= 1, 1 <= window <= 128");
+            System.err.println("loadgen: need 2 <= W <= 64, payload a multiple of 4, MsgLen >= 1, 1 <= window <= 128, " +
+                "cycles >= 1 and warmup cycles + cycles <= " + MAX_CYCLES);
             return 2;
         }
         final int base = ipv4(ipBase);
@@ -113,14 +147,21 @@ public final class LoadGenCommand implements Callable<Integer>
             .withRxRing(16384, 4096, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
         try (AfPacketPort port = AfPacketPort.open(portConfig))
         {
-            final FrameHandler onResult = (buffer, offset, length, flags) -> check(buffer, offset, length, expected,
-                gradientInts);
+            final FrameHandler onResult = expect == Expect.sums ?
+                (buffer, offset, length, flags) -> check(buffer, offset, length, expected, gradientInts) :
+                (buffer, offset, length, flags) -> checkReflected(buffer, offset, length);
             final long gradientBytesPerCycle = (long)MESSAGES_PER_CYCLE * world * (msgLen * payload - InaHeader.LENGTH);
+            final double framesPerNano = rateGbps / 8 / ((double)gradientBytesPerCycle / framesPerCycle);
             long sentFrames = 0;
             long nanos = 0;
-            for (int cycle = 0; cycle < cycles; cycle++)
+            long[] cpuBefore = null;
+            for (int cycle = 0; cycle < warmupCycles + cycles; cycle++)
             {
                 build(frames, frameSlot, lengths, writers, messages, cycle << 20);
+                if (cycle == warmupCycles)
+                {
+                    cpuBefore = cpuTicks();
+                }
                 final long resultsBefore = resultsOk + resultsBad;
                 final long start = System.nanoTime();
                 int next = 0;
@@ -129,8 +170,12 @@ public final class LoadGenCommand implements Callable<Integer>
                 {
                     // Message m of every rank may go once every rank has the results of message m - window back.
                     final long done = minResults() - resultsBefore / world;
-                    final int allowed = (int)Math.min(framesPerCycle,
+                    int allowed = (int)Math.min(framesPerCycle,
                         (Math.max(0, done) / msgLen + window) * world * msgLen);
+                    if (rateGbps > 0)
+                    {
+                        allowed = (int)Math.min(allowed, TX_BATCH + (System.nanoTime() - start) * framesPerNano);
+                    }
                     int batch = 0;
                     while (next < allowed && batch < TX_BATCH && port.send(frames, next * frameSlot, lengths[next]))
                     {
@@ -152,18 +197,96 @@ public final class LoadGenCommand implements Callable<Integer>
                         return 1;
                     }
                 }
-                nanos += System.nanoTime() - start;
-                sentFrames += framesPerCycle;
+                if (cycle >= warmupCycles)
+                {
+                    nanos += System.nanoTime() - start;
+                    sentFrames += framesPerCycle;
+                }
                 // Let the appliance see the cycle over before the next one reconnects every rank.
                 Thread.sleep(50);
             }
+            final long[] cpu = cpuTicks();
+            for (int i = 0; i < cpu.length; i++)
+            {
+                cpu[i] -= cpuBefore[i];
+            }
             final double seconds = nanos / 1e9;
             final double gradientGbps = gradientBytesPerCycle * cycles * 8 / seconds / 1e9;
-            System.out.printf(Locale.ROOT, "loadgen world=%d payload=%d msg_len=%d window=%d frames=%d seconds=%.3f " +
-                "mpps_in=%.3f gradient_gbps_in=%.3f gradient_bytes=%d results_ok=%d results_bad=%d ok=%s%n",
-                world, payload, msgLen, window, sentFrames, seconds, sentFrames / seconds / 1e6, gradientGbps,
-                gradientBytesPerCycle * cycles, resultsOk, resultsBad, resultsBad == 0);
+            System.out.printf(Locale.ROOT, "loadgen world=%d payload=%d msg_len=%d window=%d rate_gbps=%.3f frames=%d seconds=%.3f " +
+                "mpps_in=%.3f gradient_gbps_in=%.3f gradient_bytes=%d results_ok=%d results_bad=%d expect=%s " +
+                "machine_busy_ticks=%d machine_user_ticks=%d machine_system_ticks=%d " +
+                "machine_softirq_ticks=%d machine_irq_ticks=%d self_utime_ticks=%d self_stime_ticks=%d " +
+                "pid_utime_ticks=%d pid_stime_ticks=%d ok=%s%n",
+                world, payload, msgLen, window, rateGbps, sentFrames, seconds, sentFrames / seconds / 1e6, gradientGbps,
+                gradientBytesPerCycle * cycles, resultsOk, resultsBad, expect, cpu[0] + cpu[1] + cpu[2] + cpu[3] +
+                cpu[4], cpu[0] + cpu[1], cpu[2], cpu[4], cpu[3], cpu[5], cpu[6], cpu[7], cpu[8], resultsBad == 0);
             return resultsBad == 0 ? 0 : 1;
+        }
+    }
+
+    /**
+     * Clock ticks (USER_HZ, 100 on Linux): the machine's user, nice, system, irq, softirq (from /proc/stat); this
+     * process's utime and stime; those of {@code --cpu-pid} (0 without it).
+     */
+    private long[] cpuTicks() throws java.io.IOException
+    {
+        final long[] ticks = new long[9];
+        final String[] machine = java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/stat")).get(0)
+            .trim().split("\\s+");
+        // cpu user nice system idle iowait irq softirq ...
+        ticks[0] = Long.parseLong(machine[1]);
+        ticks[1] = Long.parseLong(machine[2]);
+        ticks[2] = Long.parseLong(machine[3]);
+        ticks[3] = Long.parseLong(machine[6]);
+        ticks[4] = Long.parseLong(machine[7]);
+        processTicks("/proc/self/stat", ticks, 5);
+        if (cpuPid > 0)
+        {
+            processTicks("/proc/" + cpuPid + "/stat", ticks, 7);
+        }
+        return ticks;
+    }
+
+    private static void processTicks(final String path, final long[] ticks, final int at) throws java.io.IOException
+    {
+        parseProcessTicks(java.nio.file.Files.readString(java.nio.file.Path.of(path)), ticks, at);
+    }
+
+    /**
+     * utime and stime (fields 14 and 15) of a {@code /proc/PID/stat} line into {@code ticks[at]} and
+     * {@code ticks[at + 1]}. The command name (field 2, in parentheses) may hold spaces and parentheses: fields are
+     * counted from the last ')'.
+     */
+    static void parseProcessTicks(final String stat, final long[] ticks, final int at)
+    {
+        final String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split("\\s+");
+        ticks[at] = Long.parseLong(fields[11]);
+        ticks[at + 1] = Long.parseLong(fields[12]);
+    }
+
+    /**
+     * A frame sent back by the reflector: one of ours (RoCEv2, an RDMA WRITE to a ring member's QP) with its ICRC
+     * intact, counted for the rank that sent it.
+     */
+    private void checkReflected(final MutableDirectBuffer buffer, final int offset, final int length)
+    {
+        if (frame.wrap(buffer, offset, length) != RoceFrame.OK || frame.opcode() > Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE)
+        {
+            return; // not ours (ARP, IPv6 ND)
+        }
+        final int rank = (frame.destQp() - 0x100 - 1 + world) % world;
+        if (rank < 0 || rank >= world)
+        {
+            return;
+        }
+        resultsPerRank[rank]++;
+        if (icrc.verify(frame) && frame.payloadLength() == payload)
+        {
+            resultsOk++;
+        }
+        else
+        {
+            resultsBad++;
         }
     }
 
