@@ -38,6 +38,7 @@ import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortCounters;
+import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.agent.AggregatorUsage;
 import io.netreduce.controlplane.config.RingConfig;
@@ -105,6 +106,8 @@ public final class PacketDataplane implements DataplaneAttachment
     private ForeignTagReporter tagReporter;
     /** The rings installed, for the reporter's messages (written by the control thread, read by the reporter). */
     private final Map<Integer, RingDefinition> installedRings = new ConcurrentHashMap<>();
+    /** This appliance's name: its role (leaf of a rack, spine) in every multi-rack ring. */
+    private volatile String applianceName;
 
     /**
      * @param portOpener opens one configured port (AF_PACKET in the daemon, memory ports in tests).
@@ -143,6 +146,7 @@ public final class PacketDataplane implements DataplaneAttachment
     public void start(final NetreduceConfig config)
     {
         final DataplaneConfig settings = config.appliance().dataplane();
+        applianceName = config.appliance().name();
         try
         {
             for (final PortConfig port : config.appliance().ports())
@@ -225,13 +229,14 @@ public final class PacketDataplane implements DataplaneAttachment
             @Override
             public void install(final RingRef ring)
             {
-                final RingDefinition config = toDataplane(ring);
+                final RingDefinition config = toDataplane(ring, applianceName);
                 final RingInstalled installed = await(proxy().installRing(config), "install ring " + config.ringId());
                 ringJobs.put(config.ringId(), ring.job());
                 installedRings.put(config.ringId(), config);
-                LOG.info("ring {} of job {} installed: {} ranks, {} aggregators, {} bytes (budget used {} of {})",
-                    installed.ringId(), ring.job(), config.worldSize(), installed.aggregators(),
-                    installed.memoryBytes(), installed.budgetUsedBytes(), installed.budgetBytes());
+                LOG.info("ring {} of job {} installed{}: {} ranks, {} aggregators, {} bytes (budget used {} of {})",
+                    installed.ringId(), ring.job(), describeRole(config), config.worldSize(),
+                    installed.aggregators(), installed.memoryBytes(), installed.budgetUsedBytes(),
+                    installed.budgetBytes());
             }
 
             @Override
@@ -245,10 +250,51 @@ public final class PacketDataplane implements DataplaneAttachment
         };
     }
 
+    private static String describeRole(final RingDefinition ring)
+    {
+        final Hierarchy hierarchy = ring.hierarchy();
+        return switch (hierarchy.tier())
+        {
+            case FLAT -> "";
+            case LEAF -> " as the leaf of rack " + hierarchy.rack() + " (ranks " +
+                hierarchy.rackFirst(hierarchy.rack()) + ".." + hierarchy.rackLast(hierarchy.rack()) + ")";
+            case SPINE -> " as the spine of " + hierarchy.racks() + " racks (rack ends " + hierarchy.rackEnds() + ")";
+        };
+    }
+
     /**
-     * Translate a validated ring of the configuration into the dataplane's install command.
+     * @return the rings installed on the dataplane, as sent (for tests and the CTT view).
+     */
+    java.util.Collection<RingDefinition> installedRings()
+    {
+        return List.copyOf(installedRings.values());
+    }
+
+    /**
+     * Translate a validated flat ring of the configuration into the dataplane's install command.
      */
     static RingDefinition toDataplane(final RingRef ref)
+    {
+        return toDataplane(ref, null);
+    }
+
+    /**
+     * Translate a validated ring of the configuration into the dataplane's install command, with this appliance's
+     * place in it: the same ring (all W members, same RingID) for every appliance of a multi-rack job, the
+     * hierarchy picked by the appliance's name.
+     *
+     * @throws IllegalArgumentException if the appliance has no role in the ring (the configured appliance
+     *                                  leaves such rings out, so this is a bug, not a configuration error).
+     */
+    static RingDefinition toDataplane(final RingRef ref, final String applianceName)
+    {
+        final Hierarchy hierarchy = ref.ring().hierarchyFor(applianceName).orElseThrow(() ->
+            new IllegalArgumentException("ring " + ref.ring().id() + " of job " + ref.job() + ": appliance " +
+                applianceName + " is neither its spine nor one of its leaves"));
+        return flatDefinition(ref).withHierarchy(hierarchy);
+    }
+
+    private static RingDefinition flatDefinition(final RingRef ref)
     {
         final RingConfig ring = ref.ring();
         final List<RingMember> members = new ArrayList<>();
