@@ -8,6 +8,7 @@ import io.netreduce.controlplane.api.RingStatus;
 import io.netreduce.controlplane.config.ConfigException;
 import io.netreduce.controlplane.config.JobConfig;
 import io.netreduce.controlplane.api.CltEntry;
+import io.netreduce.controlplane.api.CttEntry;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.LatencySummary;
 import io.netreduce.controlplane.api.NotFoundException;
@@ -106,6 +107,8 @@ public final class PacketDataplane implements DataplaneAttachment
     private ForeignTagReporter tagReporter;
     /** The rings installed, for the reporter's messages (written by the control thread, read by the reporter). */
     private final Map<Integer, RingDefinition> installedRings = new ConcurrentHashMap<>();
+    /** The configuration side, for the CTT metrics (set when the daemon asks for the API's control). */
+    private volatile ConfiguredAppliance configured;
     /** This appliance's name: its role (leaf of a rack, spine) in every multi-rack ring. */
     private volatile String applianceName;
 
@@ -415,6 +418,72 @@ public final class PacketDataplane implements DataplaneAttachment
         final double sum = latency.getMean() * latency.getTotalCount() / 1e9;
         sink.histogram("netreduce_aggregation_latency_seconds",
             "Time from an aggregator's first packet in to its results out.", LATENCY_BOUNDS_SECONDS, buckets, sum);
+        collectCtt(sink);
+    }
+
+    /**
+     * The CTT as the control plane sees it: the multi-rack rings installed, their entries from the topology, and
+     * what the CLT has learned of each entry's connection (current ring and DOWN entries only: a stale entry is a
+     * connection that was replaced, a foreign one is no ring's).
+     */
+    private List<CttEntry> cttEntries(final List<RingStatus> rings)
+    {
+        final List<RingStatus> multiRack = rings.stream().filter(status -> status.ring().isMultiRack()).toList();
+        if (multiRack.isEmpty())
+        {
+            return List.of();
+        }
+        final List<CltEntry> learned = new ArrayList<>();
+        for (final ConnectionEntry entry : await(proxy().connections(), "CLT snapshot"))
+        {
+            if (!entry.foreign() && entry.current())
+            {
+                learned.add(new CltEntry(entry.source().getHostAddress(), entry.destination().getHostAddress(),
+                    entry.destQp(), entry.ringId(), entry.rank(), entry.msgId(), entry.psn0()));
+            }
+        }
+        return CttEntry.of(multiRack, applianceName, learned);
+    }
+
+    /**
+     * CTT entries per ring and role, and how many of them the CLT has learned, for the rings this appliance serves
+     * in a hierarchy. Only taken when such a ring is installed, so a flat appliance's scrape costs no snapshot.
+     */
+    private void collectCtt(final MetricsSink sink)
+    {
+        if (installedRings.values().stream().allMatch(ring -> ring.hierarchy().tier() == Hierarchy.Tier.FLAT) ||
+            configured == null)
+        {
+            return;
+        }
+        final List<CttEntry> entries;
+        try
+        {
+            entries = cttEntries(configured.rings());
+        }
+        catch (final RuntimeException ex)
+        {
+            // A dataplane too busy to answer the snapshot in time must not fail the whole scrape.
+            LOG.warn("CTT metrics skipped this scrape: {}", ex.getMessage());
+            return;
+        }
+        final Map<List<String>, long[]> counts = new LinkedHashMap<>();
+        for (final CttEntry entry : entries)
+        {
+            final long[] count = counts.computeIfAbsent(
+                List.of(entry.job(), Integer.toString(entry.ringId()), entry.tier(), entry.role()), key -> new long[2]);
+            count[0]++;
+            count[1] += entry.learned() ? 1 : 0;
+        }
+        for (final Map.Entry<List<String>, long[]> count : counts.entrySet())
+        {
+            final List<String> key = count.getKey();
+            final String[] labels = { "job", key.get(0), "ring", key.get(1), "tier", key.get(2), "role", key.get(3) };
+            sink.gauge("netreduce_ctt_entries", "Connection translation table entries of the multi-rack rings.",
+                count.getValue()[0], labels);
+            sink.gauge("netreduce_ctt_entries_learned",
+                "CTT entries whose connection the CLT has learned (QPN and PSN known).", count.getValue()[1], labels);
+        }
     }
 
     /**
@@ -481,6 +550,7 @@ public final class PacketDataplane implements DataplaneAttachment
     @Override
     public ApplianceControl control(final ConfiguredAppliance configured)
     {
+        this.configured = configured;
         return new Control(configured);
     }
 
@@ -606,6 +676,12 @@ public final class PacketDataplane implements DataplaneAttachment
                     entry.msgId(), entry.psn0()));
             }
             return entries;
+        }
+
+        @Override
+        public List<CttEntry> ctt()
+        {
+            return cttEntries(configured.rings());
         }
 
         @Override

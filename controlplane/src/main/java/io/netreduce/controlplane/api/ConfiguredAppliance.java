@@ -189,6 +189,12 @@ public final class ConfiguredAppliance implements ApplianceControl
     }
 
     @Override
+    public List<CttEntry> ctt()
+    {
+        throw new UnsupportedOperationException(NO_DATAPLANE);
+    }
+
+    @Override
     public List<CounterValue> counters()
     {
         throw new UnsupportedOperationException(NO_DATAPLANE);

@@ -304,6 +304,14 @@ class ControlApiTest
         assertThat(clt.get(0).get("dstQpn").asInt()).isEqualTo(17);
         assertThat(clt.get(0).get("psn0").asLong()).isEqualTo(1000);
 
+        final CttEntry.Connection up = new CttEntry.Connection(1, "10.0.0.2", "10.0.1.1");
+        appliance.ctt.add(new CttEntry(1, "a", "leaf", 0, "up", "install", up, true, 17, 5, 1000,
+            List.of(new CttEntry.Connection(0, "10.0.0.1", "10.0.0.2"), up), List.of(up)));
+        final JsonNode ctt = json(call("GET", "/v1/tables/ctt", null));
+        assertThat(ctt.get(0).get("connection").get("dstIp").asText()).isEqualTo("10.0.1.1");
+        assertThat(ctt.get(0).get("triggers")).hasSize(2);
+        assertThat(call("POST", "/v1/tables/ctt", "{}").statusCode()).isEqualTo(405);
+
         final JsonNode occupancy = json(call("GET", "/v1/rings/1/occupancy", null));
         assertThat(occupancy.get("incomplete").get(0).get("missingRanks").get(0).asInt()).isEqualTo(1);
         assertThat(call("GET", "/v1/rings/7/occupancy", null).statusCode()).isEqualTo(404);
