@@ -5,6 +5,7 @@ import ch.qos.logback.classic.LoggerContext;
 import io.netreduce.controlplane.config.ConfigError;
 import io.netreduce.controlplane.config.ConfigException;
 import io.netreduce.controlplane.config.ConfigLoader;
+import io.netreduce.controlplane.config.ConfigValidator;
 import io.netreduce.controlplane.config.NetreduceConfig;
 import io.netreduce.controlplane.config.ValidationOptions;
 import org.slf4j.Logger;
@@ -17,6 +18,8 @@ import sun.misc.Signal;
 
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -43,6 +46,11 @@ public final class DaemonCommand implements Callable<Integer>
         description = "The YAML configuration file.")
     private Path config;
 
+    @Option(names = "--name", paramLabel = "NAME",
+        description = "This appliance's name in multi-rack topologies (overrides appliance.name): it takes the " +
+            "role the topology gives that name, a rack's leaf or the spine.")
+    private String name;
+
     @Option(names = "--check", description = "Validate the configuration, print the result and exit.")
     private boolean checkOnly;
 
@@ -68,7 +76,7 @@ public final class DaemonCommand implements Callable<Integer>
         final NetreduceConfig loaded;
         try
         {
-            loaded = ConfigLoader.load(file, options);
+            loaded = load(file, options);
         }
         catch (final ConfigException ex)
         {
@@ -82,8 +90,14 @@ public final class DaemonCommand implements Callable<Integer>
         }
         if (checkOnly)
         {
+            final NetreduceConfig served = loaded.served();
+            final String applianceName = loaded.appliance().name();
             out.println(file + ": valid (" + loaded.jobs().size() + " job(s), " +
-                loaded.jobs().stream().mapToInt(job -> job.rings().size()).sum() + " ring(s))");
+                loaded.jobs().stream().mapToInt(job -> job.rings().size()).sum() + " ring(s)" +
+                (served.equals(loaded) ? "" : "; as " + (applianceName == null ? "an unnamed appliance" :
+                    "'" + applianceName + "'") + " it installs " +
+                    served.jobs().stream().mapToInt(job -> job.rings().size()).sum() + " ring(s) of " +
+                    served.jobs().size() + " job(s)") + ")");
             out.flush();
             return 0;
         }
@@ -94,7 +108,7 @@ public final class DaemonCommand implements Callable<Integer>
         {
             final DataplaneAttachment attached = dataplane != null ? dataplane :
                 noDataplane ? DataplaneAttachment.NONE : PacketDataplane.onAfPacketPorts();
-            daemon = Daemon.start(loaded, () -> ConfigLoader.load(file, options), options, attached);
+            daemon = Daemon.start(loaded, () -> load(file, options), options, attached);
         }
         catch (final Exception ex)
         {
@@ -133,6 +147,31 @@ public final class DaemonCommand implements Callable<Integer>
         }, "netreduce-shutdown"));
         stopped.await();
         return 0;
+    }
+
+    /**
+     * Load the file and, with {@code --name}, take that name: the role checks (whose memory the budget counts)
+     * then run for it, so the file is validated again under the new name.
+     */
+    private NetreduceConfig load(final Path file, final ValidationOptions options) throws ConfigException
+    {
+        final NetreduceConfig loaded = ConfigLoader.load(file, options);
+        if (name == null)
+        {
+            return loaded;
+        }
+        final NetreduceConfig named = loaded.withApplianceName(name);
+        final List<ConfigError> errors = new ArrayList<>();
+        for (final ConfigError error : ConfigValidator.validate(named, options))
+        {
+            // The name came from the command line: say so rather than blame a key the file may not have.
+            errors.add("appliance.name".equals(error.path()) ? new ConfigError("--name", error.message()) : error);
+        }
+        if (!errors.isEmpty())
+        {
+            throw new ConfigException(errors);
+        }
+        return named;
     }
 
     private static void setRootLevel(final String level)

@@ -8,6 +8,7 @@ import io.netreduce.controlplane.api.RingStatus;
 import io.netreduce.controlplane.config.ConfigException;
 import io.netreduce.controlplane.config.JobConfig;
 import io.netreduce.controlplane.api.CltEntry;
+import io.netreduce.controlplane.api.CttEntry;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.LatencySummary;
 import io.netreduce.controlplane.api.NotFoundException;
@@ -38,6 +39,7 @@ import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortCounters;
+import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.agent.AggregatorUsage;
 import io.netreduce.controlplane.config.RingConfig;
@@ -105,6 +107,10 @@ public final class PacketDataplane implements DataplaneAttachment
     private ForeignTagReporter tagReporter;
     /** The rings installed, for the reporter's messages (written by the control thread, read by the reporter). */
     private final Map<Integer, RingDefinition> installedRings = new ConcurrentHashMap<>();
+    /** The configuration side, for the CTT metrics (set when the daemon asks for the API's control). */
+    private volatile ConfiguredAppliance configured;
+    /** This appliance's name: its role (leaf of a rack, spine) in every multi-rack ring. */
+    private volatile String applianceName;
 
     /**
      * @param portOpener opens one configured port (AF_PACKET in the daemon, memory ports in tests).
@@ -143,6 +149,7 @@ public final class PacketDataplane implements DataplaneAttachment
     public void start(final NetreduceConfig config)
     {
         final DataplaneConfig settings = config.appliance().dataplane();
+        applianceName = config.appliance().name();
         try
         {
             for (final PortConfig port : config.appliance().ports())
@@ -225,13 +232,14 @@ public final class PacketDataplane implements DataplaneAttachment
             @Override
             public void install(final RingRef ring)
             {
-                final RingDefinition config = toDataplane(ring);
+                final RingDefinition config = toDataplane(ring, applianceName);
                 final RingInstalled installed = await(proxy().installRing(config), "install ring " + config.ringId());
                 ringJobs.put(config.ringId(), ring.job());
                 installedRings.put(config.ringId(), config);
-                LOG.info("ring {} of job {} installed: {} ranks, {} aggregators, {} bytes (budget used {} of {})",
-                    installed.ringId(), ring.job(), config.worldSize(), installed.aggregators(),
-                    installed.memoryBytes(), installed.budgetUsedBytes(), installed.budgetBytes());
+                LOG.info("ring {} of job {} installed{}: {} ranks, {} aggregators, {} bytes (budget used {} of {})",
+                    installed.ringId(), ring.job(), describeRole(config), config.worldSize(),
+                    installed.aggregators(), installed.memoryBytes(), installed.budgetUsedBytes(),
+                    installed.budgetBytes());
             }
 
             @Override
@@ -245,10 +253,51 @@ public final class PacketDataplane implements DataplaneAttachment
         };
     }
 
+    private static String describeRole(final RingDefinition ring)
+    {
+        final Hierarchy hierarchy = ring.hierarchy();
+        return switch (hierarchy.tier())
+        {
+            case FLAT -> "";
+            case LEAF -> " as the leaf of rack " + hierarchy.rack() + " (ranks " +
+                hierarchy.rackFirst(hierarchy.rack()) + ".." + hierarchy.rackLast(hierarchy.rack()) + ")";
+            case SPINE -> " as the spine of " + hierarchy.racks() + " racks (rack ends " + hierarchy.rackEnds() + ")";
+        };
+    }
+
     /**
-     * Translate a validated ring of the configuration into the dataplane's install command.
+     * @return the rings installed on the dataplane, as sent (for tests and the CTT view).
+     */
+    java.util.Collection<RingDefinition> installedRings()
+    {
+        return List.copyOf(installedRings.values());
+    }
+
+    /**
+     * Translate a validated flat ring of the configuration into the dataplane's install command.
      */
     static RingDefinition toDataplane(final RingRef ref)
+    {
+        return toDataplane(ref, null);
+    }
+
+    /**
+     * Translate a validated ring of the configuration into the dataplane's install command, with this appliance's
+     * place in it: the same ring (all W members, same RingID) for every appliance of a multi-rack job, the
+     * hierarchy picked by the appliance's name.
+     *
+     * @throws IllegalArgumentException if the appliance has no role in the ring (the configured appliance
+     *                                  leaves such rings out, so this is a bug, not a configuration error).
+     */
+    static RingDefinition toDataplane(final RingRef ref, final String applianceName)
+    {
+        final Hierarchy hierarchy = ref.ring().hierarchyFor(applianceName).orElseThrow(() ->
+            new IllegalArgumentException("ring " + ref.ring().id() + " of job " + ref.job() + ": appliance " +
+                applianceName + " is neither its spine nor one of its leaves"));
+        return flatDefinition(ref).withHierarchy(hierarchy);
+    }
+
+    private static RingDefinition flatDefinition(final RingRef ref)
     {
         final RingConfig ring = ref.ring();
         final List<RingMember> members = new ArrayList<>();
@@ -369,6 +418,72 @@ public final class PacketDataplane implements DataplaneAttachment
         final double sum = latency.getMean() * latency.getTotalCount() / 1e9;
         sink.histogram("netreduce_aggregation_latency_seconds",
             "Time from an aggregator's first packet in to its results out.", LATENCY_BOUNDS_SECONDS, buckets, sum);
+        collectCtt(sink);
+    }
+
+    /**
+     * The CTT as the control plane sees it: the multi-rack rings installed, their entries from the topology, and
+     * what the CLT has learned of each entry's connection (current ring and DOWN entries only: a stale entry is a
+     * connection that was replaced, a foreign one is no ring's).
+     */
+    private List<CttEntry> cttEntries(final List<RingStatus> rings)
+    {
+        final List<RingStatus> multiRack = rings.stream().filter(status -> status.ring().isMultiRack()).toList();
+        if (multiRack.isEmpty())
+        {
+            return List.of();
+        }
+        final List<CltEntry> learned = new ArrayList<>();
+        for (final ConnectionEntry entry : await(proxy().connections(), "CLT snapshot"))
+        {
+            if (!entry.foreign() && entry.current())
+            {
+                learned.add(new CltEntry(entry.source().getHostAddress(), entry.destination().getHostAddress(),
+                    entry.destQp(), entry.ringId(), entry.rank(), entry.msgId(), entry.psn0()));
+            }
+        }
+        return CttEntry.of(multiRack, applianceName, learned);
+    }
+
+    /**
+     * CTT entries per ring and role, and how many of them the CLT has learned, for the rings this appliance serves
+     * in a hierarchy. Only taken when such a ring is installed, so a flat appliance's scrape costs no snapshot.
+     */
+    private void collectCtt(final MetricsSink sink)
+    {
+        if (installedRings.values().stream().allMatch(ring -> ring.hierarchy().tier() == Hierarchy.Tier.FLAT) ||
+            configured == null)
+        {
+            return;
+        }
+        final List<CttEntry> entries;
+        try
+        {
+            entries = cttEntries(configured.rings());
+        }
+        catch (final RuntimeException ex)
+        {
+            // A dataplane too busy to answer the snapshot in time must not fail the whole scrape.
+            LOG.warn("CTT metrics skipped this scrape: {}", ex.getMessage());
+            return;
+        }
+        final Map<List<String>, long[]> counts = new LinkedHashMap<>();
+        for (final CttEntry entry : entries)
+        {
+            final long[] count = counts.computeIfAbsent(
+                List.of(entry.job(), Integer.toString(entry.ringId()), entry.tier(), entry.role()), key -> new long[2]);
+            count[0]++;
+            count[1] += entry.learned() ? 1 : 0;
+        }
+        for (final Map.Entry<List<String>, long[]> count : counts.entrySet())
+        {
+            final List<String> key = count.getKey();
+            final String[] labels = { "job", key.get(0), "ring", key.get(1), "tier", key.get(2), "role", key.get(3) };
+            sink.gauge("netreduce_ctt_entries", "Connection translation table entries of the multi-rack rings.",
+                count.getValue()[0], labels);
+            sink.gauge("netreduce_ctt_entries_learned",
+                "CTT entries whose connection the CLT has learned (QPN and PSN known).", count.getValue()[1], labels);
+        }
     }
 
     /**
@@ -435,6 +550,7 @@ public final class PacketDataplane implements DataplaneAttachment
     @Override
     public ApplianceControl control(final ConfiguredAppliance configured)
     {
+        this.configured = configured;
         return new Control(configured);
     }
 
@@ -560,6 +676,12 @@ public final class PacketDataplane implements DataplaneAttachment
                     entry.msgId(), entry.psn0()));
             }
             return entries;
+        }
+
+        @Override
+        public List<CttEntry> ctt()
+        {
+            return cttEntries(configured.rings());
         }
 
         @Override

@@ -23,6 +23,7 @@ import picocli.CommandLine.Model.CommandSpec;
         CtlSubcommands.Rings.class,
         CtlSubcommands.Counters.class,
         CtlSubcommands.Clt.class,
+        CtlSubcommands.Ctt.class,
         CtlSubcommands.Occupancy.class,
         CtlSubcommands.Latency.class,
         CtlSubcommands.Reload.class,

@@ -375,6 +375,56 @@ final class CtlSubcommands
         }
     }
 
+    @Command(name = "ctt",
+        description = "Dump the connection translation table: the virtual switch-to-switch connections of the " +
+            "multi-rack rings this appliance serves.")
+    static final class Ctt extends Base
+    {
+        @Override
+        String method()
+        {
+            return "GET";
+        }
+
+        @Override
+        String path()
+        {
+            return "/v1/tables/ctt";
+        }
+
+        @Override
+        void render(final JsonNode answer, final PrintWriter out)
+        {
+            final Table table = new Table("RING", "TIER", "RACK", "ROLE", "CONNECTION", "POPULATED", "DST QPN",
+                "MSGID", "PSN0", "TRIGGERS", "LEAVES ON");
+            for (final JsonNode entry : answer)
+            {
+                final boolean learned = entry.path("learned").asBoolean();
+                table.row(entry.path("ringId").asInt(), entry.path("tier").asText(), entry.path("rack").asInt(),
+                    entry.path("role").asText(), connection(entry.path("connection")),
+                    entry.path("populated").asText(),
+                    learned ? String.format(Locale.ROOT, "0x%06x", entry.path("dstQpn").asInt()) : "not yet",
+                    learned ? entry.path("msgId").asText() : "-", learned ? entry.path("psn0").asText() : "-",
+                    ranks(entry.path("triggers")), ranks(entry.path("leaves")));
+            }
+            table.print(out);
+        }
+
+        private static String connection(final JsonNode connection)
+        {
+            return connection.path("rank").asInt() + " " + connection.path("srcIp").asText() + "->" +
+                connection.path("dstIp").asText();
+        }
+
+        /** Connections by their sending rank: r stands for r -> r+1. */
+        private static String ranks(final JsonNode connections)
+        {
+            final List<String> ranks = new ArrayList<>();
+            connections.forEach(connection -> ranks.add(connection.path("rank").asText()));
+            return String.join(",", ranks);
+        }
+    }
+
     @Command(name = "occupancy",
         description = "Why is it stuck: the ring's oldest incomplete aggregators and the ranks they wait for.")
     static final class Occupancy extends Base

@@ -3,6 +3,7 @@ package io.netreduce.daemon.ctl;
 import io.netreduce.controlplane.api.ApplianceControl;
 import io.netreduce.controlplane.api.CaptureInfo;
 import io.netreduce.controlplane.api.CltEntry;
+import io.netreduce.controlplane.api.CttEntry;
 import io.netreduce.controlplane.api.CounterValue;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.ControlApi;
@@ -101,6 +102,13 @@ class CtlCommandTest
             new CounterValue("netreduce_dataplane_drops", Map.of("reason", "bad_rank"), "drop: rank outside the ring",
                 2L)));
         views.put("clt", List.of(new CltEntry("10.0.1.1", "10.0.1.2", 0x11, 10, 0, 3, 4096)));
+        final CttEntry.Connection up = new CttEntry.Connection(1, "10.0.1.2", "10.0.2.1");
+        final CttEntry.Connection down = new CttEntry.Connection(3, "10.0.2.2", "10.0.1.1");
+        views.put("ctt", List.of(
+            new CttEntry(20, "bert", "leaf", 0, "up", "install", up, true, 0x12, 4, 8192,
+                List.of(new CttEntry.Connection(0, "10.0.1.1", "10.0.1.2"), up), List.of(up)),
+            new CttEntry(20, "bert", "leaf", 0, "down", "first-packet", down, false, -1, -1, -1,
+                List.of(down), List.of(new CttEntry.Connection(0, "10.0.1.1", "10.0.1.2"), down))));
         views.put("occupancy", new RingOccupancy(10, 3, List.of(
             new RingOccupancy.AggregatorOccupancy(3, 5, List.of(0, 2), List.of(1), 1_500_000))));
         views.put("captures", List.of(
@@ -241,6 +249,11 @@ class CtlCommandTest
         assertThat(ctl("clt").out()).isEqualTo("""
             SRC       DST       DST QPN   RING  RANK  MSGID  PSN0
             10.0.1.1  10.0.1.2  0x000011  10    0     3      4096
+            """);
+        assertThat(ctl("ctt").out()).isEqualTo("""
+            RING  TIER  RACK  ROLE  CONNECTION            POPULATED     DST QPN   MSGID  PSN0  TRIGGERS  LEAVES ON
+            20    leaf  0     up    1 10.0.1.2->10.0.2.1  install       0x000012  4      8192  0,1       1
+            20    leaf  0     down  3 10.0.2.2->10.0.1.1  first-packet  not yet   -      -     3         0,3
             """);
         assertThat(ctl("occupancy", "10").out()).isEqualTo("""
             ring 10, 3 ranks, 1 incomplete aggregator(s)

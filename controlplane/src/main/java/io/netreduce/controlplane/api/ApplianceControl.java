@@ -71,6 +71,12 @@ public interface ApplianceControl
     List<CltEntry> clt();
 
     /**
+     * @return the connection translation table: the entries of the multi-rack rings this appliance serves (their
+     *         virtual switch-to-switch connections, with what the CLT has learned of them); empty without any.
+     */
+    List<CttEntry> ctt();
+
+    /**
      * @return every counter: its Prometheus series (the stable key), description and value.
      */
     List<CounterValue> counters();

@@ -76,7 +76,32 @@ public final class ConfiguredAppliance implements ApplianceControl
         this.installer = installer;
         this.options = options;
         this.config = new NetreduceConfig(initial.appliance(), List.of());
-        apply(ConfigDiff.between(config, initial), initial);
+        final NetreduceConfig served = served(initial);
+        apply(ConfigDiff.between(config, served), served);
+    }
+
+    /**
+     * One topology file describes a multi-rack job for all its appliances; this one keeps the rings it has a role
+     * in (by its name) and says which it leaves to the others.
+     */
+    private static NetreduceConfig served(final NetreduceConfig full)
+    {
+        final String name = full.appliance().name();
+        for (final JobConfig job : full.jobs())
+        {
+            final JobConfig mine = job.servedBy(name);
+            if (mine.rings().isEmpty())
+            {
+                LOG.info("job {}: this appliance ({}) is neither the spine nor a leaf of its rings; skipped",
+                    job.name(), name == null ? "no appliance.name or --name" : "'" + name + "'");
+            }
+            else if (mine.rings().size() < job.rings().size())
+            {
+                LOG.info("job {}: {} of its {} ring(s) have no role for this appliance ('{}'); they are skipped",
+                    job.name(), job.rings().size() - mine.rings().size(), job.rings().size(), name);
+            }
+        }
+        return full.served();
     }
 
     /**
@@ -106,12 +131,12 @@ public final class ConfiguredAppliance implements ApplianceControl
         {
             throw new ConflictException("job '" + job.name() + "' already exists");
         }
-        final NetreduceConfig next = config.withJob(job);
-        final List<ConfigError> errors = ConfigValidator.validate(next, options);
+        final List<ConfigError> errors = ConfigValidator.validate(config.withJob(job), options);
         if (!errors.isEmpty())
         {
             throw new ConfigException(errors);
         }
+        final NetreduceConfig next = served(config.withJob(job));
         apply(ConfigDiff.between(config, next), next);
         LOG.info("job {} added through the API with {} ring(s)", job.name(), job.rings().size());
         return job;
@@ -159,6 +184,12 @@ public final class ConfiguredAppliance implements ApplianceControl
 
     @Override
     public List<CltEntry> clt()
+    {
+        throw new UnsupportedOperationException(NO_DATAPLANE);
+    }
+
+    @Override
+    public List<CttEntry> ctt()
     {
         throw new UnsupportedOperationException(NO_DATAPLANE);
     }
@@ -214,12 +245,13 @@ public final class ConfiguredAppliance implements ApplianceControl
     {
         // The appliance section (ports, dataplane settings, listen addresses) cannot change under a running dataplane; the
         // jobs are checked against the running appliance, and a changed appliance is reported as needing a restart.
-        final NetreduceConfig next = new NetreduceConfig(config.appliance(), loaded.jobs());
-        final List<ConfigError> errors = ConfigValidator.validate(next, options);
+        final NetreduceConfig full = new NetreduceConfig(config.appliance(), loaded.jobs());
+        final List<ConfigError> errors = ConfigValidator.validate(full, options);
         if (!errors.isEmpty())
         {
             throw new ConfigException(errors);
         }
+        final NetreduceConfig next = served(full);
         final ConfigDiff diff = ConfigDiff.between(config, next);
         apply(diff, next);
         final boolean applianceChanged = !loaded.appliance().equals(config.appliance());

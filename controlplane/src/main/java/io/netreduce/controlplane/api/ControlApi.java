@@ -29,6 +29,7 @@ import java.util.Map;
  * GET    /v1/rings/{id}             show a ring
  * GET    /v1/rings/{id}/occupancy   oldest incomplete aggregators and their missing ranks
  * GET    /v1/tables/clt             connection lookup table
+ * GET    /v1/tables/ctt             connection translation table (multi-rack rings)
  * GET    /v1/counters               counters
  * GET    /v1/latency                latency percentiles
  * POST   /v1/reload                 reload the configuration file
@@ -187,6 +188,10 @@ public final class ControlApi implements RequestHandler
                 if (s.length == 3 && "clt".equals(s[2]))
                 {
                     return only(method, "GET", () -> ok(control.clt()));
+                }
+                if (s.length == 3 && "ctt".equals(s[2]))
+                {
+                    return only(method, "GET", () -> ok(control.ctt()));
                 }
                 break;
             case "counters":

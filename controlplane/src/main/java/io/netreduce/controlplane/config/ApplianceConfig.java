@@ -16,6 +16,9 @@ import java.util.List;
  * @param captureDirectory where API-requested pcap captures are written; a capture file outside it is refused.
  * @param apiTokenFile the file holding the control API's bearer token (required when the API listens on TCP;
  *                     created with a random token, owner-only, if missing); null on a Unix socket.
+ * @param name         this appliance's name in multi-rack topologies ({@code appliance.name}, or the daemon's
+ *                     {@code --name}): it picks the appliance's role (a rack's leaf or the spine) in every
+ *                     multi-rack ring; null if unnamed (such an appliance installs flat rings only).
  */
 public record ApplianceConfig(
     List<PortConfig> ports,
@@ -25,7 +28,9 @@ public record ApplianceConfig(
     ListenAddress metrics,
     LogLevel logLevel,
     String captureDirectory,
-    String apiTokenFile)
+    String apiTokenFile,
+    @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
+    String name)
 {
     /** Default memory budget in bytes: the dataplane's own default (1 GiB). */
     public static final long DEFAULT_MEMORY_BUDGET = DataplaneContext.DEFAULT_MEMORY_BUDGET;
@@ -60,7 +65,7 @@ public record ApplianceConfig(
         final ListenAddress metrics,
         final LogLevel logLevel)
     {
-        this(ports, dataplane, memoryBudget, api, metrics, logLevel, DEFAULT_CAPTURE_DIRECTORY, null);
+        this(ports, dataplane, memoryBudget, api, metrics, logLevel, DEFAULT_CAPTURE_DIRECTORY, null, null);
     }
 
     /**
@@ -75,6 +80,32 @@ public record ApplianceConfig(
         final LogLevel logLevel,
         final String captureDirectory)
     {
-        this(ports, dataplane, memoryBudget, api, metrics, logLevel, captureDirectory, null);
+        this(ports, dataplane, memoryBudget, api, metrics, logLevel, captureDirectory, null, null);
+    }
+
+    /**
+     * An unnamed appliance.
+     */
+    public ApplianceConfig(
+        final List<PortConfig> ports,
+        final DataplaneConfig dataplane,
+        final long memoryBudget,
+        final ListenAddress api,
+        final ListenAddress metrics,
+        final LogLevel logLevel,
+        final String captureDirectory,
+        final String apiTokenFile)
+    {
+        this(ports, dataplane, memoryBudget, api, metrics, logLevel, captureDirectory, apiTokenFile, null);
+    }
+
+    /**
+     * @param newName the name to take (e.g. from the daemon's {@code --name}).
+     * @return this appliance under another name.
+     */
+    public ApplianceConfig withName(final String newName)
+    {
+        return new ApplianceConfig(ports, dataplane, memoryBudget, api, metrics, logLevel, captureDirectory,
+            apiTokenFile, newName);
     }
 }

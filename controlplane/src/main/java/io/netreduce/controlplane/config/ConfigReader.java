@@ -24,7 +24,7 @@ final class ConfigReader
 {
     private static final Set<String> ROOT_KEYS = Set.of("appliance", "jobs");
     private static final Set<String> APPLIANCE_KEYS =
-        Set.of("ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory");
+        Set.of("name", "ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory");
     private static final Set<String> PORT_KEYS = Set.of("name", "mtu");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
         "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed");
@@ -33,7 +33,9 @@ final class ConfigReader
     private static final Set<String> LOGGING_KEYS = Set.of("level");
     private static final Set<String> JOB_KEYS = Set.of("name", "rings");
     private static final Set<String> RING_KEYS =
-        Set.of("id", "elementType", "window", "msgLen", "payloadSize", "pmtu", "members", "inetTag", "resultTag");
+        Set.of("id", "elementType", "window", "msgLen", "payloadSize", "pmtu", "members", "inetTag", "resultTag",
+            "spine", "racks");
+    private static final Set<String> RACK_KEYS = Set.of("leaf", "ranks");
     private static final Set<String> MEMBER_KEYS = Set.of("rank", "ip", "mac", "qpn");
 
     private final ErrorCollector errors;
@@ -163,8 +165,9 @@ final class ConfigReader
         }
         final String captureDirectory = string(node.get("captureDirectory"), child(path, "captureDirectory"),
             ApplianceConfig.DEFAULT_CAPTURE_DIRECTORY);
+        final String name = string(node.get("name"), child(path, "name"), null);
         return new ApplianceConfig(ports, dataplane, memoryBudget, api, metrics, level, captureDirectory,
-            apiTokenFile);
+            apiTokenFile, name);
     }
 
     private RingConfig readRing(final JsonNode node, final String path)
@@ -210,7 +213,43 @@ final class ConfigReader
                 }
             }
         }
-        return new RingConfig(id, elementType, window, msgLen, payloadSize, pmtu, members, inetTag, resultTag);
+        final String spine = string(node.get("spine"), child(path, "spine"), null);
+        final List<RackConfig> racks = readRacks(node.get("racks"), child(path, "racks"));
+        return new RingConfig(id, elementType, window, msgLen, payloadSize, pmtu, members, inetTag, resultTag,
+            spine, racks);
+    }
+
+    private List<RackConfig> readRacks(final JsonNode node, final String path)
+    {
+        final List<RackConfig> racks = new ArrayList<>();
+        if (node == null || !isArray(node, path))
+        {
+            return racks;
+        }
+        for (int k = 0; k < node.size(); k++)
+        {
+            final String rackPath = index(path, k);
+            final JsonNode rackNode = node.get(k);
+            final List<Integer> ranks = new ArrayList<>();
+            String leaf = "";
+            if (isObject(rackNode, rackPath, "a rack mapping with keys leaf and ranks"))
+            {
+                checkKeys(rackNode, rackPath, RACK_KEYS);
+                leaf = string(required(rackNode, rackPath, "leaf"), child(rackPath, "leaf"), "");
+                final JsonNode ranksNode = required(rackNode, rackPath, "ranks");
+                final String ranksPath = child(rackPath, "ranks");
+                if (ranksNode != null && isArray(ranksNode, ranksPath))
+                {
+                    for (int i = 0; i < ranksNode.size(); i++)
+                    {
+                        ranks.add(integer(ranksNode.get(i), index(ranksPath, i), -1));
+                    }
+                }
+            }
+            // A rack that could not be read stays in the list, so later paths name the right index.
+            racks.add(new RackConfig(leaf, ranks));
+        }
+        return racks;
     }
 
     private ListenAddress listen(final JsonNode node, final String path, final String defaultText,

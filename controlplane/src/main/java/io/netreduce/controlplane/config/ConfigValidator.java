@@ -1,5 +1,6 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.protocol.element.ElementType;
 
 import java.net.InetAddress;
@@ -26,6 +27,9 @@ public final class ConfigValidator
 {
     /** Job names appear in API paths and metric labels, so they are kept to a URL- and label-safe alphabet. */
     private static final Pattern JOB_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+    /** What a job or appliance name may be, for the error messages. */
+    static final String NAME_RULE =
+        "must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit";
     /** Linux interface names are at most IFNAMSIZ - 1 = 15 bytes. */
     private static final int MAX_INTERFACE_NAME = 15;
 
@@ -134,8 +138,7 @@ public final class ConfigValidator
         final String namePath = child(path, "name");
         if (!JOB_NAME.matcher(job.name()).matches())
         {
-            errors.add(namePath, "job name '" + job.name() +
-                "' must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit");
+            errors.add(namePath, "job name '" + job.name() + "' " + NAME_RULE);
         }
         final String ringsPath = child(path, "rings");
         if (job.rings().isEmpty())
@@ -204,6 +207,10 @@ public final class ConfigValidator
         if (appliance.memoryBudget() <= 0)
         {
             errors.add(child(path, "memoryBudget"), "must be greater than zero");
+        }
+        if (appliance.name() != null && !JOB_NAME.matcher(appliance.name()).matches())
+        {
+            errors.add(child(path, "name"), "appliance name '" + appliance.name() + "' " + NAME_RULE);
         }
         checkCaptureDirectory(appliance.captureDirectory(), child(path, "captureDirectory"));
         checkApiAccess(appliance, child(path, "api"));
@@ -392,6 +399,105 @@ public final class ConfigValidator
             }
         }
         checkMembers(ring.members(), child(path, "members"));
+        checkRacks(ring, path);
+    }
+
+    /**
+     * A multi-rack ring (paper §3.3): a spine and at least two racks, each with its own leaf, holding consecutive
+     * ranks in ring order from rank 0 to W-1, so that every rack has exactly one connection leaving it and one
+     * entering it (the virtual switch-to-switch connections the dataplane needs). The element type, window, MsgLen,
+     * payload size and tags are the ring's own, so every appliance of the ring aggregates with the same ones.
+     */
+    private void checkRacks(final RingConfig ring, final String path)
+    {
+        final String racksPath = child(path, "racks");
+        final String spinePath = child(path, "spine");
+        if (ring.racks().isEmpty())
+        {
+            if (ring.spine() != null)
+            {
+                errors.add(racksPath, "a ring with a spine needs its racks (each with its leaf and ranks); " +
+                    "a single-rack ring has neither");
+            }
+            return;
+        }
+        if (ring.spine() == null)
+        {
+            errors.add(spinePath, "a ring with racks needs the name of its spine appliance");
+        }
+        else if (!JOB_NAME.matcher(ring.spine()).matches())
+        {
+            errors.add(spinePath, "spine name '" + ring.spine() + "' " + NAME_RULE);
+        }
+        if (ring.racks().size() < 2)
+        {
+            errors.add(racksPath, "a multi-rack ring needs at least 2 racks, got " + ring.racks().size() +
+                " (a single rack is a flat ring: remove racks and spine)");
+        }
+        final Map<String, String> leaves = new HashMap<>();
+        int expected = 0;
+        boolean consecutive = true;
+        for (int k = 0; k < ring.racks().size(); k++)
+        {
+            final RackConfig rack = ring.racks().get(k);
+            final String rackPath = index(racksPath, k);
+            final String leafPath = child(rackPath, "leaf");
+            if (!JOB_NAME.matcher(rack.leaf()).matches())
+            {
+                errors.add(leafPath, "leaf name '" + rack.leaf() + "' " + NAME_RULE);
+            }
+            else if (rack.leaf().equals(ring.spine()))
+            {
+                errors.add(leafPath, "'" + rack.leaf() + "' is the ring's spine: an appliance has one role in a " +
+                    "ring");
+            }
+            else
+            {
+                final String previous = leaves.putIfAbsent(rack.leaf(), leafPath);
+                if (previous != null)
+                {
+                    errors.add(leafPath, "duplicate leaf '" + rack.leaf() + "' (also " + previous +
+                        "): an appliance serves one rack of a ring");
+                }
+            }
+            final String ranksPath = child(rackPath, "ranks");
+            if (rack.ranks().isEmpty())
+            {
+                errors.add(ranksPath, "a rack needs at least one rank");
+                consecutive = false;
+            }
+            for (int i = 0; i < rack.ranks().size() && consecutive; i++)
+            {
+                final int rank = rack.ranks().get(i);
+                if (rank != expected)
+                {
+                    errors.add(index(ranksPath, i), "expected rank " + expected + ", got " + rank +
+                        " (racks hold consecutive ranks in ring order, rack 0 from rank 0, so that each rack has " +
+                        "one connection leaving it and one entering it)");
+                    consecutive = false;
+                }
+                expected++;
+            }
+        }
+        if (consecutive && expected != ring.worldSize())
+        {
+            errors.add(racksPath, "the racks hold ranks 0.." + (expected - 1) + " but the ring has " +
+                ring.worldSize() + " members: every rank must be in a rack");
+        }
+        if (!RingConfig.isValidTag(ring.inetTag()) || !RingConfig.isValidTag(ring.resultTag()))
+        {
+            return;
+        }
+        if (ring.inetTagValue() == Hierarchy.PARTIAL_TAG || ring.resultTagValue() == Hierarchy.PARTIAL_TAG)
+        {
+            errors.add(child(path, ring.inetTagValue() == Hierarchy.PARTIAL_TAG ? "inetTag" : "resultTag"),
+                "the tag NRPT marks a leaf's partial sums; a multi-rack ring's tags must differ from it");
+        }
+        else if (ring.inetTag().equals(ring.resultTag()))
+        {
+            errors.add(child(path, "resultTag"), "a multi-rack ring needs a resultTag other than its inetTag: " +
+                "a leaf tells the spine's result from a raw gradient by it");
+        }
     }
 
     private void checkMembers(final List<MemberConfig> members, final String path)
@@ -480,7 +586,9 @@ public final class ConfigValidator
             for (int r = 0; r < job.rings().size(); r++)
             {
                 final RingConfig ring = job.rings().get(r);
-                if (isSizable(ring))
+                // Only the rings this appliance installs use its memory: a topology file also lists the rings
+                // of the other racks' leaves, or rings whose spine is another appliance.
+                if (isSizable(ring) && (ring.racks().isEmpty() || isServed(ring, config.appliance().name())))
                 {
                     final long bytes = ring.aggregatorBytes();
                     total += bytes;
@@ -494,6 +602,12 @@ public final class ConfigValidator
             errors.add("appliance.memoryBudget", "rings need " + ByteSize.human(total) + " of aggregator memory (" +
                 String.join(", ", parts) + "), over the budget of " + ByteSize.human(budget));
         }
+    }
+
+    private static boolean isServed(final RingConfig ring, final String applianceName)
+    {
+        return applianceName != null && (applianceName.equals(ring.spine()) ||
+            ring.racks().stream().anyMatch(rack -> applianceName.equals(rack.leaf())));
     }
 
     private static boolean isSizable(final RingConfig ring)

@@ -17,4 +17,14 @@ public record JobConfig(String name, List<RingConfig> rings)
     {
         rings = List.copyOf(rings);
     }
+
+    /**
+     * @param applianceName the appliance's name, or null.
+     * @return this job with only the rings that appliance has a role in (possibly none).
+     */
+    public JobConfig servedBy(final String applianceName)
+    {
+        return new JobConfig(name, rings.stream().filter(ring -> ring.hierarchyFor(applianceName).isPresent())
+            .toList());
+    }
 }

@@ -50,6 +50,36 @@ public record NetreduceConfig(ApplianceConfig appliance, List<JobConfig> jobs)
     }
 
     /**
+     * @param name this appliance's name (the daemon's {@code --name}).
+     * @return a copy of this configuration under that name (not validated).
+     */
+    public NetreduceConfig withApplianceName(final String name)
+    {
+        return new NetreduceConfig(appliance.withName(name), jobs);
+    }
+
+    /**
+     * What this appliance aggregates of the configuration: one topology file describes a multi-rack job for all of
+     * its appliances, and each installs only the rings it has a role in ({@link RingConfig#hierarchyFor}, by
+     * {@code appliance.name}). Flat rings are always kept; a job left without rings is left out.
+     *
+     * @return the configuration this appliance serves.
+     */
+    public NetreduceConfig served()
+    {
+        final List<JobConfig> served = new ArrayList<>();
+        for (final JobConfig job : jobs)
+        {
+            final JobConfig mine = job.servedBy(appliance.name());
+            if (!mine.rings().isEmpty())
+            {
+                served.add(mine);
+            }
+        }
+        return new NetreduceConfig(appliance, served);
+    }
+
+    /**
      * @return total aggregator bytes budgeted over all rings of all jobs.
      */
     public long aggregatorBytes()

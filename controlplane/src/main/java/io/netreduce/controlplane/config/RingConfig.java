@@ -1,12 +1,15 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.wire.InaHeader;
 
 import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonInclude;
 
 import java.util.List;
+import java.util.Optional;
 
 /**
  * A ring: one all-reduce group of a job, aggregated by the appliance.
@@ -22,6 +25,9 @@ import java.util.List;
  * @param resultTag   the InetTag the appliance writes into results (4 ASCII characters, default "NRES"); the same
  *                    as {@code inetTag} leaves results unmarked, for clients that check for their own tag (a
  *                    bypassed ring can then not be told from a sum).
+ * @param spine       for a multi-rack ring, the name of the spine appliance; null for a flat (single-rack) ring.
+ * @param racks       for a multi-rack ring, its racks in ring order (at least 2); empty for a flat ring. Every
+ *                    appliance of the job reads the same ring and takes its role by its own name.
  */
 public record RingConfig(
     int id,
@@ -32,7 +38,9 @@ public record RingConfig(
     int pmtu,
     List<MemberConfig> members,
     String inetTag,
-    String resultTag)
+    String resultTag,
+    @JsonInclude(JsonInclude.Include.NON_NULL) String spine,
+    @JsonInclude(JsonInclude.Include.NON_EMPTY) List<RackConfig> racks)
 {
     /** The default request tag, "NRED". */
     public static final String DEFAULT_INET_TAG = tagText(InaHeader.INET_TAG);
@@ -64,6 +72,7 @@ public record RingConfig(
     public RingConfig
     {
         members = List.copyOf(members);
+        racks = racks == null ? List.of() : List.copyOf(racks);
         inetTag = inetTag == null ? DEFAULT_INET_TAG : inetTag;
         resultTag = resultTag == null ? DEFAULT_RESULT_TAG : resultTag;
     }
@@ -80,7 +89,66 @@ public record RingConfig(
         final int pmtu,
         final List<MemberConfig> members)
     {
-        this(id, elementType, window, msgLen, payloadSize, pmtu, members, null, null);
+        this(id, elementType, window, msgLen, payloadSize, pmtu, members, null, null, null, List.of());
+    }
+
+    /**
+     * A flat (single-rack) ring with the given tags.
+     */
+    public RingConfig(
+        final int id,
+        final ElementType elementType,
+        final int window,
+        final int msgLen,
+        final int payloadSize,
+        final int pmtu,
+        final List<MemberConfig> members,
+        final String inetTag,
+        final String resultTag)
+    {
+        this(id, elementType, window, msgLen, payloadSize, pmtu, members, inetTag, resultTag, null, List.of());
+    }
+
+    /**
+     * @return whether the ring spans racks (leaf and spine appliances) rather than one appliance.
+     */
+    @JsonIgnore
+    public boolean isMultiRack()
+    {
+        return !racks.isEmpty();
+    }
+
+    /**
+     * The place an appliance takes in this ring (call after validation). A flat ring is installed by any appliance
+     * that holds it, whatever its name, as before racks existed; a multi-rack ring only by its spine and its
+     * leaves, each with its own place.
+     *
+     * @param applianceName this appliance's name, or null if it has none.
+     * @return the hierarchy to install the ring with, or empty if this appliance has no role in the ring.
+     */
+    public Optional<Hierarchy> hierarchyFor(final String applianceName)
+    {
+        if (!isMultiRack())
+        {
+            return Optional.of(Hierarchy.FLAT);
+        }
+        if (applianceName == null)
+        {
+            return Optional.empty();
+        }
+        final List<Integer> rackEnds = racks.stream().map(rack -> rack.ranks().getLast()).toList();
+        if (applianceName.equals(spine))
+        {
+            return Optional.of(Hierarchy.spine(rackEnds));
+        }
+        for (int k = 0; k < racks.size(); k++)
+        {
+            if (applianceName.equals(racks.get(k).leaf()))
+            {
+                return Optional.of(Hierarchy.leaf(rackEnds, k));
+            }
+        }
+        return Optional.empty();
     }
 
     /**

@@ -242,7 +242,7 @@ class ControlApiTest
         assertThat(body.get("error").asText()).isEqualTo("3 configuration errors");
         assertThat(body.get("errors")).extracting(node -> node.get("path").asText() + ": " + node.get("message").asText())
             .containsExactly(
-                "rings[0].colour: unknown key (expected one of elementType, id, inetTag, members, msgLen, payloadSize, pmtu, resultTag, window)",
+                "rings[0].colour: unknown key (expected one of elementType, id, inetTag, members, msgLen, payloadSize, pmtu, racks, resultTag, spine, window)",
                 "rings[0].window: window 0 is not a power of two in 1..128 " +
                     "(MsgID is 8 bits and the aggregator index is MsgID % 2N)",
                 "rings[0].members[1].ip: not an IPv4 or IPv6 address");
@@ -303,6 +303,14 @@ class ControlApiTest
         final JsonNode clt = json(call("GET", "/v1/tables/clt", null));
         assertThat(clt.get(0).get("dstQpn").asInt()).isEqualTo(17);
         assertThat(clt.get(0).get("psn0").asLong()).isEqualTo(1000);
+
+        final CttEntry.Connection up = new CttEntry.Connection(1, "10.0.0.2", "10.0.1.1");
+        appliance.ctt.add(new CttEntry(1, "a", "leaf", 0, "up", "install", up, true, 17, 5, 1000,
+            List.of(new CttEntry.Connection(0, "10.0.0.1", "10.0.0.2"), up), List.of(up)));
+        final JsonNode ctt = json(call("GET", "/v1/tables/ctt", null));
+        assertThat(ctt.get(0).get("connection").get("dstIp").asText()).isEqualTo("10.0.1.1");
+        assertThat(ctt.get(0).get("triggers")).hasSize(2);
+        assertThat(call("POST", "/v1/tables/ctt", "{}").statusCode()).isEqualTo(405);
 
         final JsonNode occupancy = json(call("GET", "/v1/rings/1/occupancy", null));
         assertThat(occupancy.get("incomplete").get(0).get("missingRanks").get(0).asInt()).isEqualTo(1);

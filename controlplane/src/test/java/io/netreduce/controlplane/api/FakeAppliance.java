@@ -20,6 +20,7 @@ final class FakeAppliance implements ApplianceControl
     final ConfiguredAppliance jobs;
     final List<CounterValue> counters = new java.util.ArrayList<>();
     final List<CltEntry> clt = new ArrayList<>();
+    final List<CttEntry> ctt = new ArrayList<>();
     final Map<Integer, RingOccupancy> occupancy = new LinkedHashMap<>();
     final List<LatencySummary> latency = new ArrayList<>();
     final Map<String, CaptureInfo> captures = new LinkedHashMap<>();
@@ -81,6 +82,12 @@ final class FakeAppliance implements ApplianceControl
     public List<CltEntry> clt()
     {
         return clt;
+    }
+
+    @Override
+    public List<CttEntry> ctt()
+    {
+        return ctt;
     }
 
     @Override
