@@ -20,7 +20,7 @@
 #   --down            only remove what a --keep run left (VMs, daemon, namespaces) and exit
 # Runs as root (no sudo needed inside); the VM image is built from the packages in build-image.sh.
 # The appliance is the netreduce daemon (aggregator-daemon/target/netreduce; build it first with
-# ./mvnw -B -ntp -o -q package -DskipTests), run with a generated config; the loss scenario's drops come from
+# ./mvnw -B -ntp -q package -DskipTests), run with a generated config; the loss scenario's drops come from
 # appliance.dataplane.dropProbability. Each all-reduce runs K times (default 3) over new QPs each time, so the
 # appliance also sees the ring restart.
 # Prints PASS/FAIL per scenario and the times; exit status 0 when all selected scenarios pass.
@@ -144,7 +144,7 @@ daemon_config() { # drop -> config file
 
 start_appliance() { # drop -> 0 when up
   local drop="$1" log="$logs/appliance-$(date +%s%N).log"
-  [ -f "$jar" ] && [ -x "$launcher" ] || { note "no $jar: build it (./mvnw -B -ntp -o -q package -DskipTests)"; return 1; }
+  [ -f "$jar" ] && [ -x "$launcher" ] || { note "no $jar: build it (./mvnw -B -ntp -q package -DskipTests)"; return 1; }
   local cfg; cfg="$(daemon_config "$drop")"
   ip netns exec "$app_ns" "$launcher" daemon --config "$cfg" > "$log" 2>&1 &
   app_pid=$!

@@ -31,7 +31,7 @@ public enum DataplaneCounter
     CLT_FOREIGN("CLT foreign connections learned"),
     FOREIGN_TAG_ON_RING_EDGE("connections on a ring edge whose first message lacks the ring's InetTag (passed through)"),
     CLT_FULL("CLT full"),
-    CLT_FOREIGN_EXPIRED("CLT foreign connections removed after idling (dataplane foreignIdleTimeout)"),
+    CLT_FOREIGN_EXPIRED("CLT foreign connections removed after 60 s without a packet"),
     DROP_CLT_FULL("drop: CLT full, ring connection not recorded"),
     DROP_UNKNOWN_CONNECTION("drop: unknown connection on a ring edge"),
     DROP_STALE_CONNECTION("drop: connection superseded by a newer one of the same rank (CLT stale)"),
