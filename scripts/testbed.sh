@@ -28,6 +28,8 @@
 # worker. Learning is off on every appliance port and inter-switch link (appliances re-emit frames with the
 # workers' source MACs, which would move a learnt entry); each switch has a static entry for every worker MAC:
 # its own worker ports for its rack's, the uplink (rack switch) or the rack's downlink (spine switch) otherwise.
+# Nothing is flooded to an appliance port: an appliance passes on what it does not aggregate, and a flooded
+# frame it re-emitted would loop between the tiers forever.
 #
 # usage: scripts/testbed.sh up   [-w WORKERS] [--racks R] [--mtu 1500|9000] [--rate RATE] [--prefix P] [--outsider]
 #        scripts/testbed.sh down [--prefix P]
@@ -205,6 +207,13 @@ new_appliance() { # ns mac switch_ns: the appliance namespace's eth0 on the swit
   ip netns exec "$ns" ip link set lo up
   ip netns exec "$ns" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1
   ip netns exec "$swns" bridge link set dev sw-app learning off
+  # No flooding to the appliance either: it passes on what it does not aggregate, so a flooded frame (broadcast,
+  # multicast, unknown unicast) it re-emitted would be flooded again, up to the spine switch, down to every rack
+  # switch, into every leaf, and round again forever (the re-emission defeats the bridge's split horizon). It
+  # receives only what the redirects send it.
+  ip netns exec "$swns" bridge link set dev sw-app flood off mcast_flood off
+  ip netns exec "$swns" bridge link set dev sw-app bcast_flood off 2>/dev/null \
+    || echo "testbed: warning: cannot turn broadcast flooding off on $swns sw-app (old iproute2 or kernel)" >&2
 }
 
 up_racks() {
