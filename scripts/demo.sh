@@ -11,9 +11,15 @@
 #   5. prints per-worker goodput and bytes on the wire, the appliance's counters and CPU time, and a summary,
 #   6. tears everything down (on success, failure or interrupt).
 #
+# With --racks R (paper §3.3): the bed has R racks of W/R workers, each with its switch and leaf appliance, and a
+# spine switch with the spine appliance (testbed.sh --racks); three or more daemons (leaf-a, leaf-b, ..., spine)
+# start from ONE topology file, each with `--name`; the workers check every result against the hierarchy's sum
+# (`worker allreduce --racks`: each rack in rank order, then the racks); the demo also prints the bytes on each
+# rack's spine link (uplink) per call and `ctl ctt` of every appliance.
+#
 # Exit status: 0 when every worker's every result was exact, 1 otherwise, 2 on a usage error.
 #
-# usage: scripts/demo.sh [--size BYTES|64MiB] [--iterations N] [--workers W] [--prefix P] [--no-build]
+# usage: scripts/demo.sh [--size BYTES|64MiB] [--iterations N] [--workers W] [--racks R] [--prefix P] [--no-build]
 #                        [--timeout SECONDS] [--idle busy-spin|yield|backoff|sleep|poll]
 #                        [--worker-idle poll|yield]
 # Needs root (network namespaces). On the shared 2-core development machine the default run (W=4, 64 MiB, 3
@@ -35,6 +41,7 @@ window=8
 msg_len=16
 payload=4096
 ring_id=1
+racks=0
 
 to_bytes() { # 64MiB, 1GiB, 512KiB or plain bytes
   local v="$1"
@@ -53,6 +60,7 @@ while [ $# -gt 0 ]; do
     --iterations) iterations="$2"; shift 2 ;;
     -w|--workers) workers="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
+    --racks) racks="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
     --idle) idle="$2"; shift 2 ;;
@@ -67,17 +75,20 @@ netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 work="$(mktemp -d /tmp/netreduce-demo.XXXXXX)"
 api="unix:$work/api.sock"
 daemon_pid=""
+daemon_pids=()
 worker_pids=()
+api_port=9740
+token="$work/api.token"
 
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   for pid in "${worker_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  if [ -n "$daemon_pid" ]; then
-    kill "$daemon_pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$daemon_pid" 2>/dev/null || true
-  fi
+  for pid in ${daemon_pid:+"$daemon_pid"} "${daemon_pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
   bash scripts/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
   if [ "$status" -ne 0 ] && [ -d "$work" ]; then
     mkdir -p /tmp/netreduce-demo-logs
@@ -99,19 +110,58 @@ if [ "$build" -eq 1 ]; then
 fi
 [ -x "$netreduce" ] || { echo "demo: $netreduce missing (build first)" >&2; exit 2; }
 
-step "test bed: $workers workers, MTU 9000"
-bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix"
+appliance_ns=()   # multi-rack: the appliance namespaces, leaves in rack order then the spine
+appliance_name=()
+if [ "$racks" -eq 0 ]; then
+  step "test bed: $workers workers, MTU 9000"
+  bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix"
 
-step "appliance: daemon in ${prefix}-app"
-bed_ring_config "$work/netreduce.yaml" "$api" demo "$workers" "$ring_id" "$window" "$msg_len" "$payload" "$idle"
-bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" demo
+  step "appliance: daemon in ${prefix}-app"
+  bed_ring_config "$work/netreduce.yaml" "$api" demo "$workers" "$ring_id" "$window" "$msg_len" "$payload" "$idle"
+  bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" demo
+  daemon_pids=("$daemon_pid")
+  daemon_pid=""
+else
+  step "test bed: $workers workers in $racks racks, MTU 9000"
+  bash scripts/testbed.sh up -w "$workers" --racks "$racks" --mtu 9000 --prefix "$prefix"
 
-# The appliance's CPU time (user + system clock ticks, fields 14 and 15 of /proc/PID/stat), and its system part
-# alone (the kernel's share: AF_PACKET rings, veth, the transmit kick, poll(2)).
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
-sys_ticks() { awk '{print $15}' "/proc/$daemon_pid/stat"; }
+  for k in $(seq 0 $(( racks - 1 ))); do
+    appliance_ns+=("${prefix}-app$k"); appliance_name+=("$(bed_leaf_name "$k")")
+  done
+  appliance_ns+=("${prefix}-spine"); appliance_name+=(spine)
+  step "appliances: ${appliance_name[*]}, one topology file, each daemon with --name"
+  # The API's bearer token, shared by the daemons (each reads it; none has to create it).
+  ( umask 077; head -c 24 /dev/urandom | base64 > "$token" )
+  bed_racks_config "$work/netreduce.yaml" "$api_port" "$token" demo "$workers" "$racks" "$ring_id" "$window" \
+    "$msg_len" "$payload" "$idle"
+  cat "$work/netreduce.yaml"
+  for a in "${!appliance_ns[@]}"; do
+    bed_start_named_daemon "${appliance_ns[$a]}" "$netreduce" "$work/netreduce.yaml" "${appliance_name[$a]}" \
+      "$api_port" "$token" "$work/daemon-${appliance_name[$a]}.log"
+    daemon_pids+=("$daemon_pid")
+    daemon_pid=""
+  done
+fi
+ctl_at() { # index of appliance_ns (multi-rack) or empty (flat), then ctl arguments
+  local a="$1"; shift
+  if [ -z "$a" ]; then "$netreduce" ctl --api "$api" "$@"; return; fi
+  ip netns exec "${appliance_ns[$a]}" "$netreduce" ctl --api "127.0.0.1:$api_port" --token-file "$token" "$@"
+}
+# Bytes on rack k's spine link (uplink, in the rack switch): tx is what went up, rx what came down.
+uplink_bytes() { # k tx|rx
+  ip netns exec "${prefix}-sw$1" cat "/sys/class/net/uplink/statistics/$2_bytes"
+}
+uplink_before=()
+for k in $(seq 0 $(( racks - 1 ))); do uplink_before+=("$(uplink_bytes "$k" tx) $(uplink_bytes "$k" rx)"); done
+
+# The appliances' CPU time (user + system clock ticks, fields 14 and 15 of /proc/PID/stat), and its system part
+# alone (the kernel's share: AF_PACKET rings, veth, the transmit kick, poll(2)), summed over the daemons.
+cpu_ticks() { local t=0 p; for p in "${daemon_pids[@]}"; do t=$(( t + $(awk '{print $14 + $15}' "/proc/$p/stat") )); done; echo "$t"; }
+sys_ticks() { local t=0 p; for p in "${daemon_pids[@]}"; do t=$(( t + $(awk '{print $15}' "/proc/$p/stat") )); done; echo "$t"; }
 ticks_before="$(cpu_ticks)"
 sys_before="$(sys_ticks)"
+racks_option=()
+[ "$racks" -eq 0 ] || racks_option=(--racks "$(bed_racks_spec "$workers" "$racks")")
 
 step "workers: $workers x netreduce worker allreduce, fp32, $size bytes, $iterations iterations"
 start_ns="$(date +%s%N)"
@@ -120,7 +170,7 @@ for i in $(seq 0 $(( workers - 1 ))); do
     ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$workers" --dev eth0 \
       --ring-id "$ring_id" --mode netreduce --type fp32 --size "$size" --iterations "$iterations" \
       --window "$window" --msg-len "$msg_len" --pmtu "$payload" --timeout 30 --json \
-      ${worker_idle:+--idle "$worker_idle"} \
+      ${worker_idle:+--idle "$worker_idle"} "${racks_option[@]}" \
       > "$work/worker$i.log" 2>&1 &
   worker_pids+=($!)
 done
@@ -142,8 +192,25 @@ for i in $(seq 0 $(( workers - 1 ))); do
   grep -E '^(iteration|summary)' "$work/worker$i.log" || tail -n 20 "$work/worker$i.log"
 done
 
-step "appliance counters (non-zero)"
-"$netreduce" ctl --api "$api" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"'
+if [ "$racks" -eq 0 ]; then
+  step "appliance counters (non-zero)"
+  ctl_at "" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"'
+else
+  for a in "${!appliance_ns[@]}"; do
+    step "${appliance_name[$a]} (${appliance_ns[$a]}): ctl ctt"
+    ctl_at "$a" ctt 2>&1 || true
+    step "${appliance_name[$a]}: counters (non-zero)"
+    ctl_at "$a" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"'
+  done
+  step "bytes on the spine links (each rack's uplink; |U| = $size bytes per call; set-up and ACKs included)"
+  for k in $(seq 0 $(( racks - 1 ))); do
+    read -r tx0 rx0 <<< "${uplink_before[$k]}"
+    tx=$(( $(uplink_bytes "$k" tx) - tx0 )); rx=$(( $(uplink_bytes "$k" rx) - rx0 ))
+    awk -v k="$k" -v n="$(bed_leaf_name "$k")" -v tx="$tx" -v rx="$rx" -v it="$iterations" -v u="$size" 'BEGIN {
+      printf "rack %d (%s): up %d bytes (%.0f per call = %.3f |U|), down %d bytes (%.0f per call = %.3f |U|)\n",
+        k, n, tx, tx / it, tx / it / u, rx, rx / it, rx / it / u }'
+  done
+fi
 
 step "summary"
 summary_status=0

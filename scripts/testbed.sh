@@ -11,12 +11,33 @@
 # (the ACL redirect of a real deployment). The appliance re-emits results into sw-app with the workers'
 # own source MACs, so learning is off on sw-app and the worker MACs are static FDB entries, as on a real switch.
 #
-# usage: scripts/testbed.sh up   [-w WORKERS] [--mtu 1500|9000] [--rate RATE] [--prefix P] [--outsider]
+# With --racks R (paper §3.3, Figure 5) the W workers are split into R racks of W/R consecutive ranks:
+#
+#   nr-sw<k>            rack k's switch: bridge br0 with its workers' ports (sw-w<i>), its leaf appliance's port
+#                       (sw-app) and an uplink (uplink) to the spine switch
+#   nr-app<k>           rack k's leaf appliance namespace, eth0
+#   nr-ssw              the spine switch: bridge br0 with a downlink per rack (dn<k>, the far end of rack k's uplink)
+#                       and the spine appliance's port (sw-app)
+#   nr-spine            the spine appliance namespace, eth0
+#   nr-w<i>, nr-out     as above (one L2 domain, 10.77.0.0/24, across racks; the outsider is in rack 0)
+#
+# Every switch redirects UDP 4791 arriving on any port but its appliance's (worker ports, uplinks, downlinks) to
+# its appliance port; what an appliance re-emits enters through that port, which has no redirect, and is
+# switched by the static FDB: a worker's packet to a worker in another rack goes worker -> rack switch -> leaf ->
+# rack switch -> uplink -> spine switch -> spine -> spine switch -> dn -> next rack switch -> leaf -> rack switch ->
+# worker. Learning is off on every appliance port and inter-switch link (appliances re-emit frames with the
+# workers' source MACs, which would move a learnt entry); each switch has a static entry for every worker MAC:
+# its own worker ports for its rack's, the uplink (rack switch) or the rack's downlink (spine switch) otherwise.
+# Nothing is flooded to an appliance port: an appliance passes on what it does not aggregate, and a flooded
+# frame it re-emitted would loop between the tiers forever.
+#
+# usage: scripts/testbed.sh up   [-w WORKERS] [--racks R] [--mtu 1500|9000] [--rate RATE] [--prefix P] [--outsider]
 #        scripts/testbed.sh down [--prefix P]
 #        scripts/testbed.sh status [--prefix P]
 #        scripts/testbed.sh redirect on|off [--prefix P]   (add/remove the UDP 4791 redirect on every worker port,
 #                                                           e.g. for a ring all-reduce baseline that bypasses the appliance)
-#   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link in both directions.
+#   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link (and uplink) in both directions.
+#   R (2..8) must divide WORKERS.
 #   P must be at most 10 characters (interface names are P-w<i>e and P-app0, at most 15).
 # Idempotent: `up` removes an existing bed with the same prefix first; `down` removes everything it made.
 set -euo pipefail
@@ -33,6 +54,7 @@ mtu=1500
 rate=""
 prefix="nr"
 outsider=0
+racks=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -w|--workers) workers="$2"; shift 2 ;;
@@ -40,6 +62,7 @@ while [ $# -gt 0 ]; do
     --rate) rate="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
     --outsider) outsider=1; shift ;;
+    --racks) racks="$2"; shift 2 ;;
     *) echo "testbed: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -53,20 +76,35 @@ worker_ip() { echo "10.77.0.$(( $1 + 1 ))"; }
 worker_mac() { printf '02:77:00:00:00:%02x' $(( $1 + 1 )); }
 APP_MAC="02:77:00:00:00:fe"
 
+NS_PATTERN="^${prefix}-(sw[0-9]*|app[0-9]*|ssw|spine|out|w[0-9]+)$"
+
 down() {
-  for ns in $(ip netns list | awk '{print $1}' | grep -E "^${prefix}-(sw|app|out|w[0-9]+)$" || true); do
+  for ns in $(ip netns list | awk '{print $1}' | grep -E "$NS_PATTERN" || true); do
     ip netns del "$ns" 2>/dev/null || true
   done
 }
 
 status() {
-  ip netns list | awk '{print $1}' | grep -E "^${prefix}-(sw|app|out|w[0-9]+)$" || { echo "testbed ${prefix}: down"; return 0; }
+  ip netns list | awk '{print $1}' | grep -E "$NS_PATTERN" || { echo "testbed ${prefix}: down"; return 0; }
+  if ip netns list | awk '{print $1}' | grep -qx "${prefix}-ssw"; then
+    local ns
+    for ns in $(switch_namespaces); do
+      echo "-- $ns"
+      ip netns exec "$ns" bridge link show 2>/dev/null || true
+      ip netns exec "$ns" ip -s -h link show 2>/dev/null | grep -A5 -E '^[0-9]+: (uplink|dn[0-9]+)@' || true
+    done
+    return 0
+  fi
   ip netns exec "$sw" bridge link show 2>/dev/null || true
   ip netns exec "$sw" tc -s filter show dev "sw-w0" ingress 2>/dev/null | head -20 || true
 }
 
-redirect_roce() { # dev: UDP 4791 (IPv4 and IPv6) arriving on dev goes to the appliance port
-  local dev="$1"
+switch_namespaces() { # every switch namespace of the bed (flat: P-sw; racks: P-sw<k> and P-ssw)
+  ip netns list | awk '{print $1}' | grep -E "^${prefix}-(sw[0-9]*|ssw)$" || true
+}
+
+redirect_roce() { # dev [ns]: UDP 4791 (IPv4 and IPv6) arriving on dev goes to the appliance port sw-app
+  local dev="$1" sw="${2:-$sw}"
   ip netns exec "$sw" tc qdisc add dev "$dev" ingress
   ip netns exec "$sw" tc filter add dev "$dev" parent ffff: protocol ip prio 10 u32 \
     match ip protocol 17 0xff match ip dport 4791 0xffff \
@@ -147,19 +185,128 @@ up() {
   [ "$outsider" -eq 0 ] || echo "  ${prefix}-out eth0 10.77.0.100 02:77:00:00:00:64 (not a ring member)"
 }
 
-redirect() { # on|off for every worker (and outsider) port of an existing bed
-  local ports
-  ports="$(ip netns exec "$sw" ls /sys/class/net | grep -E '^sw-(w[0-9]+|out)$' || true)"
-  [ -n "$ports" ] || { echo "testbed ${prefix}: not up" >&2; exit 1; }
-  for dev in $ports; do
-    ip netns exec "$sw" tc qdisc del dev "$dev" ingress 2>/dev/null || true
-    [ "$redirect_state" = on ] && redirect_roce "$dev"
+# switch_port SW_NS PEER_NS PEER_DEV PORT: a veth from switch SW_NS's bridge (port PORT) to PEER_DEV in PEER_NS
+switch_port() {
+  local swns="$1" peer_ns="$2" peer_dev="$3" port="$4"
+  ip link add "$peer_dev" netns "$peer_ns" mtu "$mtu" type veth peer name "$port" netns "$swns" mtu "$mtu"
+  ip netns exec "$swns" ip link set "$port" master br0 up
+}
+
+new_switch() { # ns
+  ip netns add "$1"
+  ip netns exec "$1" ip link add br0 type bridge
+  ip netns exec "$1" ip link set br0 mtu "$mtu" up
+  ip netns exec "$1" ip link set lo up
+}
+
+new_appliance() { # ns mac switch_ns: the appliance namespace's eth0 on the switch's sw-app (no redirect, no learning)
+  local ns="$1" mac="$2" swns="$3"
+  ip netns add "$ns"
+  switch_port "$swns" "$ns" eth0 sw-app
+  ip netns exec "$ns" ip link set eth0 address "$mac" up
+  ip netns exec "$ns" ip link set lo up
+  ip netns exec "$ns" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1
+  ip netns exec "$swns" bridge link set dev sw-app learning off
+  # No flooding to the appliance either: it passes on what it does not aggregate, so a flooded frame (broadcast,
+  # multicast, unknown unicast) it re-emitted would be flooded again, up to the spine switch, down to every rack
+  # switch, into every leaf, and round again forever (the re-emission defeats the bridge's split horizon). It
+  # receives only what the redirects send it.
+  ip netns exec "$swns" bridge link set dev sw-app flood off mcast_flood off
+  ip netns exec "$swns" bridge link set dev sw-app bcast_flood off 2>/dev/null \
+    || echo "testbed: warning: cannot turn broadcast flooding off on $swns sw-app (old iproute2 or kernel)" >&2
+}
+
+up_racks() {
+  [ "$workers" -ge 2 ] && [ "$workers" -le 64 ] || { echo "testbed: workers must be 2..64" >&2; exit 2; }
+  [ "$racks" -ge 2 ] && [ "$racks" -le 8 ] && [ $(( workers % racks )) -eq 0 ] \
+    || { echo "testbed: --racks must be 2..8 and divide the workers ($workers)" >&2; exit 2; }
+  local per=$(( workers / racks )) k i j spine_sw="${prefix}-ssw"
+  down
+  new_switch "$spine_sw"
+  new_appliance "${prefix}-spine" "02:77:00:00:f1:00" "$spine_sw"
+  for k in $(seq 0 $(( racks - 1 ))); do
+    local rsw="${prefix}-sw$k"
+    new_switch "$rsw"
+    new_appliance "${prefix}-app$k" "$(printf '02:77:00:00:f0:%02x' "$k")" "$rsw"
+    # The uplink: uplink in the rack switch, dn<k> in the spine switch; both redirect RoCE to their appliance.
+    switch_port "$spine_sw" "$rsw" uplink "dn$k"
+    ip netns exec "$rsw" ip link set dev uplink master br0 up
+    ip netns exec "$rsw" bridge link set dev uplink learning off
+    ip netns exec "$spine_sw" bridge link set dev "dn$k" learning off
+    redirect_roce uplink "$rsw"
+    redirect_roce "dn$k" "$spine_sw"
+    shape "$rsw" uplink
+    shape "$spine_sw" "dn$k"
+    for i in $(seq $(( k * per )) $(( k * per + per - 1 ))); do
+      local ns; ns="$(worker_ns "$i")"
+      ip netns add "$ns"
+      switch_port "$rsw" "$ns" eth0 "sw-w$i"
+      ip netns exec "$ns" ip link set eth0 address "$(worker_mac "$i")" up
+      ip netns exec "$ns" ip addr add "$(worker_ip "$i")/24" dev eth0
+      ip netns exec "$ns" ip link set lo up
+      ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null 2>&1 || true
+      redirect_roce "sw-w$i" "$rsw"
+      shape "$ns" eth0
+      shape "$rsw" "sw-w$i"
+    done
+    # Static FDB: the rack's workers on their ports, every other worker behind the uplink; at the spine switch,
+    # the rack's workers behind its downlink.
+    for j in $(seq 0 $(( workers - 1 ))); do
+      if [ $(( j / per )) -eq "$k" ]; then
+        ip netns exec "$rsw" bridge fdb replace "$(worker_mac "$j")" dev "sw-w$j" master static
+        ip netns exec "$spine_sw" bridge fdb replace "$(worker_mac "$j")" dev "dn$k" master static
+      else
+        ip netns exec "$rsw" bridge fdb replace "$(worker_mac "$j")" dev uplink master static
+      fi
+    done
   done
+  if [ "$outsider" -eq 1 ]; then
+    local out="${prefix}-out" out_mac="02:77:00:00:00:64" k
+    ip netns add "$out"
+    switch_port "${prefix}-sw0" "$out" eth0 sw-out
+    ip netns exec "$out" ip link set eth0 address "$out_mac" up
+    ip netns exec "$out" ip addr add 10.77.0.100/24 dev eth0
+    ip netns exec "$out" ip link set lo up
+    ip netns exec "${prefix}-sw0" bridge fdb replace "$out_mac" dev sw-out master static
+    ip netns exec "$spine_sw" bridge fdb replace "$out_mac" dev dn0 master static
+    for k in $(seq 1 $(( racks - 1 ))); do
+      ip netns exec "${prefix}-sw$k" bridge fdb replace "$out_mac" dev uplink master static
+    done
+    redirect_roce sw-out "${prefix}-sw0"
+  fi
+  for i in $(seq 0 $(( workers - 1 ))); do
+    for j in $(seq 0 $(( workers - 1 ))); do
+      [ "$i" = "$j" ] && continue
+      ip netns exec "$(worker_ns "$i")" ip neigh replace "$(worker_ip "$j")" lladdr "$(worker_mac "$j")" dev eth0 nud permanent
+    done
+  done
+  echo "testbed ${prefix}: up, ${workers} workers in ${racks} racks of ${per}, mtu ${mtu}${rate:+, rate ${rate}}"
+  for k in $(seq 0 $(( racks - 1 ))); do
+    echo "  rack $k: switch ${prefix}-sw$k, leaf appliance ${prefix}-app$k eth0 $(printf '02:77:00:00:f0:%02x' "$k"), uplink <-> ${prefix}-ssw dn$k"
+    for i in $(seq $(( k * per )) $(( k * per + per - 1 ))); do
+      echo "    $(worker_ns "$i") eth0 $(worker_ip "$i") $(worker_mac "$i")"
+    done
+  done
+  echo "  spine: switch ${prefix}-ssw, spine appliance ${prefix}-spine eth0 02:77:00:00:f1:00"
+  [ "$outsider" -eq 0 ] || echo "  ${prefix}-out eth0 10.77.0.100 02:77:00:00:00:64 (rack 0, not a ring member)"
+}
+
+redirect() { # on|off for every worker (and outsider) port, uplink and downlink of an existing bed
+  local ports ns dev found=0
+  for ns in $(switch_namespaces); do
+    ports="$(ip netns exec "$ns" ls /sys/class/net | grep -E '^(sw-(w[0-9]+|out)|uplink|dn[0-9]+)$' || true)"
+    for dev in $ports; do
+      found=1
+      ip netns exec "$ns" tc qdisc del dev "$dev" ingress 2>/dev/null || true
+      if [ "$redirect_state" = on ]; then redirect_roce "$dev" "$ns"; fi
+    done
+  done
+  [ "$found" -eq 1 ] || { echo "testbed ${prefix}: not up" >&2; exit 1; }
   echo "testbed ${prefix}: redirect ${redirect_state}"
 }
 
 case "$cmd" in
-  up) up ;;
+  up) if [ "$racks" -eq 0 ]; then up; else up_racks; fi ;;
   redirect)
     case "$redirect_state" in on|off) redirect ;; *) echo "testbed: redirect on|off" >&2; exit 2 ;; esac ;;
   down) down; echo "testbed ${prefix}: down" ;;

@@ -36,3 +36,59 @@ bed_start_daemon() {
   done
   cat "$work/rings.txt"
 }
+
+# Multi-rack (testbed.sh --racks): one topology file for every appliance, each daemon taking its role by name.
+
+# bed_leaf_name K: the leaf appliance of rack K (leaf-a, leaf-b, ...)
+bed_leaf_name() { printf 'leaf-%b' "\\x$(printf '%x' $(( 97 + $1 )))"; }
+
+# bed_racks_config FILE API_PORT TOKEN JOB WORKERS RACKS RING_ID WINDOW MSG_LEN PAYLOAD [IDLE]
+#   writes the topology file of a ring of the bed's workers 10.77.0.1..WORKERS split into RACKS racks of
+#   consecutive ranks (leaves leaf-a, leaf-b, ..., spine "spine"). The API listens on 127.0.0.1:API_PORT with
+#   bearer token file TOKEN: every appliance namespace has its own loopback, so one address serves all daemons
+#   (reach each with `ip netns exec NS netreduce ctl --api 127.0.0.1:API_PORT --token-file TOKEN`).
+bed_racks_config() {
+  local file="$1" port="$2" token="$3" job="$4" workers="$5" racks="$6" ring_id="$7" window="$8" msg_len="$9"
+  local payload="${10}" idle="${11:-}" per=$(( $5 / $6 )) i k
+  {
+    printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n  memoryBudget: 256MiB\n'
+    [ -n "$idle" ] && printf '  dataplane:\n    idleStrategy: %s\n' "$idle"
+    printf '  api:\n    listen: 127.0.0.1:%s\n    tokenFile: %s\n  metrics:\n    listen: 127.0.0.1:0\n' "$port" "$token"
+    printf 'jobs:\n  - name: %s\n    rings:\n      - id: %s\n        elementType: fp32\n' "$job" "$ring_id"
+    printf '        window: %s\n        msgLen: %s\n        payloadSize: %s\n        pmtu: %s\n        members:\n' \
+      "$window" "$msg_len" "$payload" "$payload"
+    for i in $(seq 0 $(( workers - 1 ))); do
+      printf '          - { rank: %d, ip: 10.77.0.%d }\n' "$i" $(( i + 1 ))
+    done
+    printf '        spine: spine\n        racks:\n'
+    for k in $(seq 0 $(( racks - 1 ))); do
+      printf '          - { leaf: %s, ranks: [%s] }\n' "$(bed_leaf_name "$k")" \
+        "$(seq -s ', ' $(( k * per )) $(( k * per + per - 1 )))"
+    done
+  } > "$file"
+}
+
+# bed_racks_spec WORKERS RACKS: the racks as `worker allreduce --racks` takes them (0-1,2-3)
+bed_racks_spec() {
+  local per=$(( $1 / $2 )) k spec=""
+  for k in $(seq 0 $(( $2 - 1 ))); do spec="${spec:+$spec,}$(( k * per ))-$(( k * per + per - 1 ))"; done
+  echo "$spec"
+}
+
+# bed_start_named_daemon NS NETREDUCE CONFIG NAME API_PORT TOKEN LOG
+#   starts `netreduce daemon --name NAME` in namespace NS (log LOG), sets daemon_pid, and waits until its API
+#   answers (prints its rings); exits 1 with the daemon's log if it dies first.
+bed_start_named_daemon() {
+  local ns="$1" netreduce="$2" config="$3" name="$4" port="$5" token="$6" log="$7"
+  ip netns exec "$ns" "$netreduce" daemon --config "$config" --name "$name" > "$log" 2>&1 &
+  daemon_pid=$!
+  local _
+  for _ in $(seq 240); do
+    ip netns exec "$ns" "$netreduce" ctl --api "127.0.0.1:$port" --token-file "$token" --timeout 1 rings \
+      > "$log.rings" 2>/dev/null && break
+    kill -0 "$daemon_pid" 2>/dev/null || { cat "$log" >&2; echo "$name: daemon exited" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "-- $name ($ns)"
+  cat "$log.rings"
+}

@@ -40,8 +40,19 @@ final class Appliance implements AutoCloseable
      */
     static Appliance start(final TestBed bed, final double dropProbability, final String jobs)
     {
+        return start(bed.applianceNamespace(), bed.mtu(), null, dropProbability, jobs);
+    }
+
+    /**
+     * @param namespace the namespace whose eth0 is the appliance's port.
+     * @param name      {@code appliance.name} (its role in multi-rack rings), or null.
+     */
+    static Appliance start(
+        final String namespace, final int mtu, final String name, final double dropProbability, final String jobs)
+    {
         final String text = """
             appliance:
+              %s
               ports:
                 - name: eth0
                   mtu: %d
@@ -57,13 +68,12 @@ final class Appliance implements AutoCloseable
               logging:
                 level: warn
             %s
-            """.formatted(bed.mtu(), Double.toString(dropProbability), jobs);
+            """.formatted(name == null ? "" : "name: " + name, mtu, Double.toString(dropProbability), jobs);
         try
         {
             // The interface exists in the appliance namespace, not in the JVM's: only the document is validated here;
             // opening the port in the namespace is the real check.
             final NetreduceConfig config = ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY);
-            final String namespace = bed.applianceNamespace();
             final PacketDataplane dataplane = new PacketDataplane(
                 port -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openAfPacketPort(port)));
             return new Appliance(Daemon.start(config, () -> ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY),
@@ -105,6 +115,34 @@ final class Appliance implements AutoCloseable
                 .append(TestBed.workerIp(r).getHostAddress()).append(" }\n");
         }
         return yaml.toString();
+    }
+
+    /**
+     * The {@code jobs:} section for one multi-rack ring over ranks 0..world-1 of a multi-rack bed: {@code racks}
+     * racks of consecutive ranks, leaves {@link #leafName leaf-a, leaf-b, ...}, spine {@code spine}.
+     */
+    static String racksJob(
+        final String name, final int ringId, final String type, final int world, final int racks, final int window,
+        final int msgLen, final int payload)
+    {
+        final StringBuilder yaml = new StringBuilder(ringJob(name, ringId, type, world, window, msgLen, payload));
+        yaml.append("        spine: spine\n        racks:\n");
+        final int per = world / racks;
+        for (int k = 0; k < racks; k++)
+        {
+            yaml.append("          - { leaf: ").append(leafName(k)).append(", ranks: [");
+            for (int r = k * per; r < (k + 1) * per; r++)
+            {
+                yaml.append(r == k * per ? "" : ", ").append(r);
+            }
+            yaml.append("] }\n");
+        }
+        return yaml.toString();
+    }
+
+    static String leafName(final int rack)
+    {
+        return "leaf-" + (char)('a' + rack);
     }
 
     /**

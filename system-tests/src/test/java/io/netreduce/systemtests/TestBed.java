@@ -22,12 +22,64 @@ final class TestBed implements AutoCloseable
     private final String prefix;
     private final int workers;
     private final int mtu;
+    private final int racks;
 
     private TestBed(final String prefix, final int workers, final int mtu)
+    {
+        this(prefix, workers, mtu, 0);
+    }
+
+    private TestBed(final String prefix, final int workers, final int mtu, final int racks)
     {
         this.prefix = prefix;
         this.workers = workers;
         this.mtu = mtu;
+        this.racks = racks;
+    }
+
+    /**
+     * Bring a multi-rack bed up ({@code testbed.sh --racks}): {@code racks} racks of {@code workers / racks}
+     * consecutive ranks, each with its switch and leaf appliance namespace, and the spine switch with the spine
+     * appliance namespace.
+     */
+    static TestBed upRacks(final char tag, final int workers, final int racks, final int mtu)
+    {
+        final String prefix = "t" + tag + (ProcessHandle.current().pid() % 100_000);
+        final TestBed bed = new TestBed(prefix, workers, mtu, racks);
+        try
+        {
+            run(List.of("bash", script().toString(), "up", "-w", Integer.toString(workers), "--racks",
+                Integer.toString(racks), "--mtu", Integer.toString(mtu), "--prefix", prefix), 60);
+        }
+        catch (final RuntimeException ex)
+        {
+            bed.close();
+            throw ex;
+        }
+        return bed;
+    }
+
+    int racks()
+    {
+        return racks;
+    }
+
+    /** The leaf appliance namespace of rack {@code k} (multi-rack bed). */
+    String leafNamespace(final int k)
+    {
+        return prefix + "-app" + k;
+    }
+
+    /** The spine appliance namespace (multi-rack bed). */
+    String spineNamespace()
+    {
+        return prefix + "-spine";
+    }
+
+    /** Rack {@code k}'s switch namespace (multi-rack bed); its port {@code uplink} goes to the spine switch. */
+    String rackSwitchNamespace(final int k)
+    {
+        return prefix + "-sw" + k;
     }
 
     /**

@@ -202,11 +202,22 @@ final class WorkerRing implements AutoCloseable
      */
     String checkRankOrderSum(final Tensor[] tensors, final int iteration)
     {
+        return checkSum(tensors, iteration, null);
+    }
+
+    /**
+     * @param rackFirst the first rank of each rack of a multi-rack ring, or null for a flat ring.
+     * @return null if every rank holds the exact sum (the hierarchy's, {@link Arithmetic#hierarchicalSum}, for a
+     * multi-rack ring), else the first difference.
+     */
+    String checkSum(final Tensor[] tensors, final int iteration, final int[] rackFirst)
+    {
         final ElementType type = tensors[0].type();
         final Arithmetic.Inputs inputs = (rank, index) -> TensorPattern.bits(type, SEED, rank, iteration, index);
         for (int i = 0; i < tensors[0].elements(); i++)
         {
-            final int expected = Arithmetic.rankOrderSum(type, world, inputs, i);
+            final int expected = rackFirst == null ? Arithmetic.rankOrderSum(type, world, inputs, i) :
+                Arithmetic.hierarchicalSum(type, world, rackFirst, inputs, i);
             for (int r = 0; r < world; r++)
             {
                 final int actual = Arithmetic.get(tensors[r], i);

@@ -140,6 +140,12 @@ public final class AllReduceCommand implements Callable<Integer>
         "the same as --inet-tag when the ring leaves results unmarked (default ${DEFAULT-VALUE}).")
     String resultTag = "NRES";
 
+    @Option(names = "--racks", paramLabel = "FIRST-LAST,...", description = "A multi-rack ring's racks, e.g. " +
+        "0-1,2-3 (consecutive ranks, rack 0 from rank 0, the last rack ending at W-1): results are then checked " +
+        "against the hierarchy's sum, each rack's ranks in rank order rounded to the element type, then the racks " +
+        "in rack order (netreduce mode only; default: one flat ring).")
+    String racks;
+
     @Option(names = "--trace", description = "Write a per-call timeline (CSV) to FILE: when each message left and " +
         "its result came back, each retransmission and what triggered it (timeout or NAK).")
     java.nio.file.Path traceFile;
@@ -150,6 +156,53 @@ public final class AllReduceCommand implements Callable<Integer>
     String idleMode = "poll";
 
     private final PrintStream out = System.out;
+
+    /** The first rank of each rack (--racks), or null for a flat ring. */
+    private int[] rackFirst;
+
+    /**
+     * @return the first rank of each rack of {@code text} ("0-1,2-3"; "5" is a rack of one rank).
+     * @throws IllegalArgumentException unless the racks are consecutive ranges covering 0..world-1 in order.
+     */
+    static int[] parseRacks(final String text, final int world)
+    {
+        final String[] parts = text.split(",", -1);
+        if (parts.length < 2)
+        {
+            throw new IllegalArgumentException("--racks needs at least two racks: '" + text + "'");
+        }
+        final int[] first = new int[parts.length];
+        int next = 0;
+        for (int k = 0; k < parts.length; k++)
+        {
+            final String part = parts[k].trim();
+            final int dash = part.indexOf('-');
+            final int lo;
+            final int hi;
+            try
+            {
+                lo = Integer.parseInt(dash < 0 ? part : part.substring(0, dash));
+                hi = dash < 0 ? lo : Integer.parseInt(part.substring(dash + 1));
+            }
+            catch (final NumberFormatException ex)
+            {
+                throw new IllegalArgumentException("--racks: rack " + k + " '" + part + "' is not FIRST-LAST");
+            }
+            if (lo != next || hi < lo)
+            {
+                throw new IllegalArgumentException("--racks: rack " + k + " '" + part + "' must begin at rank " +
+                    next + " and not end before it (racks hold consecutive ranks in ring order, rack 0 from rank 0)");
+            }
+            first[k] = lo;
+            next = hi + 1;
+        }
+        if (next != world)
+        {
+            throw new IllegalArgumentException("--racks: the last rack must end at rank " + (world - 1) + " (W-1), " +
+                "not " + (next - 1));
+        }
+        return first;
+    }
 
     private int tag(final String option, final String text)
     {
@@ -193,6 +246,11 @@ public final class AllReduceCommand implements Callable<Integer>
             if (size <= 0 || size % elementType.size() != 0)
             {
                 throw new IllegalArgumentException("--size must be a positive multiple of the element size");
+            }
+            rackFirst = racks == null ? null : parseRacks(racks, world);
+            if (rackFirst != null && !netreduce)
+            {
+                throw new IllegalArgumentException("--racks applies to --mode netreduce only");
             }
         }
         catch (final IllegalArgumentException ex)
@@ -394,8 +452,9 @@ public final class AllReduceCommand implements Callable<Integer>
         final Arithmetic.Inputs inputs = (r, index) -> TensorPattern.bits(elementType, seed, r, iteration, index);
         for (int i = 0; i < tensor.elements(); i++)
         {
-            final int expected = netreduce ? Arithmetic.rankOrderSum(elementType, world, inputs, i) :
-                Arithmetic.ringOrderSum(elementType, world, chunkElements, inputs, i);
+            final int expected = !netreduce ? Arithmetic.ringOrderSum(elementType, world, chunkElements, inputs, i) :
+                rackFirst != null ? Arithmetic.hierarchicalSum(elementType, world, rackFirst, inputs, i) :
+                Arithmetic.rankOrderSum(elementType, world, inputs, i);
             final int actual = Arithmetic.get(tensor, i);
             if (actual != expected)
             {

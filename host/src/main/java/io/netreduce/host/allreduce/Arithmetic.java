@@ -135,6 +135,27 @@ public final class Arithmetic
     }
 
     /**
+     * A multi-rack ring's sum of element {@code index} (architecture.md, "Summation order"): each rack's leaf sums
+     * its ranks in rank order and rounds to the element type (that partial is what goes up), then the spine sums
+     * the partials in rack order and rounds once. Racks hold consecutive ranks; rack k is
+     * {@code rackFirst[k] .. rackFirst[k + 1] - 1}, the last rack ending at {@code world - 1}. For int32 this is
+     * the rank-order sum (wrapping addition is associative).
+     */
+    public static int hierarchicalSum(
+        final ElementType type, final int world, final int[] rackFirst, final Inputs inputs, final int index)
+    {
+        final int racks = rackFirst.length;
+        final int[] partials = new int[racks];
+        for (int k = 0; k < racks; k++)
+        {
+            final int first = rackFirst[k];
+            final int end = k + 1 < racks ? rackFirst[k + 1] : world;
+            partials[k] = rankOrderSum(type, end - first, (r, i) -> inputs.bits(first + r, i), index);
+        }
+        return racks == 1 ? partials[0] : rankOrderSum(type, racks, (k, i) -> partials[k], index);
+    }
+
+    /**
      * The ring all-reduce's sum of element {@code index}: the chunk holding it ({@code index / chunkElements}) is
      * reduced starting at the rank of the same number and then by each successor, rounding after every step.
      */
