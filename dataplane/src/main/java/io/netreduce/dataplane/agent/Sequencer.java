@@ -49,6 +49,9 @@ final class Sequencer
     private final Icrc frameIcrc = new Icrc();
     /** CRC-32 of the gradient bytes of the frame {@link #icrcMatches} last checked. */
     private int gradientCrc;
+    private int placedAge;
+    private int placedPosition;
+    private int placedMsgId;
     private final AtomicCounter ringRestarts;
     private final AtomicCounter connectionsReplaced;
     private final AtomicCounter cltInserts;
@@ -279,6 +282,48 @@ final class Sequencer
     }
 
     /**
+     * The placement a middle or last packet of a connection shares, ring or down: its message (MsgID, age against
+     * the connection's newest message) and position from its PSN, with the checks that need nothing else (a lost
+     * first packet, too old, an opcode that does not fit the position, the wrong size), each a counted drop.
+     * Leaves the placement in {@link #placedAge}, {@link #placedPosition} and {@link #placedMsgId} (fields, not an
+     * object: the per-packet path allocates nothing).
+     *
+     * @return false when the packet was dropped.
+     */
+    private boolean placeByPsn(final ArrivingFrame arriving, final RoceFrame frame, final Ring ring, final int slot)
+    {
+        final int msgLen = ring.msgLen();
+        final int delta = BthHeader.psnDelta(frame.psn(), clt.psn0(slot));
+        final int age = Math.floorDiv(delta, msgLen);
+        final int position = delta - age * msgLen;
+        if (age >= 1)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_FIRST_PACKET_LOST);
+            return false;
+        }
+        if (age <= -ring.slots())
+        {
+            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
+            return false;
+        }
+        final boolean last = Opcode.has(frame.opcode(), Opcode.IS_LAST);
+        if (position == 0 || last != (position == msgLen - 1))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_OPCODE_MISMATCH);
+            return false;
+        }
+        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
+            return false;
+        }
+        placedAge = age;
+        placedPosition = position;
+        placedMsgId = (clt.msgId(slot) + age) & 0xFF;
+        return true;
+    }
+
+    /**
      * A middle or last packet of a leaf's entering cross-rack connection (CLT slot {@code slot}): placed by PSN
      * against the connection's newest message, as {@link #onRingPacket} places a ring connection's packets.
      */
@@ -286,33 +331,13 @@ final class Sequencer
     {
         final RoceFrame frame = arriving.frame();
         final Ring ring = rings[clt.ring(slot)];
+        if (!placeByPsn(arriving, frame, ring, slot))
+        {
+            return;
+        }
         final int psn = frame.psn();
-        final int msgLen = ring.msgLen();
-        final int delta = BthHeader.psnDelta(psn, clt.psn0(slot));
-        final int age = Math.floorDiv(delta, msgLen);
-        final int position = delta - age * msgLen;
-        if (age >= 1)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_FIRST_PACKET_LOST);
-            return;
-        }
-        if (age <= -ring.slots())
-        {
-            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
-            return;
-        }
-        final boolean last = Opcode.has(frame.opcode(), Opcode.IS_LAST);
-        if (position == 0 || last != (position == msgLen - 1))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_OPCODE_MISMATCH);
-            return;
-        }
-        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
-            return;
-        }
-        final int msgId = (clt.msgId(slot) + age) & 0xFF;
+        final int position = placedPosition;
+        final int msgId = placedMsgId;
         final int arraySlot = msgId & (ring.slots() - 1);
         if (ring.downSlotMsg(arraySlot) != msgId || ring.downSlotPsn0(arraySlot) != BthHeader.psnAdd(psn, -position))
         {
@@ -553,33 +578,14 @@ final class Sequencer
             output.drop(arriving, DataplaneCounter.DROP_STALE_CONNECTION);
             return;
         }
+        if (!placeByPsn(arriving, frame, ring, slot))
+        {
+            return;
+        }
         final int psn = frame.psn();
-        final int msgLen = ring.msgLen();
-        final int delta = BthHeader.psnDelta(psn, clt.psn0(slot));
-        final int age = Math.floorDiv(delta, msgLen);
-        final int position = delta - age * msgLen;
-        if (age >= 1)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_FIRST_PACKET_LOST);
-            return;
-        }
-        if (age <= -ring.slots())
-        {
-            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
-            return;
-        }
-        final boolean last = Opcode.has(frame.opcode(), Opcode.IS_LAST);
-        if (position == 0 || last != (position == msgLen - 1))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_OPCODE_MISMATCH);
-            return;
-        }
-        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
-            return;
-        }
-        final int msgId = (clt.msgId(slot) + age) & 0xFF;
+        final int age = placedAge;
+        final int position = placedPosition;
+        final int msgId = placedMsgId;
         final int arraySlot = msgId & (ring.slots() - 1);
         if (ring.slotMsg(rank, arraySlot) != msgId ||
             ring.slotPsn0(rank, arraySlot) != BthHeader.psnAdd(psn, -position))
