@@ -22,6 +22,7 @@ _TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int3
 _ELEMENT_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "int32": 4}
 
 DEFAULT_SHM_BYTES = 64 << 20
+INA_LENGTH = 8
 
 
 def _torch():
@@ -51,7 +52,8 @@ class Session:
     * ``fallback``: when a call through the appliance fails, run the process group's own ``all_reduce`` for that
       call (all ranks agree on it), log once and count it in :attr:`fallback_calls`, instead of raising.
     * ``timeout``: seconds without progress before a call fails.
-    * ``shm_bytes``: the shared memory a call works in; larger tensors go through in pieces of this size.
+    * ``shm_bytes``: the shared memory a call works in; larger tensors go through in pieces of what it holds (for
+      the sidecar: half of it, less 8 bytes of every MsgLen x payload_size, as input and output areas of messages).
     """
 
     def __init__(self, *, device: Optional[str] = None, transport="sidecar", ring_id: int = 1,
@@ -112,6 +114,9 @@ class Session:
             raise
         self._memory = torch.frombuffer(self.transport.memory, dtype=torch.uint8)
         self._elements_per_piece = len(self.transport.memory) // _ELEMENT_SIZES[element_type]
+        self._layout = getattr(self.transport, "layout", None)
+        if self._layout is not None:
+            self._placed_areas(self._layout, result_tag)
         self._queue: "queue.Queue" = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="netreduce-session", daemon=True)
         self._thread.start()
@@ -190,6 +195,23 @@ class Session:
             raise RingMismatch(f"ring {self.ring_id} does not match this session (its packets would be dropped "
                                f"and every call would stall): " + "; ".join(problems))
 
+    def _placed_areas(self, layout: dict, result_tag: str) -> None:
+        """A transport in message layout (the sidecar): views of its input and output areas' data parts, (messages,
+        messageBytes - 8) bytes each, so that a bucket goes in and its sum comes out in one strided copy each."""
+        messages, message_bytes = layout["messages"], layout["messageBytes"]
+        size = messages * message_bytes
+        if messages <= 0 or message_bytes <= INA_LENGTH or max(layout["input"], layout["output"]) + size > \
+                self._memory.numel():
+            raise SetupError(f"the transport's areas do not fit its memory: {layout}")
+        inputs = self._memory[layout["input"]:layout["input"] + size].view(messages, message_bytes)
+        outputs = self._memory[layout["output"]:layout["output"] + size].view(messages, message_bytes)
+        self._data_bytes = message_bytes - INA_LENGTH
+        self._input = inputs[:, INA_LENGTH:]
+        self._output = outputs[:, INA_LENGTH:]
+        self._output_tags = outputs[:, :4]
+        self._result_tag = self._torch.tensor(list(result_tag.encode("ascii")), dtype=self._torch.uint8)
+        self._elements_per_piece = messages * self._data_bytes // _ELEMENT_SIZES[self.element_type]
+
     # -- calls --------------------------------------------------------------------------------------------------
 
     def submit(self, tensor, average: bool = False):
@@ -244,6 +266,52 @@ class Session:
         self.bytes_reduced += work.numel() * work.element_size()
 
     def _through_appliance(self, flat) -> Optional[str]:
+        if self._layout is not None:
+            return self._through_areas(flat)
+        return self._through_flat_memory(flat)
+
+    def _through_areas(self, flat) -> Optional[str]:
+        """Sum ``flat`` through a transport in message layout, piece by piece: each piece is copied into the input
+        area's data parts (the last message's tail zeroed), summed, and its sum copied out of the output area's data
+        parts. The last piece's sum goes straight into ``flat``; earlier ones are kept aside until every piece is
+        done, so on failure ``flat`` still holds this rank's own values."""
+        torch = self._torch
+        data = self._data_bytes
+        done = []
+        try:
+            starts = range(0, flat.numel(), self._elements_per_piece)
+            for index, start in enumerate(starts):
+                piece = flat[start:start + self._elements_per_piece].view(torch.uint8)
+                full, tail = divmod(piece.numel(), data)
+                self._input[:full].copy_(piece[:full * data].view(full, data))
+                if tail:
+                    self._input[full, :tail].copy_(piece[full * data:])
+                    self._input[full, tail:].zero_()
+                self.transport.allreduce(piece.numel() // flat.element_size())
+                last = index == len(starts) - 1
+                result = piece if last else torch.empty_like(piece)
+                result[:full * data].view(full, data).copy_(self._output[:full])
+                if tail:
+                    result[full * data:].copy_(self._output[full, :tail])
+                # The sidecar checked every header when the sums arrived; a write landing in the output area
+                # after that (only traffic passing the appliance unaggregated could, e.g. a ring removed between
+                # two calls) shows as a request tag where the result tag was. Checked after the copy, so it
+                # covers every byte copied.
+                messages = full + (1 if tail else 0)
+                if not bool((self._output_tags[:messages] == self._result_tag).all()):
+                    raise TransportError(f"a result was overwritten while it was read (a message arrived "
+                                         f"unaggregated: ring {self.ring_id} removed from the appliance, or the "
+                                         f"traffic bypasses it)")
+                if not last:
+                    done.append((piece, result))
+            for piece, result in done:
+                piece.copy_(result)
+            return None
+        except NetReduceError as error:
+            self._broken = f"ring {self.ring_id}: {error}"
+            return self._broken
+
+    def _through_flat_memory(self, flat) -> Optional[str]:
         """Sum ``flat`` through the ring, piece by piece; None on success, the reason otherwise. Results are copied
         back only when every piece is done, so on failure ``flat`` still holds this rank's own values (which the
         fallback then sums)."""

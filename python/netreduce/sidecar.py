@@ -1,9 +1,14 @@
 """The ``sidecar`` transport: the Java software RC endpoint (``netreduce worker serve``) beside the trainer.
 
-For hosts without an RDMA NIC. The trainer starts one sidecar per process, gives it a shared memory file (its
-buckets go there; the sidecar maps the same file, so it reads and writes them in place) and talks to it over an
-owner-only Unix socket, one JSON line per request: the socket is the doorbell, and the sidecar sleeps in poll(2)
-between calls, so it leaves the trainer's cores alone.
+For hosts without an RDMA NIC. The trainer starts one sidecar per process, gives it a shared memory file and
+talks to it over an owner-only Unix socket, one JSON line per request: the socket is the doorbell, and the sidecar
+sleeps in poll(2) between calls, so it leaves the trainer's cores alone.
+
+The shared memory is the sidecar's registered memory itself, in *message layout* (:attr:`SidecarTransport.layout`,
+from the sidecar's answer to ``open``): an input area and an output area of ``messages x messageBytes`` bytes each,
+message i at ``i x messageBytes`` with its tensor bytes behind 8 bytes where the sidecar writes the INA header. The
+trainer puts a bucket into the input area's data parts, the sidecar sends every message straight from there, and
+the appliance's sums land in the output area's data parts, where the trainer reads them: no copy in the sidecar.
 """
 import json
 import mmap
@@ -37,6 +42,7 @@ class SidecarTransport:
     def __init__(self, device: str, shm_bytes: int, pmtu: int, ip: Optional[str] = None,
                  command: Optional[list] = None, rto_us: int = 400_000, start_timeout: float = 60.0):
         self.shm_bytes = shm_bytes
+        self.layout: Optional[dict] = None  # set by open(): messages, messageBytes, input, output
         self._dir = tempfile.mkdtemp(prefix="netreduce-")  # 0700: only this user reaches the socket and memory
         self._socket_path = os.path.join(self._dir, "sidecar.sock")
         shm_dir = "/dev/shm" if os.path.isdir("/dev/shm") else self._dir
@@ -112,7 +118,9 @@ class SidecarTransport:
         request = {"op": "open", "rank": rank, "world": world, "shm": self._shm_path, "shmBytes": self.shm_bytes}
         request.update(ring)
         try:
-            return self._call(request)
+            reply = self._call(request)
+            self.layout = {key: int(reply[key]) for key in ("messages", "messageBytes", "input", "output")}
+            return reply
         except TransportError as error:
             raise SetupError(str(error)) from error
         finally:
@@ -126,9 +134,10 @@ class SidecarTransport:
         except TransportError as error:
             raise SetupError(str(error)) from error
 
-    def allreduce(self, offset: int, elements: int) -> int:
-        """Sum ``elements`` values at ``offset`` of :attr:`memory` across the ring, in place; microseconds taken."""
-        return self._call({"op": "allreduce", "offset": offset, "elements": elements})["us"]
+    def allreduce(self, elements: int) -> int:
+        """Sum the first ``elements`` values of the input area's messages across the ring into the output area's
+        messages (see :attr:`layout`); microseconds taken."""
+        return self._call({"op": "allreduce", "elements": elements})["us"]
 
     def stats(self) -> dict:
         return self._call({"op": "stats"})

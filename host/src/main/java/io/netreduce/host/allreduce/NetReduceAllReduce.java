@@ -28,6 +28,17 @@ import java.util.Locale;
  * are posted and not yet answered. A send slot is refilled only after its previous message's send completion,
  * so a retransmission never reads a slot that has been overwritten.
  * <p>
+ * <b>Placement mode</b> ({@link #placed}): the link's send and receive regions are the caller's memory in message
+ * layout, an <i>input area</i> and an <i>output area</i> of {@code areaMessages x messageBytes} bytes each, message
+ * i of a call at offset i x messageBytes, its data behind the 8-byte INA header's place. The caller puts the data
+ * of a call's messages into the input area and starts the call with {@link #beginPlaced(int)}; message k (the i-th
+ * of the call) is posted straight from input offset i x messageBytes (its header written into the gap in front)
+ * to the successor's output area at the same offset, and its result lands in our output area at that offset,
+ * where it is checked in place and left: nothing is copied. Nothing writes the input area during a call, so a
+ * retransmission carries the bytes the first transmission did. A placed call is done when every result has
+ * arrived <i>and</i> every one of its own writes has been acknowledged, so that the caller may refill the input
+ * area as soon as {@link #isDone()} without a late retransmission reading the next call's data.
+ * <p>
  * If no result arrives for {@link NetReduceConfig#timeoutNs()} (appliance gone, ring removed from it, a rank
  * dead), or a queue pair fails, the call throws {@link AllReduceException}; it never hangs.
  */
@@ -53,6 +64,8 @@ public final class NetReduceAllReduce implements AllReduce
     private final int messageBytes;
     private final int dataBytes;
     private final int slots;
+    /** Messages the input and output areas hold in placement mode; 0 in slot mode. */
+    private final int areaMessages;
 
     private long posted;
     private long sendsCompleted;
@@ -71,6 +84,28 @@ public final class NetReduceAllReduce implements AllReduce
      */
     public NetReduceAllReduce(final RingLink link, final NetReduceConfig config)
     {
+        this(link, config, 0);
+    }
+
+    /**
+     * Placement mode: the link's send region is the input area and its receive region (the one advertised to the
+     * predecessor) the output area, each holding {@code areaMessages} messages in message layout; every rank of
+     * the ring must use the same area size. Calls are started with {@link #beginPlaced(int)}.
+     *
+     * @throws IllegalArgumentException if a region (ours, or the successor's advertised one) is smaller than
+     *                                  {@code areaMessages x messageBytes}.
+     */
+    public static NetReduceAllReduce placed(final RingLink link, final NetReduceConfig config, final int areaMessages)
+    {
+        if (areaMessages <= 0)
+        {
+            throw new IllegalArgumentException("areaMessages must be positive: " + areaMessages);
+        }
+        return new NetReduceAllReduce(link, config, areaMessages);
+    }
+
+    private NetReduceAllReduce(final RingLink link, final NetReduceConfig config, final int areaMessages)
+    {
         link.requireConnected();
         if (config.payloadSize() != link.endpoint().config().pmtu())
         {
@@ -81,8 +116,20 @@ public final class NetReduceAllReduce implements AllReduce
         {
             throw new IllegalArgumentException("NetReduce rings have at most 64 ranks: " + link.world());
         }
-        if (link.sendRegion().length() < config.regionBytes() || link.receiveRegion().length() < config.regionBytes() ||
-            link.successorLength() < config.regionBytes())
+        if (areaMessages > 0)
+        {
+            final long areaBytes = (long)areaMessages * config.messageBytes();
+            if (link.sendRegion().length() < areaBytes || link.receiveRegion().length() < areaBytes ||
+                link.successorLength() < areaBytes)
+            {
+                throw new IllegalArgumentException("placement mode: the input area (" + link.sendRegion().length() +
+                    " bytes), the output area (" + link.receiveRegion().length() + ") and the successor's output " +
+                    "area (" + link.successorLength() + ") must each hold " + areaMessages + " messages of " +
+                    config.messageBytes() + " bytes (MsgLen x payloadSize)");
+            }
+        }
+        else if (link.sendRegion().length() < config.regionBytes() ||
+            link.receiveRegion().length() < config.regionBytes() || link.successorLength() < config.regionBytes())
         {
             throw new IllegalArgumentException("ring link regions must hold " + config.regionBytes() + " bytes (2N x " +
                 "MsgLen x payloadSize)");
@@ -95,6 +142,7 @@ public final class NetReduceAllReduce implements AllReduce
         this.messageBytes = config.messageBytes();
         this.dataBytes = config.dataBytesPerMessage();
         this.slots = config.slots();
+        this.areaMessages = areaMessages;
         wr.opcode(WorkRequest.RDMA_WRITE_WITH_IMM);
         link.topUpReceives();
     }
@@ -118,8 +166,58 @@ public final class NetReduceAllReduce implements AllReduce
         return (bytes + dataBytes - 1) / dataBytes;
     }
 
+    /**
+     * @return true in placement mode ({@link #placed}).
+     */
+    public boolean isPlaced()
+    {
+        return areaMessages > 0;
+    }
+
+    /**
+     * @return messages the input and output areas hold (placement mode), 0 in slot mode.
+     */
+    public int areaMessages()
+    {
+        return areaMessages;
+    }
+
+    /**
+     * @throws IllegalStateException in placement mode (use {@link #beginPlaced(int)}).
+     */
     @Override
     public void begin(final Tensor tensor)
+    {
+        if (areaMessages > 0)
+        {
+            throw new IllegalStateException("this all-reduce works in place on its areas: beginPlaced(messages)");
+        }
+        start(tensor, messagesFor(tensor.byteLength()));
+    }
+
+    /**
+     * Placement mode: sum the first {@code messages} messages of the input area (their data, behind each
+     * message's 8 header bytes, which this call writes) into the output area, message i's sum at offset
+     * i x messageBytes + 8. Neither area may be touched until {@link #isDone()}.
+     *
+     * @throws IllegalStateException    in slot mode, after a failure or before the previous call is done.
+     * @throws IllegalArgumentException if {@code messages} is not 1..{@link #areaMessages()}.
+     */
+    public void beginPlaced(final int messages)
+    {
+        if (areaMessages == 0)
+        {
+            throw new IllegalStateException("this all-reduce copies through its slots: begin(tensor)");
+        }
+        if (messages <= 0 || messages > areaMessages)
+        {
+            throw new IllegalArgumentException("a placed call takes 1.." + areaMessages + " messages (the areas' " +
+                "size): " + messages);
+        }
+        start(null, messages);
+    }
+
+    private void start(final Tensor tensor, final int messages)
     {
         if (failure != null)
         {
@@ -131,16 +229,20 @@ public final class NetReduceAllReduce implements AllReduce
         }
         this.tensor = tensor;
         callFirst = posted;
-        callEnd = posted + messagesFor(tensor.byteLength());
+        callEnd = posted + messages;
         lastProgressNs = link.clock().nanoTime();
         calls++;
         poll();
     }
 
+    /**
+     * @return true once every result of the call is in place; in placement mode also every one of the call's
+     * writes acknowledged (so the input area may be refilled).
+     */
     @Override
     public boolean isDone()
     {
-        return resultsReceived == callEnd;
+        return resultsReceived == callEnd && (areaMessages == 0 || sendsCompleted == callEnd);
     }
 
     @Override
@@ -177,18 +279,19 @@ public final class NetReduceAllReduce implements AllReduce
         int work = 0;
         while (posted < callEnd && posted - resultsReceived < config.window() && posted - sendsCompleted < slots)
         {
-            final int slot = (int)(posted % slots);
-            final int slotOffset = slot * messageBytes;
-            final int index = (int)(posted - callFirst);
-            final int tensorOffset = index * dataBytes;
-            final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
+            final int slotOffset = offsetOf(posted);
             InaHeader.write(sendMemory, slotOffset, config.inetTag(), config.ringId(), (int)(posted & 0xFF),
                 config.msgLen(), link.rank());
-            sendMemory.putBytes(slotOffset + InaHeader.LENGTH, tensor.buffer(), tensor.offset() + tensorOffset,
-                length);
-            if (length < dataBytes)
+            if (areaMessages == 0)
             {
-                sendMemory.setMemory(slotOffset + InaHeader.LENGTH + length, dataBytes - length, (byte)0);
+                final int tensorOffset = (int)(posted - callFirst) * dataBytes;
+                final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
+                sendMemory.putBytes(slotOffset + InaHeader.LENGTH, tensor.buffer(), tensor.offset() + tensorOffset,
+                    length);
+                if (length < dataBytes)
+                {
+                    sendMemory.setMemory(slotOffset + InaHeader.LENGTH + length, dataBytes - length, (byte)0);
+                }
             }
             wr.wrId(posted)
                 .local(link.sendRegion(), slotOffset, messageBytes)
@@ -253,7 +356,7 @@ public final class NetReduceAllReduce implements AllReduce
             fail("result of message " + seq + " arrived before this worker sent it");
             return;
         }
-        final int slotOffset = (int)(seq % slots) * messageBytes;
+        final int slotOffset = offsetOf(seq);
         if (config.marksResults() && InaHeader.inetTag(receiveMemory, slotOffset) == config.inetTag())
         {
             fail("message " + seq + " from rank " + link.predecessor() + " arrived unaggregated (INA tag " +
@@ -275,13 +378,25 @@ public final class NetReduceAllReduce implements AllReduce
                 link.predecessor()));
             return;
         }
-        final int tensorOffset = (int)(seq - callFirst) * dataBytes;
-        final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
-        tensor.buffer().putBytes(tensor.offset() + tensorOffset, receiveMemory, slotOffset + InaHeader.LENGTH,
-            length);
+        if (areaMessages == 0)
+        {
+            final int tensorOffset = (int)(seq - callFirst) * dataBytes;
+            final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
+            tensor.buffer().putBytes(tensor.offset() + tensorOffset, receiveMemory, slotOffset + InaHeader.LENGTH,
+                length);
+        }
         link.endpoint().trace().record(link.endpoint().nanoTime(), TraceRecorder.RESULT_RECEIVED,
             link.receiveQp().qpn(), seq);
         resultsReceived++;
+    }
+
+    /**
+     * @return where message {@code k} sits in the send region and lands in the receive regions: its slot in slot
+     * mode, its place in the call in placement mode.
+     */
+    private int offsetOf(final long k)
+    {
+        return (int)(areaMessages == 0 ? k % slots : k - callFirst) * messageBytes;
     }
 
     private void fail(final String reason)

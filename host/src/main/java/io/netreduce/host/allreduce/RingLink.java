@@ -55,6 +55,25 @@ public final class RingLink
         final int sendBytes,
         final int receiveBytes)
     {
+        this(endpoint, clock, rank, world, endpoint.registerMemory(sendBytes), endpoint.registerMemory(receiveBytes));
+    }
+
+    /**
+     * A link over regions the caller registered on {@code endpoint} (e.g. areas of a mapping shared with a trainer:
+     * {@link RcEndpoint#registerMemory(java.nio.ByteBuffer)}), so that messages are sent from and results land in
+     * that memory itself.
+     *
+     * @param sendRegion    the region messages are posted from.
+     * @param receiveRegion the region advertised to the predecessor ({@link #receiveInfo()}), where results land.
+     */
+    public RingLink(
+        final RcEndpoint endpoint,
+        final NanoClock clock,
+        final int rank,
+        final int world,
+        final MemoryRegion sendRegion,
+        final MemoryRegion receiveRegion)
+    {
         if (world < 2 || rank < 0 || rank >= world)
         {
             throw new IllegalArgumentException("need 0 <= rank < world and world >= 2: rank=" + rank +
@@ -69,8 +88,8 @@ public final class RingLink
         this.receiveCq = new CompletionQueue(2 * depth);
         this.sendQp = endpoint.createQueuePair(sendCq, sendCq);
         this.receiveQp = endpoint.createQueuePair(receiveCq, receiveCq);
-        this.sendRegion = endpoint.registerMemory(sendBytes);
-        this.receiveRegion = endpoint.registerMemory(receiveBytes);
+        this.sendRegion = sendRegion;
+        this.receiveRegion = receiveRegion;
         this.receiveDepth = endpoint.config().receiveQueueDepth();
     }
 

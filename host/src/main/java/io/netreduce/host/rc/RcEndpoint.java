@@ -140,6 +140,15 @@ public final class RcEndpoint implements Agent, AutoCloseable
         return memory.register(length);
     }
 
+    /**
+     * Register memory that already exists (a direct buffer, e.g. a slice of a file mapping shared with another
+     * process): the region is that memory, not a copy of it. Shorthand for {@code memory().register(buffer)}.
+     */
+    public MemoryRegion registerMemory(final java.nio.ByteBuffer buffer)
+    {
+        return memory.register(buffer);
+    }
+
     public InetAddress localIp()
     {
         return localIp;

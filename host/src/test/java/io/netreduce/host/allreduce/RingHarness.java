@@ -26,6 +26,18 @@ final class RingHarness implements AutoCloseable
 
     RingHarness(final int world, final IntFunction<RcConfig> configs, final int sendBytes, final int receiveBytes)
     {
+        this(world, configs, (endpoint, clock, rank) -> new RingLink(endpoint, clock, rank, world, sendBytes,
+            receiveBytes));
+    }
+
+    /** Makes rank r's link on its endpoint, e.g. over regions registered on existing memory. */
+    interface LinkFactory
+    {
+        RingLink make(RcEndpoint endpoint, org.agrona.concurrent.NanoClock clock, int rank);
+    }
+
+    RingHarness(final int world, final IntFunction<RcConfig> configs, final LinkFactory factory)
+    {
         this.world = world;
         clock.update(1_000_000_000L);
         endpoints = new RcEndpoint[world];
@@ -36,7 +48,7 @@ final class RingHarness implements AutoCloseable
             final long mac = mac(r);
             fabric.attach(port, mac);
             endpoints[r] = new RcEndpoint(port, configs.apply(r), clock, ip(r), mac);
-            links[r] = new RingLink(endpoints[r], clock, r, world, sendBytes, receiveBytes);
+            links[r] = factory.make(endpoints[r], clock, r);
         }
         for (int r = 0; r < world; r++)
         {

@@ -6,13 +6,11 @@ import io.netreduce.host.allreduce.AllReduceException;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.RingLink;
-import io.netreduce.host.allreduce.Tensor;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SystemNanoClock;
-import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.nio.MappedByteBuffer;
@@ -26,13 +24,18 @@ import java.util.concurrent.TimeUnit;
 /**
  * A trainer's all-reduce engine in its own process: the software RC endpoint and one NetReduce ring link, driven
  * by one thread, serving requests from the trainer over a {@link ControlChannel}. The trainer's buckets sit in a
- * shared memory file that the sidecar maps once; a call names an offset and an element count in it, and the
- * all-reduce reads its input from there and writes the sums back there (through its send and receive slots, one
- * copy each way, as every {@link NetReduceAllReduce} does; the mapping is not the endpoint's registered memory).
+ * shared memory file that the sidecar maps once, and that mapping is the endpoint's registered memory: its first
+ * {@code messages x messageBytes} bytes (messageBytes = MsgLen x payloadSize, messages = shmBytes / 2 messageBytes)
+ * are the <i>input area</i>, registered as the ring link's send region, and the next as many the <i>output area</i>,
+ * its receive region (the one advertised to the predecessor). Both are in message layout: message i of a call at
+ * i x messageBytes, its data behind 8 bytes left for the INA header. The trainer writes a bucket into the input
+ * area's data parts, the {@link NetReduceAllReduce#placed placement-mode} all-reduce posts every message straight
+ * from there (writing only its header) and the appliance's sums land in the output area, checked in place; the
+ * trainer reads them from the output area's data parts. The sidecar copies no tensor byte.
  * <p>
  * Requests: {@code open} (ring parameters and the shared file; answers this rank's connection info for the ring
- * neighbours), {@code connect} (the neighbours' info), {@code allreduce} (offset, elements; answered when the sum is
- * in place or with the error), {@code stats}, {@code close}. One call runs at a time; requests queue in order.
+ * neighbours and the areas' geometry), {@code connect} (the neighbours' info), {@code allreduce} (elements in the
+ * input area; answered when the sum is in the output area or with the error), {@code stats}, {@code close}. One call runs at a time; requests queue in order.
  * Between calls the loop keeps the endpoint running, so neighbours' retransmissions are answered while this
  * trainer computes. It blocks in poll(2) on the port and the doorbell, so an idle sidecar takes no CPU.
  */
@@ -46,7 +49,8 @@ public final class Sidecar
     private NetReduceAllReduce op;
     private NetReduceConfig opConfig;
     private ElementType elementType;
-    private UnsafeBuffer shared;
+    private MappedByteBuffer shared;
+    private int areaMessages;
     private FileChannel sharedFile;
     private long callStartNs;
     private boolean inCall;
@@ -181,11 +185,28 @@ public final class Sidecar
             TimeUnit.MILLISECONDS.toNanos(Requests.longField(request, "timeoutMs", 10_000)),
             tag("inetTag", Requests.textField(request, "inetTag", "NRED")),
             tag("resultTag", Requests.textField(request, "resultTag", "NRES")));
-        mapShared(Path.of(Requests.textField(request, "shm", null)), Requests.longField(request, "shmBytes", -1));
-        link = new RingLink(endpoint, SystemNanoClock.INSTANCE, rank, world, config.regionBytes(),
-            config.regionBytes());
+        final long shmBytes = Requests.longField(request, "shmBytes", -1);
+        final int messageBytes = config.messageBytes();
+        final long messages = shmBytes / (2L * messageBytes);
+        if (shmBytes > 0 && messages == 0)
+        {
+            throw new IllegalArgumentException("open: shmBytes " + shmBytes + " holds no message: the input and " +
+                "output areas need at least 2 x MsgLen x payloadSize = " + 2L * messageBytes + " bytes");
+        }
+        mapShared(Path.of(Requests.textField(request, "shm", null)), shmBytes);
+        final int areaBytes = (int)(messages * messageBytes);
+        // The regions are the mapping itself (slices share its memory): the input area is what messages are sent
+        // from, the output area what the predecessor's connection writes the sums into.
+        link = new RingLink(endpoint, SystemNanoClock.INSTANCE, rank, world,
+            endpoint.registerMemory(shared.slice(0, areaBytes)),
+            endpoint.registerMemory(shared.slice(areaBytes, areaBytes)));
+        areaMessages = (int)messages;
         opConfig = config;
         final ObjectNode reply = Requests.ok();
+        reply.put("messages", areaMessages);
+        reply.put("messageBytes", messageBytes);
+        reply.put("input", 0);
+        reply.put("output", areaBytes);
         reply.put("send", link.sendInfo().toLine());
         reply.put("receive", link.receiveInfo().toLine());
         reply.put("ip", endpoint.localIp().getHostAddress());
@@ -206,7 +227,7 @@ public final class Sidecar
         final ConnectionInfo successor = ConnectionInfo.parse(Requests.textField(request, "successor", null));
         final ConnectionInfo predecessor = ConnectionInfo.parse(Requests.textField(request, "predecessor", null));
         link.connect(successor, predecessor);
-        op = new NetReduceAllReduce(link, opConfig);
+        op = NetReduceAllReduce.placed(link, opConfig, areaMessages);
         return Requests.ok().toString();
     }
 
@@ -216,17 +237,22 @@ public final class Sidecar
         {
             throw new IllegalStateException("allreduce before connect");
         }
-        final long offset = Requests.longField(request, "offset", 0);
+        if (request.has("offset"))
+        {
+            throw new IllegalArgumentException("allreduce: there is no \"offset\" any more: a call's data are " +
+                "the input area's messages from the first on (see open's reply)");
+        }
         final long elements = Requests.longField(request, "elements", -1);
-        final int size = elementType.size();
-        if (elements <= 0 || offset < 0 || offset % size != 0 || offset + elements * size > shared.capacity())
+        final long dataBytes = opConfig.dataBytesPerMessage();
+        final long messages = elements > 0 ? (elements * elementType.size() + dataBytes - 1) / dataBytes : 0;
+        if (elements <= 0 || messages > areaMessages)
         {
             throw new IllegalArgumentException("allreduce: " + elements + " " + elementType.cliName() +
-                " elements at offset " + offset + " do not fit the shared memory of " + shared.capacity() +
-                " bytes (offset must be a multiple of " + size + ")");
+                " elements do not fit the input area: it holds " + areaMessages + " messages of " + dataBytes +
+                " data bytes (" + areaMessages * dataBytes / elementType.size() + " elements)");
         }
         callStartNs = System.nanoTime();
-        op.begin(new Tensor(elementType, shared, (int)offset, (int)elements));
+        op.beginPlaced((int)messages);
         inCall = true;
     }
 
@@ -259,8 +285,7 @@ public final class Sidecar
                 " bytes, fewer than shmBytes " + bytes);
         }
         sharedFile = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        final MappedByteBuffer mapped = sharedFile.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
-        shared = new UnsafeBuffer(mapped);
+        shared = sharedFile.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
     }
 
     private static int tag(final String name, final String text)

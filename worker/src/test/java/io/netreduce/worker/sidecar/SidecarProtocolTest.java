@@ -87,7 +87,7 @@ class SidecarProtocolTest
             }
         }, threads);
         shm = dir.resolve("shm");
-        Files.write(shm, new byte[1 << 16]);
+        Files.write(shm, new byte[1 << 18]); // two areas of two 64 KiB messages
     }
 
     @AfterEach
@@ -122,7 +122,7 @@ class SidecarProtocolTest
     private String open(final String extra)
     {
         return "{\"op\":\"open\",\"rank\":0,\"world\":2,\"ringId\":1,\"window\":8,\"msgLen\":16,\"payloadSize\":4096," +
-            "\"shm\":\"" + shm + "\",\"shmBytes\":65536" + extra + "}";
+            "\"shm\":\"" + shm + "\",\"shmBytes\":262144" + extra + "}";
     }
 
     private static void assertError(final JsonNode reply, final String text)
@@ -137,7 +137,7 @@ class SidecarProtocolTest
         assertError(ask("not json"), "not JSON");
         assertError(ask("[1,2]"), "\"op\"");
         assertError(ask("{\"op\":\"frobnicate\"}"), "unknown op 'frobnicate'");
-        assertError(ask("{\"op\":\"allreduce\",\"offset\":0,\"elements\":1}"), "allreduce before connect");
+        assertError(ask("{\"op\":\"allreduce\",\"elements\":1}"), "allreduce before connect");
         assertError(ask("{\"op\":\"connect\",\"successor\":\"x\",\"predecessor\":\"y\"}"), "connect before open");
         assertError(ask("x".repeat(ControlChannel.MAX_LINE + 10)), "longer than");
         assertThat(ask("{\"op\":\"stats\"}").path("calls").asInt(-1)).isZero();
@@ -152,6 +152,8 @@ class SidecarProtocolTest
         assertError(ask(open(",\"elementType\":\"fp64\"")), "fp64");
         assertError(ask(open(",\"inetTag\":\"TOOLONG\"")), "inetTag");
         assertError(ask(open(",\"shmBytes\":1048576")), "fewer than shmBytes");
+        assertError(ask(open(",\"shmBytes\":131071")), "holds no message");
+        assertError(ask(open(",\"shmBytes\":0")), "shmBytes must be");
         assertError(ask(open(",\"shm\":\"" + dir.resolve("missing") + "\"")), "not a regular file");
         assertError(ask(open(",\"window\":\"eight\"")), "\"window\" must be an integer");
         assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
@@ -163,15 +165,22 @@ class SidecarProtocolTest
         final JsonNode opened = ask(open(""));
         assertThat(opened.path("ok").asBoolean()).as(opened.toString()).isTrue();
         assertThat(opened.path("send").asText()).contains("qpn=").contains("ip=10.0.0.1");
-        assertThat(opened.path("receive").asText()).contains("rkey=").contains("len=");
+        assertThat(opened.path("receive").asText()).contains("rkey=").contains("len=131072");
+        // the areas' geometry: 262144 bytes hold an input and an output area of two 16 x 4096-byte messages
+        assertThat(opened.path("messages").asInt()).isEqualTo(2);
+        assertThat(opened.path("messageBytes").asInt()).isEqualTo(65536);
+        assertThat(opened.path("input").asInt(-1)).isZero();
+        assertThat(opened.path("output").asInt()).isEqualTo(131072);
         assertError(ask(open("")), "already serves a ring");
         assertError(ask("{\"op\":\"connect\",\"successor\":\"qpn=1\",\"predecessor\":\"garbage\"}"), "connection info");
         final JsonNode peer = opened;
         assertThat(ask("{\"op\":\"connect\",\"successor\":\"" + peer.path("receive").asText() +
             "\",\"predecessor\":\"" + peer.path("send").asText() + "\"}").path("ok").asBoolean()).isTrue();
-        assertError(ask("{\"op\":\"allreduce\",\"offset\":0,\"elements\":16385}"), "do not fit the shared memory");
-        assertError(ask("{\"op\":\"allreduce\",\"offset\":2,\"elements\":4}"), "multiple of 4");
-        assertError(ask("{\"op\":\"allreduce\",\"offset\":0,\"elements\":0}"), "do not fit");
+        // two messages of 65528 data bytes: 32764 fp32 elements at most
+        assertError(ask("{\"op\":\"allreduce\",\"elements\":32765}"),
+            "do not fit the input area: it holds 2 messages of 65528 data bytes (32764 elements)");
+        assertError(ask("{\"op\":\"allreduce\",\"elements\":0}"), "do not fit");
+        assertError(ask("{\"op\":\"allreduce\",\"offset\":0,\"elements\":4}"), "no \"offset\"");
         assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
     }
 }
