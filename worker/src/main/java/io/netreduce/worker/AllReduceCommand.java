@@ -9,6 +9,7 @@ import io.netreduce.host.allreduce.AllReduceException;
 import io.netreduce.host.allreduce.Arithmetic;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
+import io.netreduce.host.allreduce.ParallelAllReduce;
 import io.netreduce.host.allreduce.RingAllReduce;
 import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.allreduce.Tensor;
@@ -155,6 +156,14 @@ public final class AllReduceCommand implements Callable<Integer>
         "yield (spin with Thread.yield) (default ${DEFAULT-VALUE}).")
     String idleMode = "poll";
 
+    @Option(names = "--local-workers", description = "Parallel NetReduce (paper §3.4): this process is host --rank " +
+        "of --world hosts with n local workers (GPUs), local worker i being the host's rank in ring --ring-id + i; " +
+        "each call reduce-scatters the n local tensors in shared memory, all-reduces part i on ring i (all rings " +
+        "at once, one endpoint, distinct QPNs), then all-gathers. Ring i bootstraps on PORT + i*W + rank. Local " +
+        "worker j of host h has global rank h*n + j (its input pattern); results are checked against the sum " +
+        "with one rack per host. netreduce mode only (default ${DEFAULT-VALUE}: one worker, one ring).")
+    int localWorkers = 1;
+
     private final PrintStream out = System.out;
 
     /** The first rank of each rack (--racks), or null for a flat ring. */
@@ -248,6 +257,20 @@ public final class AllReduceCommand implements Callable<Integer>
                 throw new IllegalArgumentException("--size must be a positive multiple of the element size");
             }
             rackFirst = racks == null ? null : parseRacks(racks, world);
+            if (localWorkers < 1 || localWorkers > 16)
+            {
+                throw new IllegalArgumentException("--local-workers must be 1..16");
+            }
+            if (localWorkers > 1 && (!netreduce || rackFirst != null || traceFile != null))
+            {
+                throw new IllegalArgumentException("--local-workers applies to --mode netreduce without --racks " +
+                    "or --trace");
+            }
+            if (size / elementType.size() < localWorkers)
+            {
+                throw new IllegalArgumentException("--size is too small to split across " + localWorkers +
+                    " local workers");
+            }
             if (rackFirst != null && !netreduce)
             {
                 throw new IllegalArgumentException("--racks applies to --mode netreduce only");
@@ -292,45 +315,180 @@ public final class AllReduceCommand implements Callable<Integer>
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);
             final long localMac = ConnectionInfo.macFromBytes(packetPort.macAddress());
             final RcEndpoint endpoint = new RcEndpoint(packetPort, rc, SystemNanoClock.INSTANCE, localIp, localMac);
-            final RingLink link = new RingLink(endpoint, SystemNanoClock.INSTANCE, rank, world, sendBytes,
-                receiveBytes);
+            final int n = localWorkers;
+            final RingLink[] links = new RingLink[n];
+            for (int i = 0; i < n; i++)
+            {
+                links[i] = new RingLink(endpoint, SystemNanoClock.INSTANCE, rank, world, sendBytes, receiveBytes);
+            }
             final Duration setupTimeout = Duration.ofSeconds(Math.max(timeoutSeconds, 30));
-            final CompletableFuture<Bootstrap> fromPredecessor = new CompletableFuture<>();
-            final Thread listener = Thread.ofPlatform().daemon().name("allreduce-listen").start(() ->
+            final List<Bootstrap> channels = new ArrayList<>();
+            try
             {
-                try
+                for (int i = 0; i < n; i++)
                 {
-                    fromPredecessor.complete(Bootstrap.listen(port + rank, setupTimeout));
+                    // Ring i's bootstrap ports: PORT + i*W + rank.
+                    final int base = port + i * world;
+                    final CompletableFuture<Bootstrap> fromPredecessor = new CompletableFuture<>();
+                    final Thread listener = Thread.ofPlatform().daemon().name("allreduce-listen").start(() ->
+                    {
+                        try
+                        {
+                            fromPredecessor.complete(Bootstrap.listen(base + rank, setupTimeout));
+                        }
+                        catch (final Throwable ex)
+                        {
+                            fromPredecessor.completeExceptionally(ex);
+                        }
+                    });
+                    final int successor = (rank + 1) % world;
+                    final Bootstrap toSuccessor = Bootstrap.connect(hosts.get(successor), base + successor,
+                        setupTimeout);
+                    channels.add(toSuccessor);
+                    final Bootstrap predecessorChannel = awaitBootstrap(fromPredecessor, setupTimeout);
+                    channels.add(predecessorChannel);
+                    listener.join();
+                    // Send on both channels before reading either: with sequential exchanges the ring would deadlock.
+                    toSuccessor.sendLine(links[i].sendInfo().toLine());
+                    predecessorChannel.sendLine(links[i].receiveInfo().toLine());
+                    final ConnectionInfo successorInfo = ConnectionInfo.parse(requireLine(toSuccessor, setupTimeout));
+                    final ConnectionInfo predecessorInfo =
+                        ConnectionInfo.parse(requireLine(predecessorChannel, setupTimeout));
+                    links[i].connect(successorInfo, predecessorInfo);
+                    toSuccessor.sendLine("ready");
+                    predecessorChannel.sendLine("ready");
+                    expectLine(toSuccessor, "ready", setupTimeout);
+                    expectLine(predecessorChannel, "ready", setupTimeout);
                 }
-                catch (final Throwable ex)
-                {
-                    fromPredecessor.completeExceptionally(ex);
-                }
-            });
-            final int successor = (rank + 1) % world;
-            try (Bootstrap toSuccessor = Bootstrap.connect(hosts.get(successor), port + successor, setupTimeout);
-                Bootstrap predecessorChannel = awaitBootstrap(fromPredecessor, setupTimeout))
-            {
-                listener.join();
-                // Send on both channels before reading either: with sequential exchanges the ring would deadlock.
-                toSuccessor.sendLine(link.sendInfo().toLine());
-                predecessorChannel.sendLine(link.receiveInfo().toLine());
-                final ConnectionInfo successorInfo = ConnectionInfo.parse(requireLine(toSuccessor, setupTimeout));
-                final ConnectionInfo predecessorInfo =
-                    ConnectionInfo.parse(requireLine(predecessorChannel, setupTimeout));
-                link.connect(successorInfo, predecessorInfo);
-                toSuccessor.sendLine("ready");
-                predecessorChannel.sendLine("ready");
-                expectLine(toSuccessor, "ready", setupTimeout);
-                expectLine(predecessorChannel, "ready", setupTimeout);
 
-                final AllReduce op = netreduce ? new NetReduceAllReduce(link, nr) :
-                    new RingAllReduce(link, segment, TimeUnit.SECONDS.toNanos(timeoutSeconds));
-                final int exitCode = runIterations(op, elementType, netreduce, size);
-                finish(endpoint, toSuccessor, predecessorChannel);
+                final int exitCode;
+                if (n == 1)
+                {
+                    final AllReduce op = netreduce ? new NetReduceAllReduce(links[0], nr) :
+                        new RingAllReduce(links[0], segment, TimeUnit.SECONDS.toNanos(timeoutSeconds));
+                    exitCode = runIterations(op, elementType, netreduce, size);
+                }
+                else
+                {
+                    final AllReduce[] ops = new AllReduce[n];
+                    for (int i = 0; i < n; i++)
+                    {
+                        ops[i] = new NetReduceAllReduce(links[i], new NetReduceConfig(ringId + i, window, msgLen,
+                            payloadSize, TimeUnit.SECONDS.toNanos(timeoutSeconds), tag("--inet-tag", inetTag),
+                            tag("--result-tag", resultTag)));
+                    }
+                    exitCode = runParallel(new ParallelAllReduce(ops), endpoint, elementType, size);
+                }
+                for (int i = 0; i < n; i++)
+                {
+                    finish(endpoint, channels.get(2 * i), channels.get(2 * i + 1));
+                }
                 return exitCode;
             }
+            finally
+            {
+                for (final Bootstrap channel : channels)
+                {
+                    channel.close();
+                }
+            }
         }
+    }
+
+    /** --local-workers n: parallel NetReduce, n local tensors per call. */
+    private int runParallel(final ParallelAllReduce parallel, final RcEndpoint endpoint,
+        final ElementType elementType, final int bytes)
+    {
+        final int n = parallel.localWorkers();
+        final int elements = bytes / elementType.size();
+        final Tensor[] tensors = new Tensor[n];
+        for (int j = 0; j < n; j++)
+        {
+            tensors[j] = new Tensor(elementType, new UnsafeBuffer(ByteBuffer.allocateDirect(bytes)), 0, elements);
+        }
+        final int[] hostFirst = new int[world];
+        for (int h = 0; h < world; h++)
+        {
+            hostFirst[h] = h * n;
+        }
+        final IdleStrategy idle = idleStrategy(endpoint);
+        final long txBefore = endpoint.port().counters().txBytes();
+        final double[] callMs = new double[iterations];
+        final StringBuilder calls = new StringBuilder();
+        final StringBuilder phases = new StringBuilder();
+        int completed = 0;
+        int matched = 0;
+        String error = null;
+        String firstMismatch = null;
+        for (int iteration = 0; iteration < iterations; iteration++)
+        {
+            for (int j = 0; j < n; j++)
+            {
+                TensorPattern.fill(tensors[j], seed, rank * n + j, iteration);
+            }
+            final long start = System.nanoTime();
+            try
+            {
+                parallel.allreduce(idle, tensors);
+            }
+            catch (final AllReduceException ex)
+            {
+                error = ex.getMessage();
+                out.println("iteration " + iteration + " FAILED: " + error);
+                break;
+            }
+            final double ms = (System.nanoTime() - start) / 1e6;
+            callMs[completed++] = ms;
+            calls.append(calls.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", ms));
+            phases.append(phases.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "[%.3f,%.3f,%.3f]",
+                parallel.reduceScatterNs() / 1e6, parallel.ringNs() / 1e6, parallel.allGatherNs() / 1e6));
+            String mismatch = null;
+            final int it = iteration;
+            final Arithmetic.Inputs inputs = (r, index) -> TensorPattern.bits(elementType, seed, r, it, index);
+            for (int e = 0; e < elements && mismatch == null; e++)
+            {
+                final int expected = Arithmetic.hierarchicalSum(elementType, world * n, hostFirst, inputs, e);
+                for (int j = 0; j < n && mismatch == null; j++)
+                {
+                    final int actual = Arithmetic.get(tensors[j], e);
+                    if (actual != expected)
+                    {
+                        mismatch = String.format(Locale.ROOT, "local worker %d element %d: expected 0x%08x got " +
+                            "0x%08x", j, e, expected, actual);
+                    }
+                }
+            }
+            if (mismatch == null)
+            {
+                matched++;
+            }
+            else if (firstMismatch == null)
+            {
+                firstMismatch = mismatch;
+            }
+            out.printf(Locale.ROOT, "iteration %d host %d parallel x%d %s %d bytes: %.3f ms (reduce-scatter %.3f, " +
+                "rings %.3f, all-gather %.3f), goodput %.3f Gbit/s, result: %s%n", iteration, rank, n,
+                elementType.cliName(), bytes, ms, parallel.reduceScatterNs() / 1e6, parallel.ringNs() / 1e6,
+                parallel.allGatherNs() / 1e6, bytes * 8 / ms / 1e6, mismatch == null ? "exact" : "MISMATCH " +
+                mismatch);
+        }
+        final double[] sorted = java.util.Arrays.copyOf(callMs, completed);
+        java.util.Arrays.sort(sorted);
+        final double median = completed == 0 ? 0 : sorted[completed / 2];
+        final boolean ok = error == null && matched == iterations;
+        final long wire = endpoint.port().counters().txBytes() - txBefore;
+        out.printf(Locale.ROOT, "summary host %d mode parallel local-workers %d type %s size %d iterations %d " +
+            "matched %d: median %.3f ms, wire bytes sent %d, result: %s%n", rank, n, elementType.cliName(), bytes,
+            iterations, matched, median, wire, ok ? "exact" : error != null ? "error" : "mismatch");
+        if (json)
+        {
+            out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"parallel\",\"local_workers\":%d," +
+                "\"type\":\"%s\",\"size\":%d,\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"median_ms\":%.4f," +
+                "\"wire_bytes_sent\":%d,\"first_mismatch\":%s,\"error\":%s,\"call_ms\":[%s]," +
+                "\"phases_ms\":[%s]}%n", rank, world, n, elementType.cliName(), bytes, iterations, matched, ok, median,
+                wire, jsonString(firstMismatch), jsonString(error), calls, phases);
+        }
+        return ok ? 0 : 1;
     }
 
     private int runIterations(final AllReduce op, final ElementType elementType, final boolean netreduce,

@@ -61,6 +61,31 @@ class ConfigLoaderTest
         return Path.of(System.getProperty("netreduce.repo.root", "..")).toAbsolutePath().normalize();
     }
 
+    /**
+     * Parallel rings (paper §3.4): a host with n local workers is a member of n rings with one address; the
+     * appliance keys connections by (source, destination, QPN) and the ring by its RingID, so the same member
+     * addresses in several rings are accepted. Within one ring an address stays unique (duplicate-address case).
+     */
+    @Test
+    void shouldAcceptTheSameMemberAddressesInParallelRings() throws ConfigException
+    {
+        final String parallel = BASE + """
+                      - id: 3
+                        elementType: fp16
+                        window: 4
+                        msgLen: 8
+                        payloadSize: 512
+                        pmtu: 1024
+                        members:
+                          - { rank: 0, ip: 10.0.1.1 }
+                          - { rank: 1, ip: 10.0.1.2 }
+                          - { rank: 2, ip: 10.0.1.3 }
+                          - { rank: 3, ip: 10.0.1.4 }
+                """;
+        final NetreduceConfig config = ConfigLoader.parse(parallel);
+        assertThat(config.jobs().get(1).rings()).hasSize(2);
+    }
+
     @Test
     void shouldLoadEveryExampleInConfigDirectory() throws IOException, ConfigException
     {
