@@ -154,10 +154,19 @@ class Session:
                 raise kinds.get(problems[0][0], SetupError)(problems[0][1])
         successor = infos[(self.rank + 1) % self.world_size]["receive"]
         predecessor = infos[(self.rank - 1) % self.world_size]["send"]
-        self.transport.connect(successor, predecessor)
-        # Nobody sends before every rank's queue pairs are connected: a write into an unconnected QP is lost until
-        # the RC timeout.
-        self._dist.barrier(group=self.group)
+        try:
+            self.transport.connect(successor, predecessor)
+            refused = None
+        except NetReduceError as error:
+            refused = str(error)
+        # Every rank learns of any rank's failed connect here (e.g. ranks opened with different shm_bytes), instead
+        # of the others waiting for it at a barrier until the process group's timeout. This exchange is also the
+        # barrier: nobody sends before every rank's queue pairs are connected (a write into an unconnected QP is
+        # lost until the RC timeout).
+        refusals = {r: reason for r, reason in enumerate(self._gather(refused)) if reason is not None}
+        if refusals:
+            raise SetupError("could not connect the ring on " +
+                             "; ".join(f"rank {r}: {reason}" for r, reason in refusals.items()))
 
     def _install(self, job_name: str) -> None:
         error = None

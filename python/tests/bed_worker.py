@@ -222,6 +222,23 @@ def scenario_mismatch(args, out):
     out["ok"] = out["raised"] is not None and "window" in out["raised"]
 
 
+def scenario_mismatched_memory(args, out):
+    """Rank 1 opens with less shared memory than its neighbours expect of it: every rank gets a SetupError at
+    start naming the failing rank, promptly, instead of the others waiting at a barrier."""
+    import time
+    import netreduce
+
+    start = time.monotonic()
+    try:
+        session_of(args, shm_bytes=(1 << 20) if args.rank == 1 else (4 << 20)).close()
+        out["raised"] = None
+    except netreduce.SetupError as error:
+        out["raised"] = str(error)
+    out["seconds"] = time.monotonic() - start
+    out["ok"] = (out["raised"] is not None and "could not connect the ring on rank 0" in out["raised"]
+                 and out["seconds"] < 60)
+
+
 def scenario_unreachable(args, out):
     """An appliance address where nothing listens: a clear ApplianceUnreachable at start."""
     import netreduce

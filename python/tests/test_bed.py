@@ -173,3 +173,9 @@ def test_should_say_the_appliance_is_unreachable(bed):
     results, logs = run_ranks(bed, "unreachable", world=2)
     for r in results:
         assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+
+
+def test_should_fail_every_rank_at_start_when_one_cannot_connect_its_ring(bed):
+    results, logs = run_ranks(bed, "mismatched_memory", world=3, timeout=120)
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
