@@ -47,8 +47,10 @@ final class Sequencer
     private final FrameOutput output;
     private final Aggregator aggregator;
     private final Icrc frameIcrc = new Icrc();
-    /** CRC-32 of the gradient bytes of the frame {@link #icrcMatches} last checked. */
+    /** CRC-32 of the gradient bytes of the frame {@link #checkIcrc} last accepted. */
     private int gradientCrc;
+    /** CRC of the headers (up to the gradient) of the frame {@link #checkIcrc} last accepted. */
+    private int checkedHeaderCrc;
     private int placedAge;
     private int placedPosition;
     private int placedMsgId;
@@ -134,19 +136,13 @@ final class Sequencer
             output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
             return;
         }
-        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
-            return;
-        }
         // The header CRC is computed once, before the tag is rewritten; the stored (marked) header's CRC follows
         // from it by the ring's result-tag CRC delta.
-        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
-        if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(0)))
+        if (!checkIcrc(arriving, frame, gradient, ring.shiftOperator(0)))
         {
-            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
             return;
         }
+        final int headerCrc = checkedHeaderCrc;
         final DataplaneCounter refusal = checkFirst(arriving, ring);
         if (refusal != null)
         {
@@ -203,15 +199,8 @@ final class Sequencer
             output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
             return;
         }
-        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
+        if (!checkIcrc(arriving, frame, gradient, ring.shiftOperator(0)))
         {
-            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
-            return;
-        }
-        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
-        if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(0)))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
             return;
         }
         if (InaHeader.msgLen(buffer, ina) != ring.msgLen())
@@ -345,15 +334,8 @@ final class Sequencer
             return;
         }
         final int gradient = frame.payloadOffset();
-        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
+        if (!checkIcrc(arriving, frame, gradient, ring.shiftOperator(position)))
         {
-            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
-            return;
-        }
-        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
-        if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(position)))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
             return;
         }
         aggregator.onDown(arriving, ring, msgId, position, gradient, gradientCrc);
@@ -594,32 +576,41 @@ final class Sequencer
             return;
         }
         final int gradient = frame.payloadOffset();
-        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
+        if (!checkIcrc(arriving, frame, gradient, ring.shiftOperator(position)))
         {
-            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
             return;
         }
-        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
-        if (!icrcMatches(arriving, gradient, headerCrc, ring.shiftOperator(position)))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
-            return;
-        }
+        final int headerCrc = checkedHeaderCrc;
         aggregator.aggregate(arriving, ring, rank, msgId, position, age, gradient, headerCrc);
     }
 
     /**
-     * Whether the frame's ICRC matches the CRC of its headers (given) combined with the CRC of its gradient,
-     * which is computed here once and is the only pass over the payload before it is stored.
+     * The checks every packet to be summed or translated ends with, first or later: its headers fit the
+     * aggregator's header slot, and its ICRC matches the CRC of its headers combined with the CRC of its gradient
+     * (shifted by {@code shiftOperator}, the packet's position). Leaves the header CRC in {@link #checkedHeaderCrc}
+     * and the gradient's in {@link #gradientCrc} (fields: the per-packet path allocates nothing).
+     *
+     * @return false when the packet was dropped (malformed, bad ICRC).
      */
-    private boolean icrcMatches(
-        final ArrivingFrame arriving, final int gradient, final int headerCrc, final int shiftOperator)
+    private boolean checkIcrc(
+        final ArrivingFrame arriving, final RoceFrame frame, final int gradient, final int shiftOperator)
     {
-        final int icrcOffset = arriving.frame().icrcOffset();
+        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
+            return false;
+        }
+        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
+        final int icrcOffset = frame.icrcOffset();
         final MutableDirectBuffer buffer = arriving.buffer();
         final int payloadCrc = frameIcrc.crcOf(buffer, gradient, icrcOffset - gradient);
+        if (Crc32Combine.combineWithOperator(headerCrc, payloadCrc, shiftOperator) != Icrc.read(buffer, icrcOffset))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
+            return false;
+        }
+        checkedHeaderCrc = headerCrc;
         gradientCrc = payloadCrc;
-        return Crc32Combine.combineWithOperator(headerCrc, payloadCrc, shiftOperator) ==
-            Icrc.read(buffer, icrcOffset);
+        return true;
     }
 }
