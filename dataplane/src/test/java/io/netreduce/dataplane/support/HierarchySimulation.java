@@ -43,19 +43,15 @@ public final class HierarchySimulation
     private final DataplaneHarness spine;
     private final int messages;
     private final Random random;
-    private final double dropWorkerToLeaf;
-    private final double duplicate;
     private final double dropLeafToSpine;
     private final double dropSpineToLeaf;
     private final double dropLeafToWorker;
-    private final double spuriousTimeout;
     private final int ranks;
     private final int[] firstPsn;
     private final RingWorker[] workers;
     private final byte[][][] gradients;
     private final List<List<byte[]>> frames = new ArrayList<>();
-    private final int[] sendIndex;
-    private final int[] received;
+    private final GoBackNWorkers senders;
     private final List<List<byte[]>> delivered = new ArrayList<>();
     private final Map<Integer, Integer> rankOfAddress = new HashMap<>();
     private final long[] upFrames;
@@ -89,12 +85,9 @@ public final class HierarchySimulation
         this.racks = Hierarchy.spine(rackEnds);
         this.messages = messages;
         this.random = new Random(networkSeed);
-        this.dropWorkerToLeaf = dropWorkerToLeaf;
-        this.duplicate = duplicate;
         this.dropLeafToSpine = dropLeafToSpine;
         this.dropSpineToLeaf = dropSpineToLeaf;
         this.dropLeafToWorker = dropLeafToWorker;
-        this.spuriousTimeout = spuriousTimeout;
         this.ranks = config.worldSize();
         this.leaves = new DataplaneHarness[rackEnds.size()];
         for (int k = 0; k < leaves.length; k++)
@@ -111,8 +104,6 @@ public final class HierarchySimulation
         final Random data = new Random(dataSeed);
         this.workers = new RingWorker[ranks];
         this.firstPsn = new int[ranks];
-        this.sendIndex = new int[ranks];
-        this.received = new int[ranks];
         for (int r = 0; r < ranks; r++)
         {
             firstPsn[r] = data.nextBoolean() ? data.nextInt(1 << 24) : (1 << 24) - 1 - data.nextInt(50);
@@ -138,6 +129,8 @@ public final class HierarchySimulation
             frames.add(list);
             delivered.add(new ArrayList<>());
         }
+        senders = new GoBackNWorkers(config.window(), config.msgLen(), frames, random, dropWorkerToLeaf, duplicate,
+            spuriousTimeout);
     }
 
     public static HierarchySimulation lossless(
@@ -153,63 +146,8 @@ public final class HierarchySimulation
      */
     public HierarchySimulation run()
     {
-        final int total = messages * config.msgLen();
-        final int[] candidates = new int[ranks];
-        long steps = 0;
-        int idleRounds = 0;
-        while (true)
-        {
-            if (++steps > 200L * total * ranks + 100_000)
-            {
-                throw new IllegalStateException("ring made no progress: " + progress());
-            }
-            int count = 0;
-            for (int r = 0; r < ranks; r++)
-            {
-                if (sendIndex[r] < total && mayStart(r, sendIndex[r] / config.msgLen()))
-                {
-                    candidates[count++] = r;
-                }
-            }
-            if (count == 0)
-            {
-                if (allDelivered(total))
-                {
-                    return this;
-                }
-                boolean changed = false;
-                for (int r = 0; r < ranks; r++)
-                {
-                    if (received[r] < sendIndex[r])
-                    {
-                        sendIndex[r] = received[r];
-                        changed = true;
-                    }
-                }
-                if (!changed || ++idleRounds > 20 * total + 1000)
-                {
-                    throw new IllegalStateException("ring livelocked: " + progress());
-                }
-                continue;
-            }
-            if (spuriousTimeout > 0 && random.nextDouble() < spuriousTimeout)
-            {
-                final int r = random.nextInt(ranks);
-                sendIndex[r] = received[r];
-                continue;
-            }
-            final int r = candidates[random.nextInt(count)];
-            final byte[] next = frames.get(r).get(sendIndex[r]++);
-            if (dropWorkerToLeaf > 0 && random.nextDouble() < dropWorkerToLeaf)
-            {
-                continue;
-            }
-            send(TO_LEAF, racks.rackOf(r), next);
-            if (duplicate > 0 && random.nextDouble() < duplicate)
-            {
-                send(TO_LEAF, racks.rackOf(r), next);
-            }
-        }
+        senders.run(messages, 200, 20, (rank, frame) -> send(TO_LEAF, racks.rackOf(rank), frame), this::progress);
+        return this;
     }
 
     private void send(final int kind, final int target, final byte[] bytes)
@@ -301,35 +239,15 @@ public final class HierarchySimulation
         }
         final int connection = (destination + ranks - 1) % ranks;
         final int index = BthHeader.psnDelta(frame.psn(), firstPsn[connection]);
-        if (index == received[connection])
+        if (senders.accept(connection, index))
         {
             delivered.get(connection).add(out);
-            received[connection]++;
         }
-    }
-
-    private boolean mayStart(final int rank, final int message)
-    {
-        final int predecessor = (rank + ranks - 1) % ranks;
-        return message < config.window() + received[predecessor] / config.msgLen();
-    }
-
-    private boolean allDelivered(final int total)
-    {
-        for (int r = 0; r < ranks; r++)
-        {
-            if (received[r] < total)
-            {
-                return false;
-            }
-        }
-        return true;
     }
 
     private String progress()
     {
-        final StringBuilder text = new StringBuilder("sent " + Arrays.toString(sendIndex) + " received " +
-            Arrays.toString(received));
+        final StringBuilder text = new StringBuilder(senders.progress());
         for (int k = 0; k <= leaves.length; k++)
         {
             final DataplaneHarness appliance = k < leaves.length ? leaves[k] : spine;

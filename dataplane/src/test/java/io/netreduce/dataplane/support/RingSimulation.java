@@ -29,18 +29,14 @@ public final class RingSimulation
     private final RingDefinition config;
     private final int messages;
     private final Random random;
-    private final double dropIn;
-    private final double duplicate;
     private final double dropOut;
-    private final double spuriousTimeout;
     private final int ranks;
     private final int receiveQpBase;
     private final RingWorker[] workers;
     private final int[] firstPsn;
     private final byte[][][] gradients;
     private final List<List<byte[]>> frames = new ArrayList<>();
-    private final int[] sendIndex;
-    private final int[] received;
+    private final GoBackNWorkers senders;
     private final List<List<byte[]>> delivered = new ArrayList<>();
     private final List<byte[]> allResults = new ArrayList<>();
     private final RoceFrame frame = new RoceFrame();
@@ -103,16 +99,11 @@ public final class RingSimulation
         this.config = config;
         this.messages = messages;
         this.random = new Random(networkSeed);
-        this.dropIn = dropIn;
-        this.duplicate = duplicate;
         this.dropOut = dropOut;
-        this.spuriousTimeout = spuriousTimeout;
         this.ranks = config.worldSize();
         this.receiveQpBase = receiveQpBase;
         this.workers = new RingWorker[ranks];
         this.firstPsn = new int[ranks];
-        this.sendIndex = new int[ranks];
-        this.received = new int[ranks];
         final Random psnSource = psns != null ? psns : data;
         for (int r = 0; r < ranks; r++)
         {
@@ -141,6 +132,8 @@ public final class RingSimulation
             frames.add(list);
             delivered.add(new ArrayList<>());
         }
+        senders = new GoBackNWorkers(config.window(), config.msgLen(), frames, random, dropIn, duplicate,
+            spuriousTimeout);
     }
 
     public static RingSimulation lossless(
@@ -173,81 +166,8 @@ public final class RingSimulation
      */
     public RingSimulation run()
     {
-        final int total = messages * config.msgLen();
-        final int[] candidates = new int[ranks];
-        int idleRounds = 0;
-        long steps = 0;
-        while (true)
-        {
-            if (++steps > 50L * total * ranks + 100_000)
-            {
-                throw new IllegalStateException("ring made no progress: " + progress());
-            }
-            int count = 0;
-            for (int r = 0; r < ranks; r++)
-            {
-                if (sendIndex[r] < total && mayStart(r, sendIndex[r] / config.msgLen()))
-                {
-                    candidates[count++] = r;
-                }
-            }
-            if (count == 0)
-            {
-                if (allDelivered(total))
-                {
-                    return this;
-                }
-                boolean changed = false;
-                for (int r = 0; r < ranks; r++)
-                {
-                    if (received[r] < sendIndex[r])
-                    {
-                        sendIndex[r] = received[r];
-                        changed = true;
-                    }
-                }
-                if (!changed || ++idleRounds > 10 * total + 1000)
-                {
-                    throw new IllegalStateException("ring livelocked: " + progress());
-                }
-                continue;
-            }
-            if (spuriousTimeout > 0 && random.nextDouble() < spuriousTimeout)
-            {
-                final int r = random.nextInt(ranks);
-                sendIndex[r] = received[r];
-                continue;
-            }
-            final int r = candidates[random.nextInt(count)];
-            final byte[] next = frames.get(r).get(sendIndex[r]++);
-            if (dropIn > 0 && random.nextDouble() < dropIn)
-            {
-                continue;
-            }
-            inject(next);
-            if (duplicate > 0 && random.nextDouble() < duplicate)
-            {
-                inject(next);
-            }
-        }
-    }
-
-    private boolean mayStart(final int rank, final int message)
-    {
-        final int predecessor = (rank + ranks - 1) % ranks;
-        return message < config.window() + received[predecessor] / config.msgLen();
-    }
-
-    private boolean allDelivered(final int total)
-    {
-        for (int r = 0; r < ranks; r++)
-        {
-            if (received[r] < total)
-            {
-                return false;
-            }
-        }
-        return true;
+        senders.run(messages, 50, 10, (rank, frame) -> inject(frame), this::progress);
+        return this;
     }
 
     private void inject(final byte[] bytes)
@@ -269,17 +189,16 @@ public final class RingSimulation
             {
                 continue;
             }
-            if (index == received[connection])
+            if (senders.accept(connection, index))
             {
                 delivered.get(connection).add(out);
-                received[connection]++;
             }
         }
     }
 
     private String progress()
     {
-        return "sent " + java.util.Arrays.toString(sendIndex) + " received " + java.util.Arrays.toString(received);
+        return senders.progress();
     }
 
     /**
