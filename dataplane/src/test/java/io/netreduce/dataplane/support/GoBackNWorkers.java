@@ -1,5 +1,10 @@
 package io.netreduce.dataplane.support;
 
+import io.netreduce.dataplane.testing.RingWorker;
+import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.support.Gradients;
+
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
@@ -63,6 +68,41 @@ final class GoBackNWorkers
         this.spuriousTimeout = spuriousTimeout;
         this.sendIndex = new int[ranks];
         this.received = new int[ranks];
+    }
+
+    /**
+     * @return {@code [message][rank]} random gradients of each worker's size, drawn message by message.
+     */
+    static byte[][][] randomGradients(
+        final RingWorker[] workers, final ElementType type, final int messages, final Random data)
+    {
+        final byte[][][] gradients = new byte[messages][workers.length][];
+        for (int m = 0; m < messages; m++)
+        {
+            for (int r = 0; r < workers.length; r++)
+            {
+                gradients[m][r] = Gradients.random(type, workers[r].gradientBytes(), data);
+            }
+        }
+        return gradients;
+    }
+
+    /**
+     * @return each worker's frames of all its messages, in PSN order.
+     */
+    static List<List<byte[]>> framesOf(final RingWorker[] workers, final byte[][][] gradients)
+    {
+        final List<List<byte[]>> frames = new ArrayList<>();
+        for (int r = 0; r < workers.length; r++)
+        {
+            final List<byte[]> list = new ArrayList<>();
+            for (int m = 0; m < gradients.length; m++)
+            {
+                list.addAll(workers[r].message(m, gradients[m][r]));
+            }
+            frames.add(list);
+        }
+        return frames;
     }
 
     /**

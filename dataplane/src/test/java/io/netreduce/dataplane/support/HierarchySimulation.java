@@ -50,7 +50,7 @@ public final class HierarchySimulation
     private final int[] firstPsn;
     private final RingWorker[] workers;
     private final byte[][][] gradients;
-    private final List<List<byte[]>> frames = new ArrayList<>();
+    private final List<List<byte[]>> frames;
     private final GoBackNWorkers senders;
     private final List<List<byte[]>> delivered = new ArrayList<>();
     private final Map<Integer, Integer> rankOfAddress = new HashMap<>();
@@ -111,22 +111,10 @@ public final class HierarchySimulation
             final byte[] address = config.member(r).address().getAddress();
             rankOfAddress.put(new UnsafeBuffer(address).getInt(0), r);
         }
-        gradients = new byte[messages][ranks][];
-        for (int m = 0; m < messages; m++)
-        {
-            for (int r = 0; r < ranks; r++)
-            {
-                gradients[m][r] = Gradients.random(config.elementType(), workers[r].gradientBytes(), data);
-            }
-        }
+        gradients = GoBackNWorkers.randomGradients(workers, config.elementType(), messages, data);
+        frames = GoBackNWorkers.framesOf(workers, gradients);
         for (int r = 0; r < ranks; r++)
         {
-            final List<byte[]> list = new ArrayList<>();
-            for (int m = 0; m < messages; m++)
-            {
-                list.addAll(workers[r].message(m, gradients[m][r]));
-            }
-            frames.add(list);
             delivered.add(new ArrayList<>());
         }
         senders = new GoBackNWorkers(config.window(), config.msgLen(), frames, random, dropWorkerToLeaf, duplicate,

@@ -35,7 +35,7 @@ public final class RingSimulation
     private final RingWorker[] workers;
     private final int[] firstPsn;
     private final byte[][][] gradients;
-    private final List<List<byte[]>> frames = new ArrayList<>();
+    private final List<List<byte[]>> frames;
     private final GoBackNWorkers senders;
     private final List<List<byte[]>> delivered = new ArrayList<>();
     private final List<byte[]> allResults = new ArrayList<>();
@@ -114,22 +114,10 @@ public final class RingSimulation
                 new RingWorker(config, r, receiveQpBase + successor, firstPsn[r], RingWorker.macOf(r),
                     RingWorker.macOf(successor));
         }
-        gradients = new byte[messages][ranks][];
-        for (int m = 0; m < messages; m++)
-        {
-            for (int r = 0; r < ranks; r++)
-            {
-                gradients[m][r] = Gradients.random(config.elementType(), workers[r].gradientBytes(), data);
-            }
-        }
+        gradients = GoBackNWorkers.randomGradients(workers, config.elementType(), messages, data);
+        frames = GoBackNWorkers.framesOf(workers, gradients);
         for (int r = 0; r < ranks; r++)
         {
-            final List<byte[]> list = new ArrayList<>();
-            for (int m = 0; m < messages; m++)
-            {
-                list.addAll(workers[r].message(m, gradients[m][r]));
-            }
-            frames.add(list);
             delivered.add(new ArrayList<>());
         }
         senders = new GoBackNWorkers(config.window(), config.msgLen(), frames, random, dropIn, duplicate,
