@@ -1,8 +1,14 @@
 package io.netreduce.dataplane.support;
 
+import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.support.Gradients;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.RoceFrame;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.ByteArrayOutputStream;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -103,6 +109,35 @@ final class GoBackNWorkers
             frames.add(list);
         }
         return frames;
+    }
+
+    /**
+     * @return what a connection of rank {@code rank} must deliver for message {@code m}: the rank's own INA header
+     * with the ring's result tag, followed by {@code sum}.
+     */
+    static byte[] resultMessage(final RingDefinition config, final int rank, final int m, final byte[] sum)
+    {
+        final byte[] message = new byte[InaHeader.LENGTH + sum.length];
+        InaHeader.write(new UnsafeBuffer(message), 0, config.resultTag(), config.ringId(), m & 0xFF, config.msgLen(),
+            rank);
+        System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
+        return message;
+    }
+
+    /**
+     * @return the RC payloads of message {@code m}'s {@code msgLen} frames in {@code delivered}, concatenated.
+     */
+    static byte[] payloadsOf(final List<byte[]> delivered, final int m, final int msgLen)
+    {
+        final RoceFrame frame = new RoceFrame();
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (int p = 0; p < msgLen; p++)
+        {
+            final byte[] bytes = delivered.get(m * msgLen + p);
+            frame.wrap(new UnsafeBuffer(bytes), 0, bytes.length);
+            out.write(bytes, frame.payloadOffset(), frame.payloadLength());
+        }
+        return out.toByteArray();
     }
 
     /**

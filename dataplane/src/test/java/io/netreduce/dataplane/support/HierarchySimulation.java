@@ -7,11 +7,9 @@ import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.protocol.icrc.Icrc;
 import io.netreduce.protocol.support.Gradients;
 import io.netreduce.protocol.wire.BthHeader;
-import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.io.ByteArrayOutputStream;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -281,12 +279,7 @@ public final class HierarchySimulation
      */
     public byte[] expectedMessage(final int rank, final int m)
     {
-        final byte[] sum = hierarchicalSum(m);
-        final byte[] message = new byte[InaHeader.LENGTH + sum.length];
-        InaHeader.write(new UnsafeBuffer(message), 0, config.resultTag(), config.ringId(), m & 0xFF, config.msgLen(),
-            rank);
-        System.arraycopy(sum, 0, message, InaHeader.LENGTH, sum.length);
-        return message;
+        return GoBackNWorkers.resultMessage(config, rank, m, hierarchicalSum(m));
     }
 
     /**
@@ -294,15 +287,7 @@ public final class HierarchySimulation
      */
     public byte[] deliveredMessage(final int rank, final int m)
     {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final List<byte[]> list = delivered.get(rank);
-        for (int p = 0; p < config.msgLen(); p++)
-        {
-            final byte[] bytes = list.get(m * config.msgLen() + p);
-            frame.wrap(new UnsafeBuffer(bytes), 0, bytes.length);
-            out.write(bytes, frame.payloadOffset(), frame.payloadLength());
-        }
-        return out.toByteArray();
+        return GoBackNWorkers.payloadsOf(delivered.get(rank), m, config.msgLen());
     }
 
     /**
