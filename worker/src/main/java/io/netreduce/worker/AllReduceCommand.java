@@ -1,5 +1,6 @@
 package io.netreduce.worker;
 
+import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.PortCounters;
@@ -215,12 +216,14 @@ public final class AllReduceCommand implements Callable<Integer>
 
     private int tag(final String option, final String text)
     {
-        if (text.length() != 4 || !text.chars().allMatch(c -> c > 0x20 && c <= 0x7E))
+        try
         {
-            throw new CommandLine.ParameterException(new CommandLine(this),
-                option + " must be 4 printable ASCII characters: '" + text + "'");
+            return InaHeader.tagValue(text);
         }
-        return (text.charAt(0) << 24) | (text.charAt(1) << 16) | (text.charAt(2) << 8) | text.charAt(3);
+        catch (final IllegalArgumentException ex)
+        {
+            throw new CommandLine.ParameterException(new CommandLine(this), option + " " + ex.getMessage());
+        }
     }
 
     private IdleStrategy idleStrategy(final RcEndpoint endpoint)

@@ -157,7 +157,7 @@ public record RingConfig(
     @JsonIgnore
     public int inetTagValue()
     {
-        return tagValue(inetTag);
+        return InaHeader.tagValue(inetTag);
     }
 
     /**
@@ -166,7 +166,7 @@ public record RingConfig(
     @JsonIgnore
     public int resultTagValue()
     {
-        return tagValue(resultTag);
+        return InaHeader.tagValue(resultTag);
     }
 
     /**
@@ -187,16 +187,6 @@ public record RingConfig(
             }
         }
         return true;
-    }
-
-    private static int tagValue(final String text)
-    {
-        int value = 0;
-        for (int i = 0; i < 4; i++)
-        {
-            value = (value << 8) | (text.charAt(i) & 0xFF);
-        }
-        return value;
     }
 
     private static String tagText(final int value)

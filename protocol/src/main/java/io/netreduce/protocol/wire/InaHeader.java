@@ -40,6 +40,21 @@ public final class InaHeader
     {
     }
 
+    /**
+     * @param text a tag as written in configs and on command lines, e.g. {@code NRED}.
+     * @return its 32-bit big-endian value, as it stands in the header.
+     * @throws IllegalArgumentException "must be 4 printable ASCII characters: 'text'", for the caller to prefix
+     *                                  with the setting's name.
+     */
+    public static int tagValue(final String text)
+    {
+        if (text.length() != 4 || !text.chars().allMatch(c -> c > 0x20 && c <= 0x7E))
+        {
+            throw new IllegalArgumentException("must be 4 printable ASCII characters: '" + text + "'");
+        }
+        return (text.charAt(0) << 24) | (text.charAt(1) << 16) | (text.charAt(2) << 8) | text.charAt(3);
+    }
+
     public static int inetTag(final DirectBuffer buffer, final int offset)
     {
         return buffer.getInt(offset + INET_TAG_OFFSET, BIG_ENDIAN);

@@ -9,6 +9,7 @@ import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.wire.InaHeader;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SystemNanoClock;
 
@@ -290,11 +291,13 @@ public final class Sidecar
 
     private static int tag(final String name, final String text)
     {
-        if (text.length() != 4 || !text.chars().allMatch(c -> c > 0x20 && c <= 0x7E))
+        try
         {
-            throw new IllegalArgumentException("open: " + name + " must be 4 printable ASCII characters: '" +
-                text + "'");
+            return InaHeader.tagValue(text);
         }
-        return (text.charAt(0) << 24) | (text.charAt(1) << 16) | (text.charAt(2) << 8) | text.charAt(3);
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException("open: " + name + " " + ex.getMessage(), ex);
+        }
     }
 }
