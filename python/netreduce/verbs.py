@@ -19,9 +19,11 @@ import ipaddress
 import time
 from typing import Optional
 
+from netreduce_verbs import ina
+
 from .errors import SetupError, TransportError
 
-INA_LENGTH = 8
+INA_LENGTH = ina.LENGTH
 _ELEMENT_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "int32": 4}
 
 
@@ -114,7 +116,6 @@ class VerbsTransport:
         self._headers = self._dev.mr(self._slots * INA_LENGTH)
         self._results = self._dev.mr(self._slots * self._message_bytes)
         self._scratch = self._dev.mr(64)
-        self._header_view = (ctypes.c_ubyte * (self._slots * INA_LENGTH)).from_address(self._headers.buf)
         self._send_qp = verbs.RcQp(self._dev, max_send=self._slots + 2, max_recv=2)
         self._recv_qp = verbs.RcQp(self._dev, max_send=2, max_recv=self._slots + 2)
         return {"ok": True, "ip": self.ip, "send": self._send_qp.local(),
@@ -178,8 +179,7 @@ class VerbsTransport:
 
     def _post(self, k: int, data_offset: int) -> None:
         slot = k % self._slots
-        header = (self._inet_tag.to_bytes(4, "big") +
-                  bytes((self._ring_id, k & 0xFF, self._msg_len, self._rank)))
+        header = ina.pack(self._ring_id, k, self._msg_len, self._rank, self._inet_tag)
         ctypes.memmove(self._headers.buf + slot * INA_LENGTH, header, INA_LENGTH)
         sges = [self._verbs.sge(self._headers, slot * INA_LENGTH, INA_LENGTH),
                 self._verbs.sge(self._work, data_offset, self._data_bytes)]
@@ -190,12 +190,12 @@ class VerbsTransport:
     def _take_result(self, k: int, data_offset: int, predecessor: int, length: int) -> None:
         slot_addr = self._results.buf + (k % self._slots) * self._message_bytes
         header = ctypes.string_at(slot_addr, INA_LENGTH)
-        tag = int.from_bytes(header[:4], "big")
+        tag, ring_id, msg_id, _, rank = ina.unpack(header)
         if tag != self._result_tag:
             what = "arrived unaggregated (ring not installed or bypassed)" if tag == self._inet_tag else \
                 f"carries tag 0x{tag:08x}"
             raise TransportError(f"ring {self._ring_id}: result of message {k} {what}")
-        if header[4] != self._ring_id or header[5] != (k & 0xFF) or header[7] != predecessor:
+        if ring_id != self._ring_id or msg_id != (k & 0xFF) or rank != predecessor:
             raise TransportError(f"ring {self._ring_id}: result of message {k} has header {header.hex()}")
         ctypes.memmove(self._work.buf + data_offset, slot_addr + INA_LENGTH, length)
 
@@ -217,6 +217,7 @@ class VerbsTransport:
 
 
 def _tag(text: str) -> int:
-    if len(text) != 4 or not text.isascii():
-        raise SetupError(f"a tag is 4 ASCII characters: {text!r}")
-    return int.from_bytes(text.encode("ascii"), "big")
+    try:
+        return ina.tag_value(text)
+    except (ValueError, UnicodeEncodeError) as error:
+        raise SetupError(str(error)) from error
