@@ -61,7 +61,8 @@ class ApplianceClient:
             response = connection.getresponse()
             raw = response.read().decode("utf-8", "replace")
         except (OSError, http.client.HTTPException) as error:
-            raise ApplianceUnreachable(f"control API {self.address}: {method} {path}: {error}") from error
+            raise ApplianceUnreachable(f"control API {self.address}: {method} {path}: cannot read an answer: {error}") \
+                from error
         finally:
             connection.close()
         try:
@@ -85,3 +86,22 @@ class ApplianceClient:
     def remove_job(self, name: str) -> bool:
         status, _ = self.request("DELETE", f"/v1/jobs/{name}")
         return status in (200, 204)
+
+
+def check_ring_parameters(parameters: dict, *, ring_id: int, world: int, rank: int, window: int, msg_len: int,
+                          payload: int, dtype: str, inet_tag: str = "NRED", result_tag: str = "NRES",
+                          ip: str = None) -> None:
+    """Raise RingMismatch listing every setting that differs from the ring's; return quietly when all agree."""
+    mine = {"ringId": ring_id, "worldSize": world, "window": window, "msgLen": msg_len, "payloadSize": payload,
+            "elementType": dtype, "inetTag": inet_tag, "resultTag": result_tag}
+    problems = [f"{key} is {mine[key]!r} here but {parameters.get(key)!r} on the appliance"
+                for key in mine if parameters.get(key) != mine[key]]
+    if ip is not None:
+        member = next((m for m in parameters.get("members", []) if m.get("rank") == rank), None)
+        if member is None:
+            problems.append(f"rank {rank} is not a member of ring {ring_id}")
+        elif member.get("ip") != ip:
+            problems.append(f"rank {rank} is {member.get('ip')} on the appliance, but this host sends from {ip}")
+    if problems:
+        raise RingMismatch(f"ring {ring_id} does not match this client (packets would be dropped and the "
+                           f"all-reduce would stall): " + "; ".join(problems))

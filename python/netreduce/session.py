@@ -13,7 +13,7 @@ import queue
 import threading
 from typing import Optional
 
-from .control import ApplianceClient
+from .control import ApplianceClient, check_ring_parameters
 from .errors import ApplianceUnreachable, NetReduceError, RingMismatch, SetupError, TransportError
 
 log = logging.getLogger("netreduce")
@@ -187,22 +187,11 @@ class Session:
             raise SetupError(errors[0])
 
     def _check_ring(self) -> None:
-        parameters = self._appliance.ring_parameters(self.ring_id)
-        mine = {"ringId": self.ring_id, "worldSize": self.world_size, "elementType": self.element_type,
-                "window": self.ring["window"], "msgLen": self.ring["msgLen"],
-                "payloadSize": self.ring["payloadSize"], "inetTag": self.ring["inetTag"],
-                "resultTag": self.ring["resultTag"]}
-        problems = [f"{key} is {mine[key]!r} here but {parameters.get(key)!r} on the appliance"
-                    for key in mine if parameters.get(key) != mine[key]]
-        member = next((m for m in parameters.get("members", []) if m.get("rank") == self.rank), None)
-        if member is None:
-            problems.append(f"rank {self.rank} is not a member")
-        elif member.get("ip") != self.addresses[self.rank]:
-            problems.append(f"rank {self.rank} is {member.get('ip')} on the appliance, but this process sends "
-                            f"from {self.addresses[self.rank]}")
-        if problems:
-            raise RingMismatch(f"ring {self.ring_id} does not match this session (its packets would be dropped "
-                               f"and every call would stall): " + "; ".join(problems))
+        check_ring_parameters(
+            self._appliance.ring_parameters(self.ring_id), ring_id=self.ring_id, world=self.world_size,
+            rank=self.rank, window=self.ring["window"], msg_len=self.ring["msgLen"],
+            payload=self.ring["payloadSize"], dtype=self.element_type, inet_tag=self.ring["inetTag"],
+            result_tag=self.ring["resultTag"], ip=self.addresses[self.rank])
 
     def _placed_areas(self, layout: dict, result_tag: str) -> None:
         """A transport in message layout (the sidecar): views of its input and output areas' data parts, (messages,
