@@ -766,7 +766,11 @@ public final class AllReduceCommand implements Callable<Integer>
         return '"' + text.replace("\\", "\\\\").replace("\"", "\\\"") + '"';
     }
 
-    private static InetAddress interfaceAddress(final String dev) throws IOException
+    /**
+     * @return the first IPv4 address of {@code dev} in this network namespace: a worker's default ring address.
+     * @throws IllegalArgumentException if there is no such interface or it has no IPv4 address.
+     */
+    static InetAddress interfaceAddress(final String dev) throws IOException
     {
         final NetworkInterface nif = NetworkInterface.getByName(dev);
         if (nif == null)

@@ -11,9 +11,7 @@ import org.agrona.concurrent.SystemNanoClock;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-import java.net.Inet4Address;
 import java.net.InetAddress;
-import java.net.NetworkInterface;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
@@ -71,7 +69,7 @@ public final class ServeCommand implements Callable<Integer>
         try (AfPacketPort port = AfPacketPort.open(portConfig);
             Doorbell doorbell = new Doorbell())
         {
-            final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);
+            final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
             final RcEndpoint endpoint = new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                 ConnectionInfo.macFromBytes(port.macAddress()));
             return SidecarRunner.run(endpoint, doorbell, socket, acceptTimeoutSeconds);
@@ -81,16 +79,5 @@ public final class ServeCommand implements Callable<Integer>
             System.err.println("serve: " + ex.getMessage());
             return 2;
         }
-    }
-
-    private static InetAddress interfaceAddress(final String dev) throws java.net.SocketException
-    {
-        final NetworkInterface nif = NetworkInterface.getByName(dev);
-        if (nif == null)
-        {
-            throw new IllegalArgumentException("no interface " + dev + " in this network namespace");
-        }
-        return nif.inetAddresses().filter(a -> a instanceof Inet4Address).findFirst()
-            .orElseThrow(() -> new IllegalArgumentException("interface " + dev + " has no IPv4 address (--ip)"));
     }
 }
