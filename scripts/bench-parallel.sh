@@ -25,12 +25,7 @@ done
 netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 work="$(mktemp -d)"
 daemon_pid=""
-cleanup() {
-  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
-  bash scripts/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'bed_stop "$prefix" "$work"' EXIT
 window=8; msg_len=16; payload=4096
 bash scripts/testbed.sh up -w 4 --mtu 9000 --prefix "$prefix" >/dev/null
 api="unix:$work/api.sock"

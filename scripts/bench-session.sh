@@ -37,12 +37,7 @@ fi
 [ -x "$netreduce" ] || { echo "bench-session: $netreduce missing (build first)" >&2; exit 1; }
 work="$(mktemp -d /tmp/netreduce-bench-session.XXXXXX)"
 daemon_pid=""
-cleanup() {
-  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
-  bash scripts/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'bed_stop "$prefix" "$work"' EXIT
 bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix" ${rate:+--rate "$rate"} >/dev/null
 bed_ring_config "$work/netreduce.yaml" "unix:$work/api.sock" bench "$workers" 1 8 16 4096
 bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "unix:$work/api.sock" "$work" bench-session >/dev/null

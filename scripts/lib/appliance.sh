@@ -92,3 +92,14 @@ bed_start_named_daemon() {
   echo "-- $name ($ns)"
   cat "$log.rings"
 }
+
+# bed_stop PREFIX WORKDIR
+#   stops the daemon bed_start_daemon started (daemon_pid), takes the bed down and removes WORKDIR: a benchmark's
+#   EXIT trap.
+bed_stop() {
+  if [ -n "${daemon_pid:-}" ]; then
+    kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
+  fi
+  bash scripts/testbed.sh down --prefix "$1" >/dev/null 2>&1 || true
+  rm -rf "$2"
+}
