@@ -7,6 +7,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
 
 import static io.netreduce.protocol.port.LinuxPacketAbi.*;
 
@@ -39,6 +41,8 @@ public final class AfPacketPort implements PacketPort
     /** pollfd.events bit: readable. */
     private static final short POLLIN = 0x1;
     private static final int POLLFD_SIZE = 8;
+    /** The kernel's limit on sockets in one fanout group (PACKET_FANOUT_MAX). */
+    public static final int MAX_FANOUT_MEMBERS = 256;
 
     private final AfPacketConfiguration configuration;
     private final int ifIndex;
@@ -67,6 +71,7 @@ public final class AfPacketPort implements PacketPort
     private final int maxTxFrameLength;
 
     private int receiveCalls;
+    private int fanoutGroup = -1;
 
     private int txHead;
     private int txPendingStart;
@@ -125,6 +130,108 @@ public final class AfPacketPort implements PacketPort
         {
             builder.release();
             throw ex;
+        }
+    }
+
+    /**
+     * Open {@code members} ports on one interface whose receive sockets form one AF_PACKET fanout group in
+     * PACKET_FANOUT_CBPF mode: the kernel hands each received frame to exactly one member, the one a classic BPF
+     * classifier names ({@link #steer}); until a classifier is set every frame goes to member 0. Each member has
+     * its own receive and transmit rings, so each can be owned by its own thread (a dataplane lane) with no frame
+     * ever copied between them.
+     * <p>
+     * A receive socket receives as soon as it is bound, and it can join a group only once bound; so that no
+     * frame reaches two members, every member's socket holds a drop-everything socket filter from before its
+     * bind until all members have joined.
+     *
+     * @return the members, index i being fanout member i (the classifier's return value).
+     * @throws PortException as {@link #open} does, or naming the fanout step that failed (no PACKET_FANOUT_CBPF
+     *                       or unique group ids before Linux 4.8).
+     */
+    public static List<AfPacketPort> openFanout(final AfPacketConfiguration configuration, final int members)
+    {
+        if (members < 1 || members > MAX_FANOUT_MEMBERS)
+        {
+            throw new IllegalArgumentException("fanout members must be 1 to " + MAX_FANOUT_MEMBERS + ": " + members);
+        }
+        final List<AfPacketPort> ports = new ArrayList<>(members);
+        try
+        {
+            int group = -1;
+            for (int i = 0; i < members; i++)
+            {
+                final Builder builder = new Builder(configuration);
+                builder.holdUntilJoined = true;
+                try
+                {
+                    builder.openReceiveSocket();
+                    builder.openTransmitSocket();
+                    group = builder.joinFanout(group);
+                    ports.add(new AfPacketPort(builder));
+                }
+                catch (final RuntimeException | Error ex)
+                {
+                    builder.release();
+                    throw ex;
+                }
+            }
+            for (final AfPacketPort port : ports)
+            {
+                port.fanoutGroup = group;
+                port.detachSocketFilter();
+            }
+            return List.copyOf(ports);
+        }
+        catch (final RuntimeException | Error ex)
+        {
+            ports.forEach(AfPacketPort::close);
+            throw ex;
+        }
+    }
+
+    /**
+     * Replace the classifier of this port's fanout group (any member may; it applies to all at once, for frames
+     * the kernel has not yet handed over). Control-side call: it is a setsockopt, not a hot-path operation.
+     *
+     * @throws IllegalStateException if the port was not opened with {@link #openFanout}.
+     * @throws PortException         if the kernel refuses the program.
+     */
+    public void steer(final ClassicBpfProgram program)
+    {
+        if (fanoutGroup < 0)
+        {
+            throw new IllegalStateException("port " + name() + " is not in a fanout group");
+        }
+        try (Arena scratch = Arena.ofConfined())
+        {
+            final MemorySegment errno = Libc.allocateErrnoState(scratch);
+            if (Libc.setsockopt(errno, rxFd, SOL_PACKET, PACKET_FANOUT_DATA, program.toSockFprog(scratch),
+                ClassicBpfProgram.SOCK_FPROG_SIZE) < 0)
+            {
+                throw new PortException("setsockopt PACKET_FANOUT_DATA (" + program.length() +
+                    " instruction steering program) on '" + name() + "'", Libc.errno(errno));
+            }
+        }
+    }
+
+    /**
+     * @return the fanout group id the kernel gave this port's receive socket, or -1 if it is in none.
+     */
+    public int fanoutGroup()
+    {
+        return fanoutGroup;
+    }
+
+    private void detachSocketFilter()
+    {
+        try (Arena scratch = Arena.ofConfined())
+        {
+            final MemorySegment errno = Libc.allocateErrnoState(scratch);
+            final MemorySegment unused = scratch.allocate(ValueLayout.JAVA_INT);
+            if (Libc.setsockopt(errno, rxFd, SOL_SOCKET, SO_DETACH_FILTER, unused, Integer.BYTES) < 0)
+            {
+                throw new PortException("setsockopt SO_DETACH_FILTER on '" + name() + "'", Libc.errno(errno));
+            }
         }
     }
 
@@ -420,6 +527,7 @@ public final class AfPacketPort implements PacketPort
         private long txRingAddress;
         private long txRingLength;
         private int[] txSlotOffsets;
+        private boolean holdUntilJoined;
 
         Builder(final AfPacketConfiguration configuration)
         {
@@ -443,6 +551,16 @@ public final class AfPacketPort implements PacketPort
                 readInterface(scratch, rxFd);
                 // Best effort (Linux 4.20+): the ring then never holds our own transmissions; receive() filters too.
                 setIntOption(scratch, rxFd, PACKET_IGNORE_OUTGOING, 1, null);
+                if (holdUntilJoined)
+                {
+                    final ClassicBpfProgram dropAll = ClassicBpfProgram.dropAll();
+                    if (Libc.setsockopt(errnoState, rxFd, SOL_SOCKET, SO_ATTACH_FILTER, dropAll.toSockFprog(scratch),
+                        ClassicBpfProgram.SOCK_FPROG_SIZE) < 0)
+                    {
+                        throw new PortException("setsockopt SO_ATTACH_FILTER (hold until the fanout group is " +
+                            "complete) on '" + name + "'", Libc.errno(errnoState));
+                    }
+                }
 
                 final int blockSize = configuration.rxBlockSize();
                 final int blockCount = configuration.rxBlockCount();
@@ -468,6 +586,34 @@ public final class AfPacketPort implements PacketPort
                     membership.set(ValueLayout.JAVA_SHORT, PACKET_MREQ_ALEN_OFFSET, (short)0);
                     setOption(rxFd, PACKET_ADD_MEMBERSHIP, membership, PACKET_MREQ_SIZE, "PACKET_ADD_MEMBERSHIP promiscuous");
                 }
+            }
+        }
+
+        /**
+         * Join the fanout group {@code group}, or create one with a kernel-chosen unique id when it is -1.
+         *
+         * @return the group's id.
+         */
+        int joinFanout(final int group)
+        {
+            try (Arena scratch = Arena.ofConfined())
+            {
+                final int flags = group < 0 ? PACKET_FANOUT_FLAG_UNIQUEID : 0;
+                final int id = group < 0 ? 0 : group;
+                setIntOption(scratch, rxFd, PACKET_FANOUT, id | (PACKET_FANOUT_CBPF << 16) | (flags << 16),
+                    "PACKET_FANOUT (CBPF" + (group < 0 ? ", new group" : ", group " + group) + ")");
+                if (group >= 0)
+                {
+                    return group;
+                }
+                final MemorySegment value = scratch.allocate(ValueLayout.JAVA_INT);
+                final MemorySegment length = scratch.allocate(ValueLayout.JAVA_INT);
+                length.set(ValueLayout.JAVA_INT, 0, Integer.BYTES);
+                if (Libc.getsockopt(errnoState, rxFd, SOL_PACKET, PACKET_FANOUT, value, length) < 0)
+                {
+                    throw new PortException("getsockopt PACKET_FANOUT on '" + name + "'", Libc.errno(errnoState));
+                }
+                return value.get(ValueLayout.JAVA_INT, 0) & 0xFFFF;
             }
         }
 

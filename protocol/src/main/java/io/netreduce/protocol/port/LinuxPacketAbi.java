@@ -43,6 +43,18 @@ final class LinuxPacketAbi
     static final int PACKET_QDISC_BYPASS = 20;
     /** Do not deliver the host's outgoing frames to this socket (Linux 4.20+). */
     static final int PACKET_IGNORE_OUTGOING = 23;
+    /** Join (or create) a fanout group: int = group id | mode << 16 | flags << 16; read back the same way. */
+    static final int PACKET_FANOUT = 18;
+    /** Set the classifier of a PACKET_FANOUT_CBPF group: a struct sock_fprog; any member may replace it. */
+    static final int PACKET_FANOUT_DATA = 22;
+    /** Fanout mode: a classic BPF program returns the member index (modulo the member count). */
+    static final int PACKET_FANOUT_CBPF = 6;
+    /** Fanout flag: let the kernel pick a group id no other socket in the namespace uses (Linux 4.8+). */
+    static final int PACKET_FANOUT_FLAG_UNIQUEID = 0x2000;
+    /** SOL_SOCKET option: attach a classic BPF socket filter (struct sock_fprog). */
+    static final int SO_ATTACH_FILTER = 26;
+    /** SOL_SOCKET option: remove the socket filter. */
+    static final int SO_DETACH_FILTER = 27;
 
     /** Ring header layout version 2: fixed-size frame slots, each with its own status; TX and the V2 RX ring. */
     static final int TPACKET_V2 = 1;
