@@ -10,6 +10,7 @@ import org.agrona.concurrent.status.AtomicCounter;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -32,6 +33,7 @@ public final class DataplaneAgent implements Agent
     private final DataplaneCounters counters;
     private final SingleWriterRecorder latency;
     private final PacketProcessor processor;
+    private final LaneHandle handle;
     private final DataplaneProxy proxy;
     private final long foreignIdleNs;
     private final AtomicCounter foreignExpired;
@@ -52,13 +54,23 @@ public final class DataplaneAgent implements Agent
         this.processor = new PacketProcessor(tables, counters, ports, context.peers(), latency,
             context.highestLatencyNs(), foreignTags);
         this.processor.faultInjection(context.dropProbability(), context.dropSeed());
-        this.proxy = new DataplaneProxy(commands, counters, latency, foreignTags);
+        this.handle = new LaneHandle(commands, counters, latency, foreignTags);
+        this.proxy = new DataplaneProxy(List.of(handle), context.memoryBudget(), LaneSteering.NONE);
         this.foreignIdleNs = context.foreignIdleNs();
         this.foreignExpired = counters.counter(DataplaneCounter.CLT_FOREIGN_EXPIRED);
     }
 
     /**
-     * @return the control plane's handle on this agent (thread-safe).
+     * @return what a multi-lane proxy needs of this agent.
+     */
+    LaneHandle handle()
+    {
+        return handle;
+    }
+
+    /**
+     * @return the control plane's handle on this agent alone (thread-safe); a {@link DataplaneLanes} has one over
+     *         all its agents.
      */
     public DataplaneProxy proxy()
     {

@@ -265,6 +265,30 @@ public final class DataplaneContext
     }
 
     /**
+     * @return a copy of this context for one lane of a {@link DataplaneLanes}: the lane's own ports and its own
+     *         counters (lanes never write each other's cache lines); a fault-injection seed of its own, so that
+     *         lanes do not drop in step.
+     */
+    DataplaneContext forLane(final int lane, final List<PacketPort> lanePorts)
+    {
+        final DataplaneContext copy = new DataplaneContext();
+        copy.ports = List.copyOf(lanePorts);
+        copy.peers = peers == null ? null : peers.clone();
+        copy.batchSize = batchSize;
+        copy.cltEntries = cltEntries;
+        copy.memoryBudget = memoryBudget;
+        copy.commandQueueCapacity = commandQueueCapacity;
+        copy.commandsPerCycle = commandsPerCycle;
+        copy.highestLatencyNs = highestLatencyNs;
+        copy.counters = new DataplaneCounters();
+        copy.dropProbability = dropProbability;
+        copy.dropSeed = dropSeed + lane;
+        copy.foreignIdleNs = foreignIdleNs;
+        copy.abandonedRunNs = abandonedRunNs;
+        return copy;
+    }
+
+    /**
      * @throws IllegalArgumentException when a value is out of range.
      */
     public void conclude()

@@ -5,42 +5,57 @@ import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.ring.RingDefinition;
 import org.HdrHistogram.Histogram;
-import org.HdrHistogram.SingleWriterRecorder;
-import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
- * The control plane's side of the dataplane: every method is safe to call from any thread, never blocks, and
- * returns a future the dataplane completes when it has applied the command between two batches (wait on it
- * with a timeout). When the command queue is full the future fails at once with
- * {@link IllegalStateException}; refusals (bad config, unknown ring, no memory) fail it with
- * {@link IllegalArgumentException} carrying the reason.
+ * The control plane's side of the dataplane, over all its lanes: every method is safe to call from any thread,
+ * never blocks on the dataplane, and returns a future that the owning lane(s) complete when they have applied the
+ * command between two batches (wait on it with a timeout). When a command queue is full the future fails at once
+ * with {@link IllegalStateException}; refusals (bad config, unknown ring, no memory, a ring no lane can take) fail it
+ * with {@link IllegalArgumentException} carrying the reason.
  * <p>
- * Counters and the latency histogram are read directly, without a command.
+ * A ring command goes to the lane that owns the ring ({@link LaneAssignment}); table snapshots and captures go to
+ * every lane and are merged. Installing a ring first steers its edges to its lane ({@link LaneSteering}), then
+ * installs it there; removing it removes it, then steers its edges away. Counters and the latency histogram are
+ * read directly, summed over lanes, without a command.
  */
 public final class DataplaneProxy
 {
-    private final ManyToOneConcurrentArrayQueue<DataplaneCommand> commands;
-    private final DataplaneCounters counters;
-    private final SingleWriterRecorder latency;
-    private final ForeignTagEvents foreignTags;
+    private final LaneHandle[] lanes;
+    private final LaneAssignment assignment;
+    private final LaneSteering steering;
     private final Histogram accumulated;
 
-    DataplaneProxy(
-        final ManyToOneConcurrentArrayQueue<DataplaneCommand> commands,
-        final DataplaneCounters counters,
-        final SingleWriterRecorder latency,
-        final ForeignTagEvents foreignTags)
+    DataplaneProxy(final List<LaneHandle> lanes, final long memoryBudget, final LaneSteering steering)
     {
-        this.commands = commands;
-        this.counters = counters;
-        this.latency = latency;
-        this.foreignTags = foreignTags;
-        this.accumulated = new Histogram(latency.getIntervalHistogram().getHighestTrackableValue(), 3);
+        this.lanes = lanes.toArray(new LaneHandle[0]);
+        this.assignment = new LaneAssignment(this.lanes.length, memoryBudget);
+        this.steering = steering;
+        this.accumulated = new Histogram(this.lanes[0].latency().getIntervalHistogram().getHighestTrackableValue(), 3);
+    }
+
+    /**
+     * @return how many lanes (agents) the dataplane runs.
+     */
+    public int lanes()
+    {
+        return lanes.length;
+    }
+
+    /**
+     * @return the lane that owns the ring, or -1 if it is not installed (or its install is still under way).
+     */
+    public synchronized int laneOf(final int ringId)
+    {
+        return assignment.laneOf(ringId);
     }
 
     /**
@@ -51,25 +66,114 @@ public final class DataplaneProxy
      */
     public int drainForeignTags(final Consumer<ForeignTagEvents.Event> consumer)
     {
-        return foreignTags.drain(consumer);
+        int drained = 0;
+        for (final LaneHandle lane : lanes)
+        {
+            drained += lane.foreignTags().drain(consumer);
+        }
+        return drained;
     }
 
+    /**
+     * Install a ring on the lane {@link LaneAssignment} chooses.
+     */
     public CompletableFuture<RingInstalled> installRing(final RingDefinition config)
     {
+        return installRing(config, -1);
+    }
+
+    /**
+     * Install a ring on a given lane (-1: let the assignment choose), for tests and benchmarks that feed lanes
+     * themselves.
+     */
+    public CompletableFuture<RingInstalled> installRing(final RingDefinition config, final int requestedLane)
+    {
         final CompletableFuture<RingInstalled> reply = new CompletableFuture<>();
-        return offer(new DataplaneCommand.InstallRing(config, reply), reply);
+        final int lane;
+        synchronized (this)
+        {
+            try
+            {
+                config.validate();
+                lane = assignment.place(config, requestedLane);
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                reply.completeExceptionally(ex);
+                return reply;
+            }
+            try
+            {
+                steering.steer(assignment.routes());
+            }
+            catch (final RuntimeException ex)
+            {
+                assignment.release(config.ringId());
+                reply.completeExceptionally(ex instanceof IllegalArgumentException ? ex :
+                    new IllegalStateException("steering ring " + config.ringId() + " to lane " + lane + ": " +
+                        ex.getMessage(), ex));
+                return reply;
+            }
+        }
+        final CompletableFuture<RingInstalled> laneReply = new CompletableFuture<>();
+        offer(lanes[lane], new DataplaneCommand.InstallRing(config, laneReply), laneReply);
+        laneReply.whenComplete((installed, failure) ->
+        {
+            if (failure != null)
+            {
+                synchronized (this)
+                {
+                    assignment.release(config.ringId());
+                    steerQuietly();
+                }
+                reply.completeExceptionally(failure);
+            }
+            else
+            {
+                final long used;
+                synchronized (this)
+                {
+                    used = assignment.memoryUsed();
+                }
+                reply.complete(installed.onLane(lane, used));
+            }
+        });
+        return reply;
     }
 
     public CompletableFuture<RingRemoved> removeRing(final int ringId)
     {
+        final int lane;
+        synchronized (this)
+        {
+            lane = assignment.laneOf(ringId);
+        }
         final CompletableFuture<RingRemoved> reply = new CompletableFuture<>();
-        return offer(new DataplaneCommand.RemoveRing(ringId, reply), reply);
+        // A ring no lane owns: lane 0 answers with the dataplane's own "not installed" refusal.
+        offer(lanes[Math.max(lane, 0)], new DataplaneCommand.RemoveRing(ringId, reply), reply);
+        if (lane < 0)
+        {
+            return reply;
+        }
+        return reply.thenApply(removed ->
+        {
+            synchronized (this)
+            {
+                assignment.release(ringId);
+                steerQuietly();
+            }
+            return removed;
+        });
     }
 
     public CompletableFuture<List<ConnectionEntry>> connections()
     {
-        final CompletableFuture<List<ConnectionEntry>> reply = new CompletableFuture<>();
-        return offer(new DataplaneCommand.SnapshotConnections(reply), reply);
+        return everyLane(DataplaneCommand.SnapshotConnections::new, replies ->
+        {
+            final List<ConnectionEntry> all = new ArrayList<>();
+            replies.forEach(all::addAll);
+            return all;
+        });
     }
 
     /**
@@ -77,66 +181,145 @@ public final class DataplaneProxy
      */
     public CompletableFuture<AggregatorUsage> occupancy(final int ringId, final int limit)
     {
+        final int lane;
+        synchronized (this)
+        {
+            lane = Math.max(assignment.laneOf(ringId), 0);
+        }
         final CompletableFuture<AggregatorUsage> reply = new CompletableFuture<>();
-        return offer(new DataplaneCommand.SnapshotRing(ringId, limit, reply), reply);
+        return offer(lanes[lane], new DataplaneCommand.SnapshotRing(ringId, limit, reply), reply);
     }
 
     public CompletableFuture<List<RingInstalled>> rings()
     {
-        final CompletableFuture<List<RingInstalled>> reply = new CompletableFuture<>();
-        return offer(new DataplaneCommand.ListRings(reply), reply);
+        return everyLane(DataplaneCommand.ListRings::new, perLane ->
+        {
+            final List<RingInstalled> all = new ArrayList<>();
+            final long used;
+            synchronized (this)
+            {
+                used = assignment.memoryUsed();
+            }
+            for (int lane = 0; lane < perLane.size(); lane++)
+            {
+                for (final RingInstalled ring : perLane.get(lane))
+                {
+                    all.add(ring.onLane(lane, used));
+                }
+            }
+            all.sort(Comparator.comparingInt(RingInstalled::ringId));
+            return all;
+        });
     }
 
     /**
-     * Install a capture tap; the reply completes once the dataplane copies frames into it.
+     * Install a capture tap on every lane; the reply completes once every lane copies frames into it.
      */
     public CompletableFuture<CaptureTap> startCapture(final CaptureTap tap)
     {
-        final CompletableFuture<CaptureTap> reply = new CompletableFuture<>();
-        return offer(new DataplaneCommand.StartCapture(tap, reply), reply);
+        return this.<CaptureTap, CaptureTap>everyLane(reply -> new DataplaneCommand.StartCapture(tap, reply), taps -> tap);
     }
 
     /**
-     * Remove a capture tap; once the reply completes the dataplane no longer writes to its ring, so the writer
-     * can drain what is left and close the file.
+     * Remove a capture tap from every lane; once the reply completes no lane writes to its ring any more, so the
+     * writer can drain what is left and close the file.
      */
     public CompletableFuture<CaptureTap> stopCapture(final int captureId)
     {
-        final CompletableFuture<CaptureTap> reply = new CompletableFuture<>();
-        return offer(new DataplaneCommand.StopCapture(captureId, reply), reply);
-    }
-
-    public long counter(final DataplaneCounter counter)
-    {
-        return counters.get(counter);
+        return this.<CaptureTap, CaptureTap>everyLane(
+            reply -> new DataplaneCommand.StopCapture(captureId, reply), List::getFirst);
     }
 
     /**
-     * @return every counter's label and value.
+     * @return the counter summed over every lane.
+     */
+    public long counter(final DataplaneCounter counter)
+    {
+        long sum = 0;
+        for (final LaneHandle lane : lanes)
+        {
+            sum += lane.counters().get(counter);
+        }
+        return sum;
+    }
+
+    /**
+     * @return every dataplane counter's label and value, summed over lanes.
      */
     public Map<String, Long> counters()
     {
-        return counters.snapshot();
+        final Map<String, Long> sum = new LinkedHashMap<>();
+        for (final LaneHandle lane : lanes)
+        {
+            lane.counters().snapshot().forEach((label, value) -> sum.merge(label, value, Long::sum));
+        }
+        return sum;
     }
 
-    public DataplaneCounters counterBuffers()
+    /**
+     * @return each lane's counter buffers (a ring's counters are in its lane's), by lane.
+     */
+    public List<DataplaneCounters> laneCounters()
     {
+        final List<DataplaneCounters> counters = new ArrayList<>(lanes.length);
+        for (final LaneHandle lane : lanes)
+        {
+            counters.add(lane.counters());
+        }
         return counters;
     }
 
     /**
-     * @return a copy of the aggregation latency histogram (first packet in to results out, nanoseconds) since
-     * the dataplane started. Callers are serialised.
+     * @return a copy of the aggregation latency histogram (first packet in to results out, nanoseconds) of every
+     * lane since the dataplane started. Callers are serialised.
      */
     public synchronized Histogram latency()
     {
-        accumulated.add(latency.getIntervalHistogram());
+        for (final LaneHandle lane : lanes)
+        {
+            accumulated.add(lane.latency().getIntervalHistogram());
+        }
         return accumulated.copy();
     }
 
-    private <T> CompletableFuture<T> offer(final DataplaneCommand command, final CompletableFuture<T> reply)
+    private void steerQuietly()
     {
-        if (!commands.offer(command))
+        try
+        {
+            steering.steer(assignment.routes());
+        }
+        catch (final RuntimeException ex)
+        {
+            // Fewer routes than a program that was accepted: cannot be too long. A kernel refusal leaves the
+            // previous program, which only sends a removed ring's frames to a lane that no longer knows the ring:
+            // they pass through, as they would on any lane.
+        }
+    }
+
+    /**
+     * Send one command per lane, each with its own reply, and combine the replies once all have come.
+     */
+    private <T, R> CompletableFuture<R> everyLane(
+        final Function<CompletableFuture<T>, DataplaneCommand> command, final Function<List<T>, R> combine)
+    {
+        final List<CompletableFuture<T>> replies = new ArrayList<>(lanes.length);
+        for (final LaneHandle lane : lanes)
+        {
+            final CompletableFuture<T> reply = new CompletableFuture<>();
+            replies.add(offer(lane, command.apply(reply), reply));
+        }
+        if (lanes.length == 1)
+        {
+            return replies.getFirst().thenApply(only -> combine.apply(List.of(only)));
+        }
+        return CompletableFuture.allOf(replies.toArray(new CompletableFuture<?>[0]))
+            .thenApply(done -> combine.apply(replies.stream().map(CompletableFuture::join).toList()));
+    }
+
+    private static <T> CompletableFuture<T> offer(
+        final LaneHandle lane, final DataplaneCommand command, final CompletableFuture<T> reply)
+    {
+        if (!lane.commands().offer(command))
         {
             reply.completeExceptionally(new IllegalStateException("dataplane command queue full"));
         }

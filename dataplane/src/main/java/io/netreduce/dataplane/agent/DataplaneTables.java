@@ -84,19 +84,10 @@ public final class DataplaneTables implements AutoCloseable
             throw new IllegalArgumentException("ring " + config.ringId() + " is already installed (job " +
                 rings[config.ringId()].config().jobName() + "); remove it first");
         }
-        final int aggregators = config.aggregatorCount();
         final int summed = config.aggregatedRanks();
         final boolean leaf = config.hierarchy().tier() == Hierarchy.Tier.LEAF;
-        final long bytes = AggregatorRegion.bytesFor(summed, aggregators, config.payloadSize(), leaf);
-        if (memoryUsed + bytes > memoryBudget)
-        {
-            throw new IllegalArgumentException(String.format(
-                "ring %d does not fit the aggregator memory budget: it needs %s (2N x MsgLen = %d aggregators of %d " +
-                "bytes for %d ranks x %d-byte payloads) but only %s of the %s budget is free",
-                config.ringId(), bytesText(bytes), aggregators,
-                AggregatorRegion.strideFor(summed, config.payloadSize(), leaf), summed,
-                config.payloadSize(), bytesText(memoryBudget - memoryUsed), bytesText(memoryBudget)));
-        }
+        requireFits(config, memoryUsed, memoryBudget);
+        final int aggregators = config.aggregatorCount();
         final AggregatorRegion region = AggregatorRegion.allocate(summed, aggregators, config.payloadSize(), leaf);
         final AtomicCounter completed = counters.newRingCounter(config.ringId(), RingCounter.AGGREGATIONS_COMPLETED);
         final AtomicCounter results = counters.newRingCounter(config.ringId(), RingCounter.RESULT_PACKETS);
@@ -116,6 +107,36 @@ public final class DataplaneTables implements AutoCloseable
         rings[config.ringId()] = ring;
         memoryUsed += region.bytes();
         return describe(ring);
+    }
+
+    /**
+     * @return the aggregator memory a ring takes.
+     */
+    public static long memoryFor(final RingDefinition config)
+    {
+        return AggregatorRegion.bytesFor(config.aggregatedRanks(), config.aggregatorCount(), config.payloadSize(),
+            config.hierarchy().tier() == Hierarchy.Tier.LEAF);
+    }
+
+    /**
+     * @return the ring's memory ({@link #memoryFor}).
+     * @throws IllegalArgumentException with the arithmetic if the ring does not fit beside {@code used} bytes in
+     *                                  {@code budget}.
+     */
+    static long requireFits(final RingDefinition config, final long used, final long budget)
+    {
+        final long bytes = memoryFor(config);
+        if (used + bytes > budget)
+        {
+            final boolean leaf = config.hierarchy().tier() == Hierarchy.Tier.LEAF;
+            throw new IllegalArgumentException(String.format(
+                "ring %d does not fit the aggregator memory budget: it needs %s (2N x MsgLen = %d aggregators of %d " +
+                "bytes for %d ranks x %d-byte payloads) but only %s of the %s budget is free",
+                config.ringId(), bytesText(bytes), config.aggregatorCount(),
+                AggregatorRegion.strideFor(config.aggregatedRanks(), config.payloadSize(), leaf),
+                config.aggregatedRanks(), config.payloadSize(), bytesText(budget - used), bytesText(budget)));
+        }
+        return bytes;
     }
 
     /**
@@ -284,7 +305,7 @@ public final class DataplaneTables implements AutoCloseable
     {
         final AggregatorRegion region = ring.region();
         return new RingInstalled(ring.id(), ring.config().jobName(), region.aggregators(), region.stride(),
-            region.bytes(), memoryUsed, memoryBudget);
+            region.bytes(), memoryUsed, memoryBudget, 0);
     }
 
     static String bytesText(final long bytes)

@@ -10,6 +10,7 @@ package io.netreduce.dataplane.agent;
  * @param memoryBytes     bytes of the ring's off-heap region.
  * @param budgetUsedBytes aggregator memory in use by all rings after the install.
  * @param budgetBytes     the configured aggregator memory budget.
+ * @param lane            the dataplane lane that owns the ring (its agent is the ring's single writer).
  */
 public record RingInstalled(
     int ringId,
@@ -18,6 +19,16 @@ public record RingInstalled(
     int aggregatorBytes,
     long memoryBytes,
     long budgetUsedBytes,
-    long budgetBytes)
+    long budgetBytes,
+    int lane)
 {
+    /**
+     * @return this reply as the whole dataplane sees it: on {@code lane}, with {@code usedBytes} of the budget used
+     *         by the rings of every lane.
+     */
+    public RingInstalled onLane(final int lane, final long usedBytes)
+    {
+        return new RingInstalled(ringId, jobName, aggregators, aggregatorBytes, memoryBytes, usedBytes, budgetBytes,
+            lane);
+    }
 }

@@ -5,7 +5,7 @@ import org.agrona.DirectBuffer;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
@@ -13,9 +13,10 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A capture tap: the dataplane thread copies frames into a bounded single-producer ring buffer over off-heap
- * memory, a control-side writer drains it into a pcap file ({@link CaptureFileWriter}). When the ring is full
- * the frame is not captured and counted as lost: the dataplane never waits for the writer.
+ * A capture tap: the dataplane threads (one per lane) copy frames into a bounded many-producer ring buffer over
+ * off-heap memory, a control-side writer drains it into a pcap file ({@link CaptureFileWriter}). When the ring is
+ * full the frame is not captured and counted as lost: the dataplane never waits for the writer. With several lanes
+ * the records of different lanes interleave in the order their claims were made.
  * <p>
  * A tap either sees every frame received on one port ({@link #forPort}) or every frame the dataplane drops,
  * optionally only those received on one port ({@link #forDrops}). The control thread creates it and hands it to
@@ -30,8 +31,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *  16  original     int   the frame's length; the captured bytes may be fewer (snap length)
  *  20  frame bytes
  * </pre>
- * {@link #offer} is called only on the dataplane thread and does not allocate; the counters are readable from
- * any thread.
+ * {@link #offer} is called only on dataplane threads, never blocks and does not allocate; the counters are
+ * readable from any thread.
  */
 public final class CaptureTap
 {
@@ -53,7 +54,7 @@ public final class CaptureTap
     private final int id;
     private final boolean drops;
     private final int port;
-    private final OneToOneRingBuffer ring;
+    private final ManyToOneRingBuffer ring;
     private final AtomicBuffer ringBuffer;
     private final int snapLength;
     private final AtomicLong captured = new AtomicLong();
@@ -68,7 +69,7 @@ public final class CaptureTap
         this.id = id;
         this.drops = drops;
         this.port = port;
-        this.ring = new OneToOneRingBuffer(new UnsafeBuffer(
+        this.ring = new ManyToOneRingBuffer(new UnsafeBuffer(
             ByteBuffer.allocateDirect(ringCapacity + RingBufferDescriptor.TRAILER_LENGTH)));
         this.ringBuffer = ring.buffer();
         this.snapLength = ring.maxMsgLength() - FRAME_OFFSET;
@@ -144,7 +145,7 @@ public final class CaptureTap
     }
 
     /**
-     * Copy a frame into the ring (dataplane thread only; never blocks, never allocates).
+     * Copy a frame into the ring (dataplane threads only; never blocks, never allocates).
      *
      * @param reason a drop reason's ordinal or {@link #NO_REASON}.
      * @return false if the ring was full and the frame is lost to the capture.
@@ -161,7 +162,7 @@ public final class CaptureTap
         final int index = ring.tryClaim(RECORD_TYPE, FRAME_OFFSET + capturedLength);
         if (index < 0)
         {
-            lost.setRelease(lost.getPlain() + 1);
+            lost.incrementAndGet();
             return false;
         }
         ringBuffer.putLong(index + TIMESTAMP_OFFSET, timestampNs);
@@ -170,7 +171,7 @@ public final class CaptureTap
         ringBuffer.putInt(index + ORIGINAL_LENGTH_OFFSET, length);
         ringBuffer.putBytes(index + FRAME_OFFSET, buffer, offset, capturedLength);
         ring.commit(index);
-        captured.setRelease(captured.getPlain() + 1);
+        captured.incrementAndGet();
         return true;
     }
 

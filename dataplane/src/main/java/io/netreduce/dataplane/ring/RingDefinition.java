@@ -2,6 +2,8 @@ package io.netreduce.dataplane.ring;
 
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.wire.InaHeader;
+import java.net.InetAddress;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
@@ -208,5 +210,20 @@ public record RingDefinition(
             }
         }
         throw new IllegalArgumentException("no rank " + rank + " in ring " + ringId);
+    }
+
+    /**
+     * @return the ring's edges, rank r's address to rank r + 1's (mod W), for every rank of the whole ring: the
+     *         (source IP, destination IP) of every connection of the ring, whichever tier this appliance is.
+     */
+    public List<InetAddress[]> edges()
+    {
+        final int world = worldSize();
+        final List<InetAddress[]> edges = new ArrayList<>(world);
+        for (int rank = 0; rank < world; rank++)
+        {
+            edges.add(new InetAddress[]{ member(rank).address(), member((rank + 1) % world).address() });
+        }
+        return edges;
     }
 }

@@ -23,6 +23,7 @@ public final class DataplaneHarness implements AutoCloseable
 {
     private final List<MemoryPort> ports = new ArrayList<>();
     private final DataplaneAgent agent;
+    private final DataplaneProxy proxy;
 
     public DataplaneHarness(final int portCount, final boolean bumpInTheWire, final long memoryBudget)
     {
@@ -68,6 +69,23 @@ public final class DataplaneHarness implements AutoCloseable
             context.bumpInTheWire();
         }
         agent = new DataplaneAgent(context);
+        proxy = agent.proxy();
+    }
+
+    private DataplaneHarness(final DataplaneAgent agent, final MemoryPort port, final DataplaneProxy proxy)
+    {
+        this.agent = agent;
+        this.ports.add(port);
+        this.proxy = proxy;
+    }
+
+    /**
+     * @return a harness over one lane of a multi-lane dataplane: its agent, its one memory port (fed by the test
+     *         as the kernel would steer), and the proxy of all lanes. Commands are applied only by this lane's agent.
+     */
+    public static DataplaneHarness lane(final DataplaneAgent agent, final MemoryPort port, final DataplaneProxy proxy)
+    {
+        return new DataplaneHarness(agent, port, proxy);
     }
 
     public DataplaneHarness()
@@ -82,7 +100,7 @@ public final class DataplaneHarness implements AutoCloseable
 
     public DataplaneProxy proxy()
     {
-        return agent.proxy();
+        return proxy;
     }
 
     public DataplaneAgent agent()
