@@ -26,6 +26,8 @@ import io.netreduce.controlplane.metrics.MetricsSource;
 import io.netreduce.dataplane.agent.ConnectionEntry;
 import io.netreduce.dataplane.agent.DataplaneAgent;
 import io.netreduce.dataplane.agent.DataplaneContext;
+import io.netreduce.dataplane.agent.DataplaneLanes;
+import io.netreduce.dataplane.agent.LaneSteering;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.agent.PendingAggregator;
 import io.netreduce.dataplane.agent.RingInstalled;
@@ -37,6 +39,8 @@ import io.netreduce.protocol.port.PortPollIdleStrategy;
 import io.netreduce.protocol.port.PortPoller;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.ClassicBpfProgram;
+import io.netreduce.protocol.port.LaneSteeringProgram;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortCounters;
 import io.netreduce.dataplane.ring.Hierarchy;
@@ -68,12 +72,17 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 
 /**
- * The real dataplane behind the daemon: opens the configured ports, runs one {@link DataplaneAgent} on its own
- * thread, turns validated ring changes into install/remove commands on the agent's bounded queue, answers the
- * API's table queries through snapshot commands, and publishes the counters and the latency histogram.
+ * The real dataplane behind the daemon: opens the configured ports, runs one {@link DataplaneAgent} per lane, each on
+ * its own thread, turns validated ring changes into install/remove commands on the owning lane's bounded queue,
+ * answers the API's table queries through snapshot commands, and publishes the counters and the latency histogram.
+ * <p>
+ * With {@code lanes} > 1 every port is opened once per lane as an AF_PACKET fanout group, and a classic BPF
+ * classifier, rewritten whenever the rings change, steers each ring's frames to the lane that owns the ring
+ * ({@link DataplaneLanes}).
  * <p>
  * Forwarding follows the port count: one port is one-armed (results leave where traffic came in, as behind an
  * ACL redirect); two ports are a bump in the wire (what arrives on one leaves on the other).
@@ -96,12 +105,16 @@ public final class PacketDataplane implements DataplaneAttachment
     private static final Logger LOG = LoggerFactory.getLogger(PacketDataplane.class);
 
     private final Function<PortConfig, PacketPort> portOpener;
+    private final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener;
+    /** Every open port, of every lane. */
     private final List<PacketPort> ports = new ArrayList<>();
+    /** For each lane, its ports in configuration order. */
+    private final List<List<PacketPort>> lanePorts = new ArrayList<>();
     private final Map<Integer, String> ringJobs = new ConcurrentHashMap<>();
-    private DataplaneAgent agent;
+    private DataplaneLanes lanes;
     private DataplaneProxy proxy;
-    private AgentRunner runner;
-    private PortPoller poller;
+    private final List<AgentRunner> runners = new ArrayList<>();
+    private final List<PortPoller> pollers = new ArrayList<>();
     private CaptureManager captures;
     private DropBurstWatcher dropWatcher;
     private ForeignTagReporter tagReporter;
@@ -113,11 +126,27 @@ public final class PacketDataplane implements DataplaneAttachment
     private volatile String applianceName;
 
     /**
-     * @param portOpener opens one configured port (AF_PACKET in the daemon, memory ports in tests).
+     * @param portOpener opens one configured port (AF_PACKET in the daemon, memory ports in tests); one lane only.
      */
     public PacketDataplane(final Function<PortConfig, PacketPort> portOpener)
     {
+        this(portOpener, (port, count) ->
+        {
+            throw new IllegalArgumentException("appliance.dataplane.lanes: " + count + " lanes need AF_PACKET ports");
+        });
+    }
+
+    /**
+     * @param portOpener     opens one configured port for a single lane.
+     * @param lanePortOpener opens one configured port once per lane, as members of one fanout group, member i for
+     *                       lane i.
+     */
+    public PacketDataplane(
+        final Function<PortConfig, PacketPort> portOpener,
+        final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener)
+    {
         this.portOpener = portOpener;
+        this.lanePortOpener = lanePortOpener;
     }
 
     /**
@@ -125,7 +154,15 @@ public final class PacketDataplane implements DataplaneAttachment
      */
     public static PacketDataplane onAfPacketPorts()
     {
-        return new PacketDataplane(PacketDataplane::openAfPacketPort);
+        return new PacketDataplane(PacketDataplane::openAfPacketPort, PacketDataplane::openAfPacketLanes);
+    }
+
+    /**
+     * Open one configured port once per lane, as {@link #openAfPacketPort} would, the sockets in one fanout group.
+     */
+    public static List<PacketPort> openAfPacketLanes(final PortConfig port, final int lanes)
+    {
+        return List.copyOf(AfPacketPort.openFanout(afPacketConfiguration(port), lanes));
     }
 
     /**
@@ -135,6 +172,11 @@ public final class PacketDataplane implements DataplaneAttachment
      */
     public static PacketPort openAfPacketPort(final PortConfig port)
     {
+        return AfPacketPort.open(afPacketConfiguration(port));
+    }
+
+    private static AfPacketConfiguration afPacketConfiguration(final PortConfig port)
+    {
         AfPacketConfiguration configuration = AfPacketConfiguration.defaults(port.name());
         if (port.mtu() + EthernetHeader.LENGTH + EthernetHeader.VLAN_TAG_LENGTH >
             AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE - 64)
@@ -142,7 +184,7 @@ public final class PacketDataplane implements DataplaneAttachment
             configuration = configuration.withTxRing(
                 AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
         }
-        return AfPacketPort.open(configuration);
+        return configuration;
     }
 
     @Override
@@ -150,11 +192,22 @@ public final class PacketDataplane implements DataplaneAttachment
     {
         final DataplaneConfig settings = config.appliance().dataplane();
         applianceName = config.appliance().name();
+        final int laneCount = settings.lanes();
+        for (int lane = 0; lane < laneCount; lane++)
+        {
+            lanePorts.add(new ArrayList<>());
+        }
         try
         {
             for (final PortConfig port : config.appliance().ports())
             {
-                ports.add(portOpener.apply(port));
+                final List<PacketPort> members = laneCount == 1 ? List.of(portOpener.apply(port)) :
+                    lanePortOpener.apply(port, laneCount);
+                ports.addAll(members);
+                for (int lane = 0; lane < laneCount; lane++)
+                {
+                    lanePorts.get(lane).add(members.get(lane));
+                }
             }
         }
         catch (final RuntimeException ex)
@@ -162,13 +215,14 @@ public final class PacketDataplane implements DataplaneAttachment
             closePorts();
             throw ex;
         }
+        final List<PacketPort> portsOfLane0 = lanePorts.getFirst();
         final DataplaneContext context = new DataplaneContext()
-            .ports(ports)
+            .ports(portsOfLane0)
             .batchSize(settings.batchSize())
             .commandQueueCapacity(settings.commandQueueCapacity())
             .memoryBudget(config.appliance().memoryBudget())
             .dropProbability(settings.dropProbability(), settings.dropSeed());
-        if (ports.size() == 2)
+        if (portsOfLane0.size() == 2)
         {
             context.bumpInTheWire();
         }
@@ -176,21 +230,49 @@ public final class PacketDataplane implements DataplaneAttachment
         {
             context.oneArmed();
         }
-        agent = new DataplaneAgent(context);
-        proxy = agent.proxy();
-        poller = new PortPoller(ports);
-        runner = new AgentRunner(idleStrategy(settings.idleStrategy(), poller), this::onDataplaneError, null, agent);
-        AgentRunner.startOnThread(runner);
+        lanes = new DataplaneLanes(context, lanePorts.stream().map(List::copyOf).toList(),
+            laneCount == 1 ? LaneSteering.NONE : this::steer);
+        proxy = lanes.proxy();
+        for (int lane = 0; lane < laneCount; lane++)
+        {
+            final PortPoller poller = new PortPoller(lanePorts.get(lane));
+            pollers.add(poller);
+            final AgentRunner runner = new AgentRunner(idleStrategy(settings.idleStrategy(), poller),
+                this::onDataplaneError, null, lanes.agent(lane));
+            runners.add(runner);
+            AgentRunner.startOnThread(runner);
+        }
         awaitWarmUp();
-        captures = new CaptureManager(proxy, ports.stream().map(PacketPort::name).toList(),
+        captures = new CaptureManager(proxy, portsOfLane0.stream().map(PacketPort::name).toList(),
             Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
         dropWatcher = DropBurstWatcher.start(proxy::counter);
         tagReporter = ForeignTagReporter.start(proxy, installedRings::values);
-        LOG.info("dataplane started: {} port(s) {} ({}), batch {}, idle {}{}",
-            ports.size(), ports.stream().map(PacketPort::name).toList(),
-            ports.size() == 2 ? "bump in the wire" : "one-armed", settings.batchSize(),
+        LOG.info("dataplane started: {} port(s) {} ({}), {} lane(s), batch {}, idle {}{}",
+            portsOfLane0.size(), portsOfLane0.stream().map(PacketPort::name).toList(),
+            portsOfLane0.size() == 2 ? "bump in the wire" : "one-armed", laneCount, settings.batchSize(),
             settings.idleStrategy().configName(),
             settings.dropProbability() > 0 ? ", FAULT INJECTION drop probability " + settings.dropProbability() : "");
+    }
+
+    /**
+     * The lanes' steering: one classifier for every port's fanout group (the same rings on every port), built from
+     * the proxy's routes. Called by the proxy under its lock.
+     */
+    private void steer(final List<LaneSteeringProgram.Route> routes)
+    {
+        final LaneSteeringProgram steering = new LaneSteeringProgram();
+        routes.forEach(steering::route);
+        final ClassicBpfProgram program = steering.build();
+        for (final PacketPort port : lanePorts.getFirst())
+        {
+            if (!(port instanceof AfPacketPort fanout))
+            {
+                throw new IllegalStateException("port " + port.name() + " cannot be steered to lanes");
+            }
+            fanout.steer(program);
+        }
+        LOG.info("lane steering: {} ring edge(s) steered to their lanes ({} classic BPF instructions per port)",
+            routes.size(), program.length());
     }
 
     /**
@@ -323,7 +405,11 @@ public final class PacketDataplane implements DataplaneAttachment
         final long startNs = System.nanoTime();
         try
         {
-            agent.ready().get(START_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            for (final DataplaneAgent agent : lanes.agents())
+            {
+                agent.ready().get(Math.max(1, START_TIMEOUT_MS - TimeUnit.NANOSECONDS.toMillis(
+                    System.nanoTime() - startNs)), TimeUnit.MILLISECONDS);
+            }
         }
         catch (final TimeoutException ex)
         {
@@ -516,27 +602,36 @@ public final class PacketDataplane implements DataplaneAttachment
                     counter.label(), value), capitalise(counter.label()) + "."));
             }
         }
-        final DataplaneCounters counters = proxy.counterBuffers();
-        counters.reader().forEach((counterId, typeId, keyBuffer, label) ->
+        // A ring's counters live in its lane's buffers: every lane's are read.
+        for (final DataplaneCounters counters : proxy.laneCounters())
         {
-            if (typeId == DataplaneCounters.RING_COUNTER_TYPE_ID)
+            counters.reader().forEach((counterId, typeId, keyBuffer, label) ->
             {
-                final int ringId = keyBuffer.getInt(RingCounter.RING_ID_KEY_OFFSET);
-                final RingCounter kind = RingCounter.of(keyBuffer.getInt(RingCounter.KIND_KEY_OFFSET));
-                samples.add(new CounterSample(new CounterValue("netreduce_ring_" + kind.key(),
-                    Map.of("job", ringJobs.getOrDefault(ringId, ""), "ring", Integer.toString(ringId)),
-                    "ring " + ringId + " " + kind.what(), counters.reader().getCounterValue(counterId)),
-                    "Per ring: " + kind.what() + "."));
-            }
-        });
-        for (final PacketPort port : ports)
+                if (typeId == DataplaneCounters.RING_COUNTER_TYPE_ID)
+                {
+                    final int ringId = keyBuffer.getInt(RingCounter.RING_ID_KEY_OFFSET);
+                    final RingCounter kind = RingCounter.of(keyBuffer.getInt(RingCounter.KIND_KEY_OFFSET));
+                    samples.add(new CounterSample(new CounterValue("netreduce_ring_" + kind.key(),
+                        Map.of("job", ringJobs.getOrDefault(ringId, ""), "ring", Integer.toString(ringId)),
+                        "ring " + ringId + " " + kind.what(), counters.reader().getCounterValue(counterId)),
+                        "Per ring: " + kind.what() + "."));
+                }
+            });
+        }
+        // A port is one socket per lane: its counters are the lanes' summed.
+        for (int index = 0; index < lanePorts.getFirst().size(); index++)
         {
-            final PortCounters portCounters = port.counters();
+            final String name = lanePorts.getFirst().get(index).name();
             for (int id = 0; id < PortCounters.COUNTER_COUNT; id++)
             {
+                long value = 0;
+                for (final List<PacketPort> lane : lanePorts)
+                {
+                    value += lane.get(index).counters().get(id);
+                }
                 samples.add(new CounterSample(new CounterValue("netreduce_port_" + PortCounters.name(id),
-                    Map.of("port", port.name()), "port " + port.name() + " " + PortCounters.name(id),
-                    portCounters.get(id)), "Port counter " + PortCounters.name(id) + "."));
+                    Map.of("port", name), "port " + name + " " + PortCounters.name(id), value),
+                    "Port counter " + PortCounters.name(id) + "."));
             }
         }
         return samples;
@@ -564,13 +659,11 @@ public final class PacketDataplane implements DataplaneAttachment
             dropWatcher.close();
             tagReporter.close();
         }
-        if (runner != null)
-        {
-            // Stops the duty cycle after the batch in hand and closes the agent (tables, aggregator memory).
-            runner.close();
-            poller.close();
-            runner = null;
-        }
+        // Stops each lane's duty cycle after the batch in hand and closes its agent (tables, aggregator memory).
+        runners.forEach(AgentRunner::close);
+        runners.clear();
+        pollers.forEach(PortPoller::close);
+        pollers.clear();
         closePorts();
         LOG.info("dataplane stopped");
     }
@@ -589,6 +682,7 @@ public final class PacketDataplane implements DataplaneAttachment
             }
         }
         ports.clear();
+        lanePorts.clear();
     }
 
     /**
@@ -632,13 +726,18 @@ public final class PacketDataplane implements DataplaneAttachment
         @Override
         public List<RingStatus> rings()
         {
-            return configured.rings();
+            return configured.rings().stream().map(this::withLane).toList();
+        }
+
+        private RingStatus withLane(final RingStatus status)
+        {
+            return proxy == null ? status : status.onLane(proxy.laneOf(status.ring().id()));
         }
 
         @Override
         public Optional<RingStatus> ring(final int ringId)
         {
-            return configured.ring(ringId);
+            return configured.ring(ringId).map(this::withLane);
         }
 
         @Override

@@ -50,6 +50,16 @@ final class Appliance implements AutoCloseable
     static Appliance start(
         final String namespace, final int mtu, final String name, final double dropProbability, final String jobs)
     {
+        return start(namespace, mtu, name, dropProbability, jobs, 1);
+    }
+
+    /**
+     * @param lanes {@code appliance.dataplane.lanes}: the port is opened once per lane in the namespace, as a fanout
+     *              group.
+     */
+    static Appliance start(final String namespace, final int mtu, final String name, final double dropProbability,
+        final String jobs, final int lanes)
+    {
         final String text = """
             appliance:
               %s
@@ -57,6 +67,7 @@ final class Appliance implements AutoCloseable
                 - name: eth0
                   mtu: %d
               dataplane:
+                lanes: %d
                 dropProbability: %s
                 dropSeed: 7
               memoryBudget: 512MiB
@@ -68,14 +79,15 @@ final class Appliance implements AutoCloseable
               logging:
                 level: warn
             %s
-            """.formatted(name == null ? "" : "name: " + name, mtu, Double.toString(dropProbability), jobs);
+            """.formatted(name == null ? "" : "name: " + name, mtu, lanes, Double.toString(dropProbability), jobs);
         try
         {
             // The interface exists in the appliance namespace, not in the JVM's: only the document is validated here;
             // opening the port in the namespace is the real check.
             final NetreduceConfig config = ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY);
             final PacketDataplane dataplane = new PacketDataplane(
-                port -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openAfPacketPort(port)));
+                port -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openAfPacketPort(port)),
+                (port, count) -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openAfPacketLanes(port, count)));
             return new Appliance(Daemon.start(config, () -> ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY),
                 ValidationOptions.DOCUMENT_ONLY, dataplane));
         }

@@ -42,6 +42,15 @@ final class WorkerRing implements AutoCloseable
     WorkerRing(final TestBed bed, final int world, final Function<Integer, RcConfig> rc, final int sendBytes,
         final int receiveBytes)
     {
+        this(bed, 0, world, rc, sendBytes, receiveBytes);
+    }
+
+    /**
+     * @param firstWorker the bed's worker that is rank 0; rank r is worker firstWorker + r.
+     */
+    WorkerRing(final TestBed bed, final int firstWorker, final int world, final Function<Integer, RcConfig> rc,
+        final int sendBytes, final int receiveBytes)
+    {
         this.world = world;
         endpoints = new RcEndpoint[world];
         links = new RingLink[world];
@@ -49,8 +58,9 @@ final class WorkerRing implements AutoCloseable
         {
             for (int r = 0; r < world; r++)
             {
-                final AfPacketPort port = openPort(bed.workerNamespace(r));
-                endpoints[r] = new RcEndpoint(port, rc.apply(r), SystemNanoClock.INSTANCE, TestBed.workerIp(r),
+                final AfPacketPort port = openPort(bed.workerNamespace(firstWorker + r));
+                endpoints[r] = new RcEndpoint(port, rc.apply(r), SystemNanoClock.INSTANCE,
+                    TestBed.workerIp(firstWorker + r),
                     ConnectionInfo.macFromBytes(port.macAddress()));
                 links[r] = new RingLink(endpoints[r], SystemNanoClock.INSTANCE, r, world, sendBytes, receiveBytes);
             }

@@ -305,13 +305,16 @@ final class CtlSubcommands
         @Override
         void render(final JsonNode answer, final PrintWriter out)
         {
-            final Table table = new Table("RING", "JOB", "RANKS", "ELEMENT", "WINDOW", "MSGLEN", "PAYLOAD", "MEMORY");
+            final Table table = new Table("RING", "JOB", "RANKS", "ELEMENT", "WINDOW", "MSGLEN", "PAYLOAD", "MEMORY",
+                "LANE");
             for (final JsonNode status : answer)
             {
                 final JsonNode ring = status.path("ring");
+                final int lane = status.path("lane").asInt(-1);
                 table.row(ring.path("id").asInt(), status.path("job").asText(), status.path("worldSize").asInt(),
                     ring.path("elementType").asText(), ring.path("window").asInt(), ring.path("msgLen").asInt(),
-                    ring.path("payloadSize").asInt(), ByteSize.human(status.path("aggregatorBytes").asLong()));
+                    ring.path("payloadSize").asInt(), ByteSize.human(status.path("aggregatorBytes").asLong()),
+                    lane < 0 ? "-" : Integer.toString(lane));
             }
             table.print(out);
         }

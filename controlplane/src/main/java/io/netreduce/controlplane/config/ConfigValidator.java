@@ -191,6 +191,7 @@ public final class ConfigValidator
         final DataplaneConfig dataplane = appliance.dataplane();
         final String dataplanePath = child(path, "dataplane");
         range(dataplane.batchSize(), 1, DataplaneConfig.MAX_BATCH_SIZE, child(dataplanePath, "batchSize"));
+        range(dataplane.lanes(), 1, DataplaneConfig.MAX_LANES, child(dataplanePath, "lanes"));
         final int capacity = dataplane.commandQueueCapacity();
         final String capacityPath = child(dataplanePath, "commandQueueCapacity");
         if (capacity < 2 || capacity > DataplaneConfig.MAX_COMMAND_QUEUE_CAPACITY || Integer.bitCount(capacity) != 1)

@@ -3,9 +3,7 @@ package io.netreduce.controlplane.config;
 import io.netreduce.dataplane.agent.DataplaneContext;
 
 /**
- * How the dataplane runs: how its agent idles, and how much it does per duty cycle. The dataplane runs one agent
- * thread; more lanes (agents that each own a share of the rings) are not implemented, so there is no setting for
- * them.
+ * How the dataplane runs: how many lanes (agent threads), how they idle, and how much each does per duty cycle.
  *
  * @param idleStrategy          how a lane waits when a duty cycle found no work.
  * @param batchSize             frames received per port per duty cycle.
@@ -13,14 +11,40 @@ import io.netreduce.dataplane.agent.DataplaneContext;
  * @param dropProbability       fault injection for tests and drills: the probability that an arriving RoCEv2 frame
  *                              is dropped (and counted) before the dataplane looks at it; 0 in production.
  * @param dropSeed              seed of the fault injector's random sequence, so a drill can be repeated.
+ * @param lanes                 dataplane agents, each on its own thread and the single writer of its share of the
+ *                              rings; every port is opened once per lane as an AF_PACKET fanout group, and the kernel
+ *                              steers each ring's frames to its lane (docs/architecture.md, "Lanes").
  */
 public record DataplaneConfig(
     IdleStrategyKind idleStrategy,
     int batchSize,
     int commandQueueCapacity,
     double dropProbability,
-    long dropSeed)
+    long dropSeed,
+    int lanes)
 {
+    /**
+     * Default lanes: one. A lane is a core spent polling (or blocked in poll); more lanes pay only when one core
+     * cannot keep up with the traffic (scripts/bench-appliance.sh measures it), and on the shared 2-core test bed the
+     * workers need the other core.
+     */
+    public static final int DEFAULT_LANES = 1;
+    /** Upper bound on lanes. */
+    public static final int MAX_LANES = 64;
+
+    /**
+     * One lane.
+     */
+    public DataplaneConfig(
+        final IdleStrategyKind idleStrategy,
+        final int batchSize,
+        final int commandQueueCapacity,
+        final double dropProbability,
+        final long dropSeed)
+    {
+        this(idleStrategy, batchSize, commandQueueCapacity, dropProbability, dropSeed, DEFAULT_LANES);
+    }
+
     /** Default drop probability: no fault injection (the dataplane's own default). */
     public static final double DEFAULT_DROP_PROBABILITY = DataplaneContext.DEFAULT_DROP_PROBABILITY;
     /** Default fault injector seed (the dataplane's own default). */
@@ -47,6 +71,6 @@ public record DataplaneConfig(
     public static DataplaneConfig defaults()
     {
         return new DataplaneConfig(DEFAULT_IDLE_STRATEGY, DEFAULT_BATCH_SIZE,
-            DEFAULT_COMMAND_QUEUE_CAPACITY, DEFAULT_DROP_PROBABILITY, DEFAULT_DROP_SEED);
+            DEFAULT_COMMAND_QUEUE_CAPACITY, DEFAULT_DROP_PROBABILITY, DEFAULT_DROP_SEED, DEFAULT_LANES);
     }
 }

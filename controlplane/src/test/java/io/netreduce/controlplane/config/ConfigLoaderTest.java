@@ -190,10 +190,13 @@ class ConfigLoaderTest
                 "jobs[0].rings[0].members", "world size 1 is not in 2..64"),
             arguments("bad element type", BASE.replace("elementType: fp16", "elementType: fp64"),
                 "jobs[1].rings[0].elementType", "'fp64' is not one of fp32, fp16, bf16 or int32"),
-            arguments("lanes, not implemented, is not a setting", BASE.replace("  memoryBudget: 64MiB",
-                    "  memoryBudget: 64MiB\n  dataplane: { lanes: 2 }"),
-                "appliance.dataplane.lanes", "unknown key (expected one of batchSize, commandQueueCapacity, " +
-                    "dropProbability, dropSeed, idleStrategy)"),
+            arguments("no lanes", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  dataplane: { lanes: 0 }"),
+                "appliance.dataplane.lanes", "0 is not in 1..64"),
+            arguments("unknown dataplane key", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  dataplane: { lane: 2 }"),
+                "appliance.dataplane.lane", "unknown key (expected one of batchSize, commandQueueCapacity, " +
+                    "dropProbability, dropSeed, idleStrategy, lanes)"),
             arguments("tag of three characters", BASE.replace("elementType: fp16", "elementType: fp16\n        inetTag: ABC"),
                 "jobs[1].rings[0].inetTag", "'ABC' is not 4 printable ASCII characters (the InetTag is 4 bytes, e.g. NRED)"),
             arguments("result tag with a space", BASE.replace("elementType: fp16",
