@@ -12,9 +12,11 @@
 # appliance/batchSize=256). machine_minus_loadgen_user: the machine less the loadgen's busy-polling user time;
 # appliance_plus_loadgen_stime: the two processes' CPU less the loadgen's user time (not the other users of the
 # machine; includes the softirq work run in either's context). A summary (median, min-max) follows the CSV.
+# --rings R plays R rings of W ranks at once, each on hosts of its own (so a daemon with lanes, e.g. mode
+# appliance/lanes=2, can give each ring a lane); the CSV's last column says how many.
 #
 # usage: scripts/bench-appliance.sh [--workers "2 4 8"] [--payloads "1024 4096"] [--cycles 4] [--warmup-cycles 0]
-#                                   [--modes appliance] [--repeats 1] [--no-build]
+#                                   [--modes appliance] [--repeats 1] [--rings 1] [--no-build]
 #                                   [--out docs/bench/appliance.csv] [--prefix P]
 # Needs root.
 set -euo pipefail
@@ -27,6 +29,7 @@ cycles=4
 warmup=0
 modes="appliance"
 repeats=1
+rings=1
 build=1
 out="docs/bench/appliance.csv"
 prefix=nrap
@@ -38,10 +41,11 @@ while [ $# -gt 0 ]; do
     --warmup-cycles) warmup="$2"; shift 2 ;;
     --modes) modes="$2"; shift 2 ;;
     --repeats) repeats="$2"; shift 2 ;;
+    --rings) rings="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --out) out="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-appliance: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -74,7 +78,7 @@ ip -n "$lg" link set lo up
 ip -n "$ap" link set lo up
 
 mkdir -p "$(dirname "$out")"
-echo "world,payload,msg_len,window,mode,repeat,ok,rate_gbps,gradient_gbps_in,mpps_in,seconds,gradient_gib,appliance_cpu_s,appliance_stime_s,loadgen_utime_s,loadgen_stime_s,machine_busy_s,machine_user_s,machine_system_s,machine_softirq_s,machine_irq_s,appliance_cpu_s_per_gib,appliance_stime_s_per_gib,loadgen_cpu_s_per_gib,machine_cpu_s_per_gib,machine_kernel_s_per_gib,machine_minus_loadgen_user_s_per_gib,appliance_plus_loadgen_stime_s_per_gib" > "$out"
+echo "world,payload,msg_len,window,mode,repeat,ok,rate_gbps,gradient_gbps_in,mpps_in,seconds,gradient_gib,appliance_cpu_s,appliance_stime_s,loadgen_utime_s,loadgen_stime_s,machine_busy_s,machine_user_s,machine_system_s,machine_softirq_s,machine_irq_s,appliance_cpu_s_per_gib,appliance_stime_s_per_gib,loadgen_cpu_s_per_gib,machine_cpu_s_per_gib,machine_kernel_s_per_gib,machine_minus_loadgen_user_s_per_gib,appliance_plus_loadgen_stime_s_per_gib,rings" > "$out"
 for world in $workers_list; do
   for payload in $payloads; do
     msg_len=16   # a window of 8 such messages per rank stays within the appliance's receive ring
@@ -87,16 +91,19 @@ for world in $workers_list; do
       echo "  api: { listen: \"unix:$work/api.sock\" }"
       echo "  metrics: { listen: \"127.0.0.1:0\" }"
       echo "jobs:"
-      echo "  - name: load"
+      for k in $(seq 0 $(( rings - 1 ))); do   # ring k's rank r is global rank g = k * W + r (as the loadgen's)
+      echo "  - name: load$k"
       echo "    rings:"
-      echo "      - { id: 1, elementType: int32, window: 8, msgLen: $msg_len, payloadSize: $payload, pmtu: $payload,"
+      echo "      - { id: $(( k + 1 )), elementType: int32, window: 8, msgLen: $msg_len, payloadSize: $payload, pmtu: $payload,"
       echo "          members: ["
       for r in $(seq 0 $(( world - 1 ))); do
+        g=$(( k * world + r ))
         sep=","; [ "$r" -eq $(( world - 1 )) ] && sep=""
         printf '            { rank: %d, ip: 10.122.0.%d, mac: "02:7a:00:00:00:%02x", qpn: %d }%s\n' \
-          "$r" $(( r + 1 )) $(( r + 1 )) $(( 0x100 + r )) "$sep"
+          "$r" $(( g + 1 )) $(( g + 1 )) $(( 0x100 + g )) "$sep"
       done
       echo "          ] }"
+      done
     } > "$work/netreduce.yaml"
     }
     last_rate=""
@@ -137,7 +144,7 @@ for world in $workers_list; do
           *) echo "bench-appliance: unknown mode $mode (appliance, appliance/KEY=VALUE..., reflect, reflect-paced)" >&2; exit 2 ;;
         esac
         result="$(ip netns exec "$lg" "$netreduce" worker loadgen --dev eth0 --world "$world" --payload "$payload" \
-          --msg-len "$msg_len" --window 8 --warmup-cycles "$warmup" --cycles "$cycles" --expect "$expect" \
+          --msg-len "$msg_len" --window 8 --warmup-cycles "$warmup" --cycles "$cycles" --expect "$expect" --rings "$rings" \
           --rate-gbps "$rate" "${cpu_pid[@]}" | tail -n 1)" || true
         if [ -n "$daemon_pid" ]; then
           kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; daemon_pid=""
@@ -147,9 +154,9 @@ for world in $workers_list; do
         if [ "$mode" = appliance ]; then   # reflect-paced follows the plain appliance's rate
           last_rate="$(sed -n 's/.*gradient_gbps_in=\([0-9.]*\).*/\1/p' <<< "$result")"
         fi
-        "$NETREDUCE_PYTHON" - "$result" "$world" "$payload" "$msg_len" "$mode" "$repeat" >> "$out" <<'PY'
+        "$NETREDUCE_PYTHON" - "$result" "$world" "$payload" "$msg_len" "$mode" "$repeat" "$rings" >> "$out" <<'PY'
 import re, sys
-line, world, payload, msg_len, mode, repeat = sys.argv[1:]
+line, world, payload, msg_len, mode, repeat, rings = sys.argv[1:]
 f = dict(re.findall(r"(\w+)=(\S+)", line))
 t = lambda k: int(f.get(k, 0)) / 100   # /proc ticks are USER_HZ = 100
 gib = int(f.get("gradient_bytes", 0)) / 2**30
@@ -164,7 +171,7 @@ print(f"{world},{payload},{msg_len},8,{mode},{repeat},{ok},{f.get('rate_gbps', 0
       f"{t('self_utime_ticks'):.2f},{t('self_stime_ticks'):.2f},{busy:.2f},{t('machine_user_ticks'):.2f},"
       f"{t('machine_system_ticks'):.2f},{t('machine_softirq_ticks'):.2f},{t('machine_irq_ticks'):.2f},"
       f"{per(app)},{per(t('pid_stime_ticks'))},{per(lg)},{per(busy)},{per(kernel)},{per(busy - t('self_utime_ticks'))},"
-      f"{per(app + t('self_stime_ticks'))}")
+      f"{per(app + t('self_stime_ticks'))},{rings}")
 PY
       done
     done

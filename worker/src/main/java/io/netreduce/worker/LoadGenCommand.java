@@ -35,6 +35,10 @@ import java.util.concurrent.Callable;
  * {@code /proc/self/stat} (this process) and, with {@code --cpu-pid}, {@code /proc/PID/stat} (the appliance), all in
  * clock ticks over the measured cycles.
  * <p>
+ * {@code --rings R} plays R such rings at once (RingIDs {@code --ring-id} + k), ring k's rank r being global rank
+ * g = kW + r at {@code --ip-base + g}, MAC {@code 02:7a:00:00:00:g+1}, receive QP {@code 0x100 + g}: rings on
+ * hosts of their own, so an appliance with lanes can put each on its own lane.
+ * <p>
  * {@code --expect reflect} runs against a kernel reflector instead of the appliance (a tc rule on the far side of
  * the link that sends every frame straight back, the floor of the benchmark): every frame must come back once, with
  * its ICRC intact; no sums are checked.
@@ -63,6 +67,10 @@ public final class LoadGenCommand implements Callable<Integer>
 
     @Option(names = "--ring-id", description = "RingID (default ${DEFAULT-VALUE}).")
     int ringId = 1;
+
+    @Option(names = "--rings", description = "Rings played at once, each of W ranks on hosts of its own " +
+        "(default ${DEFAULT-VALUE}).")
+    int rings = 1;
 
     @Option(names = "--window", description = "Messages in flight per rank (default ${DEFAULT-VALUE}).")
     int window = 8;
@@ -103,18 +111,22 @@ public final class LoadGenCommand implements Callable<Integer>
     private final Icrc icrc = new Icrc();
     private long resultsOk;
     private long resultsBad;
-    private final long[] resultsPerRank = new long[64];
+    /** Results back per global rank (ring k's rank r is k * world + r), counted for the rank that sent them. */
+    private long[] resultsPerRank;
 
     @Override
     public Integer call() throws Exception
     {
         if (world < 2 || world > 64 || payload % 4 != 0 || msgLen < 1 || window < 1 || 2 * window > 256 ||
-            cycles < 1 || warmupCycles < 0 || warmupCycles + cycles > MAX_CYCLES)
+            cycles < 1 || warmupCycles < 0 || warmupCycles + cycles > MAX_CYCLES || rings < 1 || rings * world > 128 ||
+            ringId < 0 || ringId + rings > 256)
         {
             System.err.println("loadgen: need 2 <= W <= 64, payload a multiple of 4, MsgLen >= 1, 1 <= window <= 128, " +
-                "cycles >= 1 and warmup cycles + cycles <= " + MAX_CYCLES);
+                "cycles >= 1, warmup cycles + cycles <= " + MAX_CYCLES + ", rings x W <= 128 and RingIDs below 256");
             return 2;
         }
+        final int ranks = rings * world;
+        resultsPerRank = new long[ranks];
         final int base = ipv4(ipBase);
         final int gradientInts = (msgLen * payload - InaHeader.LENGTH) / 4;
         // Rank r's gradient element i: r * 1000 + i % 1000, so the sum of position p is known in closed form.
@@ -131,15 +143,15 @@ public final class LoadGenCommand implements Callable<Integer>
             }
         }
         final int frameSlot = (payload + 128 + 63) & ~63;
-        final int framesPerCycle = MESSAGES_PER_CYCLE * world * msgLen;
+        final int framesPerCycle = MESSAGES_PER_CYCLE * ranks * msgLen;
         final UnsafeBuffer frames = new UnsafeBuffer(ByteBuffer.allocateDirect(framesPerCycle * frameSlot));
         final int[] lengths = new int[framesPerCycle];
-        final RoceFrameWriter[] writers = new RoceFrameWriter[world];
-        for (int r = 0; r < world; r++)
+        final RoceFrameWriter[] writers = new RoceFrameWriter[ranks];
+        for (int g = 0; g < ranks; g++)
         {
-            final int successor = (r + 1) % world;
-            writers[r] = new RoceFrameWriter().ipv4(base + r, base + successor).macs(mac(r), mac(successor))
-                .destQp(0x100 + successor).udpSrcPort(0xC000 + r);
+            final int successor = g - g % world + (g % world + 1) % world;
+            writers[g] = new RoceFrameWriter().ipv4(base + g, base + successor).macs(mac(g), mac(successor))
+                .destQp(0x100 + successor).udpSrcPort(0xC000 + g);
         }
 
         final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
@@ -150,7 +162,7 @@ public final class LoadGenCommand implements Callable<Integer>
             final FrameHandler onResult = expect == Expect.sums ?
                 (buffer, offset, length, flags) -> check(buffer, offset, length, expected, gradientInts) :
                 (buffer, offset, length, flags) -> checkReflected(buffer, offset, length);
-            final long gradientBytesPerCycle = (long)MESSAGES_PER_CYCLE * world * (msgLen * payload - InaHeader.LENGTH);
+            final long gradientBytesPerCycle = (long)MESSAGES_PER_CYCLE * ranks * (msgLen * payload - InaHeader.LENGTH);
             final double framesPerNano = rateGbps / 8 / ((double)gradientBytesPerCycle / framesPerCycle);
             long sentFrames = 0;
             long nanos = 0;
@@ -169,9 +181,9 @@ public final class LoadGenCommand implements Callable<Integer>
                 while (resultsOk + resultsBad - resultsBefore < framesPerCycle)
                 {
                     // Message m of every rank may go once every rank has the results of message m - window back.
-                    final long done = minResults() - resultsBefore / world;
+                    final long done = minResults() - resultsBefore / ranks;
                     int allowed = (int)Math.min(framesPerCycle,
-                        (Math.max(0, done) / msgLen + window) * world * msgLen);
+                        (Math.max(0, done) / msgLen + window) * ranks * msgLen);
                     if (rateGbps > 0)
                     {
                         allowed = (int)Math.min(allowed, TX_BATCH + (System.nanoTime() - start) * framesPerNano);
@@ -212,12 +224,12 @@ public final class LoadGenCommand implements Callable<Integer>
             }
             final double seconds = nanos / 1e9;
             final double gradientGbps = gradientBytesPerCycle * cycles * 8 / seconds / 1e9;
-            System.out.printf(Locale.ROOT, "loadgen world=%d payload=%d msg_len=%d window=%d rate_gbps=%.3f frames=%d seconds=%.3f " +
+            System.out.printf(Locale.ROOT, "loadgen rings=%d world=%d payload=%d msg_len=%d window=%d rate_gbps=%.3f frames=%d seconds=%.3f " +
                 "mpps_in=%.3f gradient_gbps_in=%.3f gradient_bytes=%d results_ok=%d results_bad=%d expect=%s " +
                 "machine_busy_ticks=%d machine_user_ticks=%d machine_system_ticks=%d " +
                 "machine_softirq_ticks=%d machine_irq_ticks=%d self_utime_ticks=%d self_stime_ticks=%d " +
                 "pid_utime_ticks=%d pid_stime_ticks=%d ok=%s%n",
-                world, payload, msgLen, window, rateGbps, sentFrames, seconds, sentFrames / seconds / 1e6, gradientGbps,
+                rings, world, payload, msgLen, window, rateGbps, sentFrames, seconds, sentFrames / seconds / 1e6, gradientGbps,
                 gradientBytesPerCycle * cycles, resultsOk, resultsBad, expect, cpu[0] + cpu[1] + cpu[2] + cpu[3] +
                 cpu[4], cpu[0] + cpu[1], cpu[2], cpu[4], cpu[3], cpu[5], cpu[6], cpu[7], cpu[8], resultsBad == 0);
             return resultsBad == 0 ? 0 : 1;
@@ -274,8 +286,8 @@ public final class LoadGenCommand implements Callable<Integer>
         {
             return; // not ours (ARP, IPv6 ND)
         }
-        final int rank = (frame.destQp() - 0x100 - 1 + world) % world;
-        if (rank < 0 || rank >= world)
+        final int rank = sender(frame.destQp());
+        if (rank < 0)
         {
             return;
         }
@@ -290,10 +302,24 @@ public final class LoadGenCommand implements Callable<Integer>
         }
     }
 
+    /**
+     * @return the global rank whose connection delivers to receive QP {@code destQp} (its ring's predecessor of the
+     *         receiver), or -1 if no rank's.
+     */
+    private int sender(final int destQp)
+    {
+        final int receiver = destQp - 0x100;
+        if (receiver < 0 || receiver >= resultsPerRank.length)
+        {
+            return -1;
+        }
+        return receiver - receiver % world + (receiver % world - 1 + world) % world;
+    }
+
     private long minResults()
     {
         long min = Long.MAX_VALUE;
-        for (int r = 0; r < world; r++)
+        for (int r = 0; r < resultsPerRank.length; r++)
         {
             min = Math.min(min, resultsPerRank[r]);
         }
@@ -301,7 +327,7 @@ public final class LoadGenCommand implements Callable<Integer>
     }
 
     /**
-     * One cycle's frames, messages in lockstep: message m of rank 0, of rank 1, ..., then m + 1.
+     * One cycle's frames, messages in lockstep: message m of every rank of every ring, then m + 1.
      */
     private void build(final UnsafeBuffer frames, final int frameSlot, final int[] lengths,
         final RoceFrameWriter[] writers, final UnsafeBuffer[] messages, final int firstPsn)
@@ -309,10 +335,11 @@ public final class LoadGenCommand implements Callable<Integer>
         int index = 0;
         for (int m = 0; m < MESSAGES_PER_CYCLE; m++)
         {
-            for (int r = 0; r < world; r++)
+            for (int g = 0; g < writers.length; g++)
             {
-                InaHeader.write(messages[r], 0, ringId, m, msgLen, r);
-                writers[r].reth(0x7F00_0000_0000L + (long)(m % (2 * window)) * msgLen * payload, 0x1234,
+                final int r = g % world;
+                InaHeader.write(messages[r], 0, ringId + g / world, m, msgLen, r);
+                writers[g].reth(0x7F00_0000_0000L + (long)(m % (2 * window)) * msgLen * payload, 0x1234,
                     msgLen * payload).immediate(m);
                 for (int p = 0; p < msgLen; p++)
                 {
@@ -320,7 +347,7 @@ public final class LoadGenCommand implements Callable<Integer>
                         p == 0 ? Opcode.RDMA_WRITE_FIRST : p == msgLen - 1 ? Opcode.RDMA_WRITE_LAST_WITH_IMMEDIATE :
                         Opcode.RDMA_WRITE_MIDDLE;
                     final int psn = (firstPsn + m * msgLen + p) & BthHeader.PSN_MASK;
-                    lengths[index] = writers[r].write(frames, index * frameSlot, opcode, psn, p == msgLen - 1,
+                    lengths[index] = writers[g].write(frames, index * frameSlot, opcode, psn, p == msgLen - 1,
                         messages[r], p * payload, payload);
                     index++;
                 }
@@ -339,8 +366,8 @@ public final class LoadGenCommand implements Callable<Integer>
         {
             return; // not a result (ARP, IPv6 ND, an ACK)
         }
-        final int rank = (frame.destQp() - 0x100 - 1 + world) % world;
-        if (rank < 0 || rank >= world)
+        final int rank = sender(frame.destQp());
+        if (rank < 0)
         {
             return;
         }
