@@ -618,20 +618,22 @@ public final class PacketDataplane implements DataplaneAttachment
                 }
             });
         }
-        // A port is one socket per lane: its counters are the lanes' summed.
-        for (int index = 0; index < lanePorts.getFirst().size(); index++)
+        // With lanes a port is one socket per lane, each with its counters: one series per lane (label lane), so an
+        // operator sees how the kernel spread the traffic; sum by port for the port's total.
+        final boolean perLane = lanePorts.size() > 1;
+        for (int lane = 0; lane < lanePorts.size(); lane++)
         {
-            final String name = lanePorts.getFirst().get(index).name();
-            for (int id = 0; id < PortCounters.COUNTER_COUNT; id++)
+            for (final PacketPort port : lanePorts.get(lane))
             {
-                long value = 0;
-                for (final List<PacketPort> lane : lanePorts)
+                final Map<String, String> labels = perLane ?
+                    Map.of("port", port.name(), "lane", Integer.toString(lane)) : Map.of("port", port.name());
+                final String what = "port " + port.name() + (perLane ? " lane " + lane : "");
+                for (int id = 0; id < PortCounters.COUNTER_COUNT; id++)
                 {
-                    value += lane.get(index).counters().get(id);
+                    samples.add(new CounterSample(new CounterValue("netreduce_port_" + PortCounters.name(id),
+                        labels, what + " " + PortCounters.name(id), port.counters().get(id)),
+                        "Port counter " + PortCounters.name(id) + (perLane ? ", per lane socket." : ".")));
                 }
-                samples.add(new CounterSample(new CounterValue("netreduce_port_" + PortCounters.name(id),
-                    Map.of("port", name), "port " + name + " " + PortCounters.name(id), value),
-                    "Port counter " + PortCounters.name(id) + "."));
             }
         }
         return samples;

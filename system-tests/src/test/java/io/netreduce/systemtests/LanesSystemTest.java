@@ -83,6 +83,9 @@ class LanesSystemTest
             assertThat(laneOf.values()).containsExactlyInAnyOrder(0, 1);
 
             assertThat(appliance.counter(DataplaneCounter.AGGREGATIONS_COMPLETED)).isEqualTo(aggregations);
+            final Map<String, Long> counters = appliance.counters();
+            assertThat(counters.get("port eth0 lane 0 rx_frames")).as("frames the kernel gave lane 0").isPositive();
+            assertThat(counters.get("port eth0 lane 1 rx_frames")).as("frames the kernel gave lane 1").isPositive();
             assertThat(appliance.counter(DataplaneCounter.PASS_THROUGH_UNKNOWN_RING))
                 .as("first packets that reached a lane without their ring").isZero();
             for (final DataplaneCounter counter : DataplaneCounter.values())
