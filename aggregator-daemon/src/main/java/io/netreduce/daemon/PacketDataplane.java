@@ -130,11 +130,15 @@ public final class PacketDataplane implements DataplaneAttachment
 
     /**
      * Open one configured port as the daemon does: AF_PACKET with default ring sizes, jumbo transmit slots when the
-     * MTU needs them. Public so that a harness can open the port inside another network namespace
+     * MTU needs them, or AF_XDP when the port's type says so. Public so that a harness can open the port inside another network namespace
      * ({@code NetworkNamespace.callIn}) and still get the daemon's exact port set-up.
      */
     public static PacketPort openAfPacketPort(final PortConfig port)
     {
+        if (port.type() == io.netreduce.controlplane.config.PortType.AF_XDP)
+        {
+            return openAfXdpPort(port);
+        }
         AfPacketConfiguration configuration = AfPacketConfiguration.defaults(port.name());
         if (port.mtu() + EthernetHeader.LENGTH + EthernetHeader.VLAN_TAG_LENGTH >
             AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE - 64)
@@ -143,6 +147,19 @@ public final class PacketDataplane implements DataplaneAttachment
                 AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
         }
         return AfPacketPort.open(configuration);
+    }
+
+    /**
+     * A port of type {@code af_xdp}: the XDP program attached (native hook where the driver has one), the socket
+     * bound zero-copy where the driver allows, default ring sizes; how it was bound is logged.
+     */
+    private static PacketPort openAfXdpPort(final PortConfig port)
+    {
+        final io.netreduce.protocol.port.AfXdpPort xdp = io.netreduce.protocol.port.AfXdpPort.open(
+            io.netreduce.protocol.port.AfXdpConfiguration.defaults(port.name()));
+        LOG.info("port {}: AF_XDP queue {} bound {} (MTU {})", port.name(), xdp.configuration().queueId(),
+            xdp.mode(), xdp.mtu());
+        return xdp;
     }
 
     @Override
