@@ -276,6 +276,12 @@ public final class AfXdpPort implements PollablePort
         final int available = rx.producer() - consumer;
         if (available == 0)
         {
+            if (fill.needsWakeup())
+            {
+                // Zero-copy drivers stop receiving when they found the fill ring empty until woken by a system
+                // call (copy mode never sets this flag on the fill ring).
+                Libc.recvKick(errnoState, xskFd, MSG_DONTWAIT);
+            }
             return 0;
         }
         final int end = consumer + available;
@@ -311,7 +317,6 @@ public final class AfXdpPort implements PollablePort
         fill.publishProducer(fillIndex);
         if (fill.needsWakeup())
         {
-            // Zero-copy drivers may stop receiving while the fill ring was empty; a zero-length recvfrom wakes them.
             Libc.recvKick(errnoState, xskFd, MSG_DONTWAIT);
         }
         return frames;
