@@ -9,7 +9,8 @@
 # back (clsact ingress, u32 match-all, mirred egress redirect to the same device), the loadgen counting the frames
 # back and checking their ICRCs (--expect reflect); reflect-paced at the rate the appliance run before it reached
 # (--rate-gbps); appliance/KEY=VALUE[/KEY=VALUE] runs the daemon with those appliance.dataplane settings (e.g.
-# appliance/batchSize=256). machine_minus_loadgen_user: the machine less the loadgen's busy-polling user time;
+# appliance/batchSize=256); appliance-xdp (and appliance-xdp/KEY=VALUE...) runs the daemon with its port of type
+# af_xdp (AF_XDP socket and XDP program, copy mode on the veth) instead of AF_PACKET. machine_minus_loadgen_user: the machine less the loadgen's busy-polling user time;
 # appliance_plus_loadgen_stime: the two processes' CPU less the loadgen's user time (not the other users of the
 # machine; includes the softirq work run in either's context). A summary (median, min-max) follows the CSV.
 # --rings R plays R rings of W ranks at once, each on hosts of its own (so a daemon with lanes, e.g. mode
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --out) out="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-appliance: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -82,10 +83,10 @@ echo "world,payload,msg_len,window,mode,repeat,ok,rate_gbps,gradient_gbps_in,mpp
 for world in $workers_list; do
   for payload in $payloads; do
     msg_len=16   # a window of 8 such messages per rank stays within the appliance's receive ring
-    write_config() {   # $1: dataplane settings, "KEY: VALUE, ..." or empty
+    write_config() {   # $1: dataplane settings, "KEY: VALUE, ..." or empty; $2: port type
     {
       echo "appliance:"
-      echo "  ports: [ { name: eth0, mtu: 9000 } ]"
+      echo "  ports: [ { name: eth0, mtu: 9000, type: ${2:-af_packet} } ]"
       [ -n "$1" ] && echo "  dataplane: { $1 }"
       echo "  memoryBudget: 512MiB"
       echo "  api: { listen: \"unix:$work/api.sock\" }"
@@ -113,13 +114,16 @@ for world in $workers_list; do
         cpu_pid=()
         rate=0
         case "$mode" in
-          appliance|appliance/*)
-            # appliance/KEY=VALUE[/KEY=VALUE...]: with those appliance.dataplane settings (an A/B in the same run)
+          appliance|appliance/*|appliance-xdp|appliance-xdp/*)
+            # appliance/KEY=VALUE[/KEY=VALUE...]: with those appliance.dataplane settings (an A/B in the same run);
+            # appliance-xdp: the same on an af_xdp port
             settings=""
-            if [ "$mode" != appliance ]; then
-              settings="$(sed 's|^appliance/||; s|=|: |g; s|/|, |g' <<< "$mode")"
+            port_type=af_packet
+            case "$mode" in appliance-xdp*) port_type=af_xdp ;; esac
+            if [ "$mode" != appliance ] && [ "$mode" != appliance-xdp ]; then
+              settings="$(sed 's|^appliance[-a-z]*/||; s|=|: |g; s|/|, |g' <<< "$mode")"
             fi
-            write_config "$settings"
+            write_config "$settings" "$port_type"
             # On a loaded machine the daemon can fail to start (its dataplane not answering in time): try again.
             for attempt in 1 2 3; do
               ip netns exec "$ap" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
@@ -141,7 +145,7 @@ for world in $workers_list; do
             ip netns exec "$ap" tc qdisc add dev eth0 clsact
             ip netns exec "$ap" tc filter add dev eth0 ingress protocol all u32 match u32 0 0 \
               action mirred egress redirect dev eth0 ;;
-          *) echo "bench-appliance: unknown mode $mode (appliance, appliance/KEY=VALUE..., reflect, reflect-paced)" >&2; exit 2 ;;
+          *) echo "bench-appliance: unknown mode $mode (appliance, appliance/KEY=VALUE..., appliance-xdp[/KEY=VALUE...], reflect, reflect-paced)" >&2; exit 2 ;;
         esac
         result="$(ip netns exec "$lg" "$netreduce" worker loadgen --dev eth0 --world "$world" --payload "$payload" \
           --msg-len "$msg_len" --window 8 --warmup-cycles "$warmup" --cycles "$cycles" --expect "$expect" --rings "$rings" \
@@ -151,7 +155,7 @@ for world in $workers_list; do
         fi
         ip netns exec "$ap" tc qdisc del dev eth0 clsact 2>/dev/null || true
         echo "$mode $repeat: $result"
-        if [ "$mode" = appliance ]; then   # reflect-paced follows the plain appliance's rate
+        if [ "$mode" = appliance ]; then   # reflect-paced follows the plain (AF_PACKET) appliance's rate
           last_rate="$(sed -n 's/.*gradient_gbps_in=\([0-9.]*\).*/\1/p' <<< "$result")"
         fi
         "$NETREDUCE_PYTHON" - "$result" "$world" "$payload" "$msg_len" "$mode" "$repeat" "$rings" >> "$out" <<'PY'

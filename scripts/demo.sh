@@ -21,7 +21,9 @@
 #
 # usage: scripts/demo.sh [--size BYTES|64MiB] [--iterations N] [--workers W] [--racks R] [--prefix P] [--no-build]
 #                        [--timeout SECONDS] [--idle busy-spin|yield|backoff|sleep|poll]
-#                        [--worker-idle poll|yield]
+#                        [--worker-idle poll|yield] [--port-type af_packet|af_xdp]
+# --port-type af_xdp (or NETREDUCE_PORT_TYPE=af_xdp) opens the appliance's port as an AF_XDP socket with the
+# daemon's XDP program (copy mode on the bed's veths) instead of AF_PACKET.
 # Needs root (network namespaces). On the shared 2-core development machine the default run (W=4, 64 MiB, 3
 # iterations) takes about 30-40 s after the build (workers: ~12-25 s).
 set -euo pipefail
@@ -65,6 +67,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout="$2"; shift 2 ;;
     --idle) idle="$2"; shift 2 ;;
     --worker-idle) worker_idle="$2"; shift 2 ;;
+    --port-type) export NETREDUCE_PORT_TYPE="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option $1" >&2; exit 2 ;;
   esac
@@ -119,6 +122,7 @@ if [ "$racks" -eq 0 ]; then
   step "appliance: daemon in ${prefix}-app"
   bed_ring_config "$work/netreduce.yaml" "$api" demo "$workers" "$ring_id" "$window" "$msg_len" "$payload" "$idle"
   bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" demo
+  grep -ho 'port eth0: AF_XDP .*' "$work/daemon.log" || true   # how an af_xdp port was bound
   daemon_pids=("$daemon_pid")
   daemon_pid=""
 else

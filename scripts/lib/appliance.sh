@@ -2,13 +2,24 @@
 # Sourced by the test-bed scripts (demo.sh, train.sh, bench-session.sh): the appliance's configuration for one
 # fp32 ring of the bed's workers, and the daemon started in the appliance namespace.
 
+# NETREDUCE_PORT_TYPE (af_packet or af_xdp, default: the daemon's default, af_packet) sets ports[].type in the
+# configurations written here, e.g. `NETREDUCE_PORT_TYPE=af_xdp scripts/demo.sh` (or demo.sh --port-type af_xdp).
+
+# bed_port_type_line: the port's "type:" line for the configurations, or nothing
+bed_port_type_line() {
+  [ -n "${NETREDUCE_PORT_TYPE:-}" ] && printf '      type: %s\n' "$NETREDUCE_PORT_TYPE"
+  return 0
+}
+
 # bed_ring_config FILE API JOB WORKERS RING_ID WINDOW MSG_LEN PAYLOAD [IDLE]
 #   writes a daemon configuration: port eth0 (MTU 9000), API on API (unix:PATH), one job JOB with one fp32 ring
 #   RING_ID of the workers 10.77.0.1..WORKERS in rank order, PMTU = PAYLOAD; IDLE sets the dataplane idle strategy.
 bed_ring_config() {
   local file="$1" api="$2" job="$3" workers="$4" ring_id="$5" window="$6" msg_len="$7" payload="$8" idle="${9:-}"
   {
-    printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n  memoryBudget: 256MiB\n'
+    printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n'
+    bed_port_type_line
+    printf '  memoryBudget: 256MiB\n'
     [ -n "$idle" ] && printf '  dataplane:\n    idleStrategy: %s\n' "$idle"
     printf '  api:\n    listen: %s\n  metrics:\n    listen: 127.0.0.1:0\n' "$api"
     printf 'jobs:\n  - name: %s\n    rings:\n      - id: %s\n        elementType: fp32\n' "$job" "$ring_id"
@@ -51,7 +62,9 @@ bed_racks_config() {
   local file="$1" port="$2" token="$3" job="$4" workers="$5" racks="$6" ring_id="$7" window="$8" msg_len="$9"
   local payload="${10}" idle="${11:-}" per=$(( $5 / $6 )) i k
   {
-    printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n  memoryBudget: 256MiB\n'
+    printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n'
+    bed_port_type_line
+    printf '  memoryBudget: 256MiB\n'
     [ -n "$idle" ] && printf '  dataplane:\n    idleStrategy: %s\n' "$idle"
     printf '  api:\n    listen: 127.0.0.1:%s\n    tokenFile: %s\n  metrics:\n    listen: 127.0.0.1:0\n' "$port" "$token"
     printf 'jobs:\n  - name: %s\n    rings:\n      - id: %s\n        elementType: fp32\n' "$job" "$ring_id"

@@ -20,6 +20,7 @@ import io.netreduce.controlplane.config.IdleStrategyKind;
 import io.netreduce.controlplane.config.MemberConfig;
 import io.netreduce.controlplane.config.NetreduceConfig;
 import io.netreduce.controlplane.config.PortConfig;
+import io.netreduce.controlplane.config.PortType;
 import io.netreduce.controlplane.config.RingRef;
 import io.netreduce.controlplane.metrics.MetricsSink;
 import io.netreduce.controlplane.metrics.MetricsSource;
@@ -39,6 +40,8 @@ import io.netreduce.protocol.port.PortPollIdleStrategy;
 import io.netreduce.protocol.port.PortPoller;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.AfXdpConfiguration;
+import io.netreduce.protocol.port.AfXdpPort;
 import io.netreduce.protocol.port.ClassicBpfProgram;
 import io.netreduce.protocol.port.LaneSteeringProgram;
 import io.netreduce.protocol.port.PacketPort;
@@ -162,16 +165,24 @@ public final class PacketDataplane implements DataplaneAttachment
      */
     public static List<PacketPort> openAfPacketLanes(final PortConfig port, final int lanes)
     {
+        if (port.type() != PortType.AF_PACKET)
+        {
+            throw new IllegalArgumentException("port " + port.name() + ": lanes need an af_packet port");
+        }
         return List.copyOf(AfPacketPort.openFanout(afPacketConfiguration(port), lanes));
     }
 
     /**
      * Open one configured port as the daemon does: AF_PACKET with default ring sizes, jumbo transmit slots when the
-     * MTU needs them. Public so that a harness can open the port inside another network namespace
+     * MTU needs them, or AF_XDP when the port's type says so. Public so that a harness can open the port inside another network namespace
      * ({@code NetworkNamespace.callIn}) and still get the daemon's exact port set-up.
      */
     public static PacketPort openAfPacketPort(final PortConfig port)
     {
+        if (port.type() == PortType.AF_XDP)
+        {
+            return openAfXdpPort(port);
+        }
         return AfPacketPort.open(afPacketConfiguration(port));
     }
 
@@ -185,6 +196,18 @@ public final class PacketDataplane implements DataplaneAttachment
                 AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
         }
         return configuration;
+    }
+
+    /**
+     * A port of type {@code af_xdp}: the XDP program attached (native hook where the driver has one), the socket
+     * bound zero-copy where the driver allows, default ring sizes; how it was bound is logged.
+     */
+    private static PacketPort openAfXdpPort(final PortConfig port)
+    {
+        final AfXdpPort xdp = AfXdpPort.open(AfXdpConfiguration.defaults(port.name()));
+        LOG.info("port {}: AF_XDP queue {} bound {} (MTU {})", port.name(), xdp.configuration().queueId(),
+            xdp.mode(), xdp.mtu());
+        return xdp;
     }
 
     @Override

@@ -25,7 +25,7 @@ final class ConfigReader
     private static final Set<String> ROOT_KEYS = Set.of("appliance", "jobs");
     private static final Set<String> APPLIANCE_KEYS =
         Set.of("name", "ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory");
-    private static final Set<String> PORT_KEYS = Set.of("name", "mtu");
+    private static final Set<String> PORT_KEYS = Set.of("name", "mtu", "type");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
         "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed", "lanes");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
@@ -115,12 +115,14 @@ final class ConfigReader
             {
                 final String portPath = index(portsPath, i);
                 final JsonNode portNode = portsNode.get(i);
-                if (isObject(portNode, portPath, "a port mapping with keys name and mtu"))
+                if (isObject(portNode, portPath, "a port mapping with keys name, mtu and type"))
                 {
                     checkKeys(portNode, portPath, PORT_KEYS);
                     ports.add(new PortConfig(
                         string(required(portNode, portPath, "name"), child(portPath, "name"), ""),
-                        integer(portNode.get("mtu"), child(portPath, "mtu"), PortConfig.DEFAULT_MTU)));
+                        integer(portNode.get("mtu"), child(portPath, "mtu"), PortConfig.DEFAULT_MTU),
+                        named(portNode.get("type"), child(portPath, "type"), PortConfig.DEFAULT_TYPE,
+                            PortType::fromConfigName, "af_packet or af_xdp")));
                 }
             }
         }

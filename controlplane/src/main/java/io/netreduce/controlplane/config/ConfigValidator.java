@@ -192,6 +192,18 @@ public final class ConfigValidator
         final String dataplanePath = child(path, "dataplane");
         range(dataplane.batchSize(), 1, DataplaneConfig.MAX_BATCH_SIZE, child(dataplanePath, "batchSize"));
         range(dataplane.lanes(), 1, DataplaneConfig.MAX_LANES, child(dataplanePath, "lanes"));
+        if (dataplane.lanes() > 1)
+        {
+            for (final PortConfig port : appliance.ports())
+            {
+                if (port.type() != PortType.AF_PACKET)
+                {
+                    errors.add(child(dataplanePath, "lanes"), dataplane.lanes() + " lanes need af_packet ports (the " +
+                        "kernel steers frames to lanes with an AF_PACKET fanout group), but port '" + port.name() +
+                        "' is " + port.type().configName());
+                }
+            }
+        }
         final int capacity = dataplane.commandQueueCapacity();
         final String capacityPath = child(dataplanePath, "commandQueueCapacity");
         if (capacity < 2 || capacity > DataplaneConfig.MAX_COMMAND_QUEUE_CAPACITY || Integer.bitCount(capacity) != 1)

@@ -1,12 +1,15 @@
 package io.netreduce.controlplane.config;
 
+import java.util.Objects;
+
 /**
  * An appliance port: a network interface the dataplane attaches to.
  *
  * @param name the interface name, e.g. {@code eth1}.
  * @param mtu  the interface MTU in bytes (IP MTU, without the Ethernet header).
+ * @param type the kind of socket opened on it; {@link PortType#AF_PACKET} unless configured.
  */
-public record PortConfig(String name, int mtu)
+public record PortConfig(String name, int mtu, PortType type)
 {
     /** MTU assumed when the configuration does not give one. */
     public static final int DEFAULT_MTU = 1500;
@@ -14,4 +17,19 @@ public record PortConfig(String name, int mtu)
     public static final int MIN_MTU = 576;
     /** Largest MTU accepted: common jumbo-frame limit. */
     public static final int MAX_MTU = 9216;
+    /** Port type assumed when the configuration does not give one. */
+    public static final PortType DEFAULT_TYPE = PortType.AF_PACKET;
+
+    public PortConfig
+    {
+        Objects.requireNonNull(type, "type");
+    }
+
+    /**
+     * A port of the {@link #DEFAULT_TYPE default type}.
+     */
+    public PortConfig(final String name, final int mtu)
+    {
+        this(name, mtu, DEFAULT_TYPE);
+    }
 }

@@ -111,6 +111,7 @@ class ConfigLoaderTest
 
         final ApplianceConfig appliance = config.appliance();
         assertThat(appliance.ports()).containsExactly(new PortConfig("eth1", PortConfig.DEFAULT_MTU));
+        assertThat(appliance.ports().get(0).type()).isEqualTo(PortType.AF_PACKET);
         assertThat(appliance.dataplane()).isEqualTo(new DataplaneConfig(IdleStrategyKind.POLL, 64, 1024, 0.0, 1));
         assertThat(appliance.memoryBudget()).isEqualTo(64L << 20);
         assertThat(appliance.api()).as("a Unix socket by default").isEqualTo(
@@ -125,6 +126,17 @@ class ConfigLoaderTest
             new MemberConfig(0, "10.0.1.1", null, null), new MemberConfig(1, "10.0.1.2", null, null),
             new MemberConfig(2, "10.0.1.3", null, null), new MemberConfig(3, "10.0.1.4", null, null))));
         assertThat(ring.worldSize()).isEqualTo(4);
+    }
+
+    @Test
+    void shouldReadEachPortsType() throws ConfigException
+    {
+        final NetreduceConfig config = ConfigLoader.parse(BASE.replace("    - name: eth1\n",
+            "    - name: eth1\n      type: af_xdp\n    - { name: eth2, type: af_packet }\n"));
+
+        assertThat(config.appliance().ports()).containsExactly(
+            new PortConfig("eth1", PortConfig.DEFAULT_MTU, PortType.AF_XDP),
+            new PortConfig("eth2", PortConfig.DEFAULT_MTU, PortType.AF_PACKET));
     }
 
     static Stream<Arguments> brokenConfigs()
@@ -193,6 +205,10 @@ class ConfigLoaderTest
             arguments("no lanes", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { lanes: 0 }"),
                 "appliance.dataplane.lanes", "0 is not in 1..64"),
+            arguments("lanes on an AF_XDP port", BASE.replace("- name: eth1", "- name: eth1\n      type: af_xdp")
+                    .replace("  memoryBudget: 64MiB", "  memoryBudget: 64MiB\n  dataplane: { lanes: 2 }"),
+                "appliance.dataplane.lanes", "2 lanes need af_packet ports (the kernel steers frames to lanes with " +
+                    "an AF_PACKET fanout group), but port 'eth1' is af_xdp"),
             arguments("unknown dataplane key", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { lane: 2 }"),
                 "appliance.dataplane.lane", "unknown key (expected one of batchSize, commandQueueCapacity, " +
@@ -226,6 +242,10 @@ class ConfigLoaderTest
                     "  memoryBudget: 64MiB\n  api: { listen: '0.0.0.0:9740' }"),
                 "appliance.api.listen", "the API on TCP (0.0.0.0:9740) needs appliance.api.tokenFile: any local user " +
                     "can open a TCP port, and this one is not on loopback; or listen on a Unix socket (the default)"),
+            arguments("unknown port type", BASE.replace("- name: eth1", "- name: eth1\n      type: xdp"),
+                "appliance.ports[0].type", "'xdp' is not one of af_packet or af_xdp"),
+            arguments("port type not a string", BASE.replace("- name: eth1", "- name: eth1\n      type: [af_xdp]"),
+                "appliance.ports[0].type", "expected one of af_packet or af_xdp, got a list"),
             arguments("bad idle strategy", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { idleStrategy: spin }"),
                 "appliance.dataplane.idleStrategy", "'spin' is not one of busy-spin, yield, backoff, sleep or poll"),

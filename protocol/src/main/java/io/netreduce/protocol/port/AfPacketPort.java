@@ -34,7 +34,7 @@ import static io.netreduce.protocol.port.LinuxPacketAbi.*;
  * After opening, one thread owns the port. {@link #receive}, {@link #send} and {@link #flush} do not allocate.
  * Close from the owning thread (or once it has stopped using the port): the ring memory is unmapped.
  */
-public final class AfPacketPort implements PacketPort
+public final class AfPacketPort implements PollablePort
 {
     /** {@link #receive} reads the kernel's drop statistics once per this many calls. */
     private static final int STATISTICS_INTERVAL_CALLS = 4096;
@@ -427,19 +427,22 @@ public final class AfPacketPort implements PacketPort
      * @return true if {@link #receive} may have frames to deliver.
      */
     /** The receive socket, for {@link PortPoller}. */
-    int receiveFd()
+    @Override
+    public int receiveFd()
     {
         return rxFd;
     }
 
     /** Whether the receive ring holds frames not yet handed over (no system call). */
-    boolean hasReceiveWork()
+    @Override
+    public boolean hasReceiveWork()
     {
         return !closed && rxReader.hasWork();
     }
 
     /** Whether frames are queued on the transmit ring that the kernel has not taken yet. */
-    boolean hasPendingTransmit()
+    @Override
+    public boolean hasPendingTransmit()
     {
         return txPendingCount > 0;
     }

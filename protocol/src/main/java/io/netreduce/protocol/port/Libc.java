@@ -40,6 +40,12 @@ final class Libc
     private static final MethodHandle MUNMAP = errnoCall("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle SENDTO = errnoCall(
         "sendto", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle RECVFROM = errnoCall(
+        "recvfrom", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS));
+    /** syscall(2) with three arguments, all passed as longs as the variadic C function reads them. */
+    private static final MethodHandle SYSCALL3 = LINKER.downcallHandle(
+        symbol("syscall"), FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+        CAPTURE_ERRNO, Linker.Option.firstVariadicArg(1));
     private static final MethodHandle POLL = errnoCall("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     private static final MethodHandle IF_NAMETOINDEX = errnoCall("if_nametoindex", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     private static final MethodHandle CLOSE = errnoCall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
@@ -156,6 +162,24 @@ final class Libc
         }
     }
 
+    /**
+     * mmap(NULL, length, prot, flags, fd, offset): for descriptors whose mmap offset selects what is mapped
+     * (the rings of an AF_XDP socket).
+     */
+    static MemorySegment mmap(
+        final MemorySegment errnoState, final long length, final int prot, final int flags, final int fd,
+        final long offset)
+    {
+        try
+        {
+            return (MemorySegment)MMAP.invokeExact(errnoState, MemorySegment.NULL, length, prot, flags, fd, offset);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
     static int munmap(final MemorySegment errnoState, final MemorySegment address, final long length)
     {
         try
@@ -177,6 +201,37 @@ final class Libc
         {
             return (long)SENDTO.invokeExact(
                 errnoState, fd, MemorySegment.NULL, 0L, flags, MemorySegment.NULL, 0);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * recvfrom(fd, NULL, 0, flags, NULL, NULL): wakes an AF_XDP socket's receive side (fill ring). No allocation.
+     */
+    static long recvKick(final MemorySegment errnoState, final int fd, final int flags)
+    {
+        try
+        {
+            return (long)RECVFROM.invokeExact(
+                errnoState, fd, MemorySegment.NULL, 0L, flags, MemorySegment.NULL, MemorySegment.NULL);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * syscall(number, a, b, c), for system calls the C library has no wrapper for (bpf).
+     */
+    static long syscall(final MemorySegment errnoState, final long number, final long a, final long b, final long c)
+    {
+        try
+        {
+            return (long)SYSCALL3.invokeExact(errnoState, number, a, b, c);
         }
         catch (final Throwable t)
         {

@@ -9,8 +9,9 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Waits, without spinning, until any of a set of ports may have frames to receive: one {@code poll(2)} over the
- * receive sockets of the {@link AfPacketPort}s, and over a {@link WakeupSource} when one is given (a request socket),
- * so that work handed over from outside wakes the waiter at once. Ports without a file descriptor (the {@link MemoryPort}) are
+ * receive sockets of the {@link AfPacketPort}s and {@link AfXdpPort}s, and over a {@link WakeupSource} when one is
+ * given (a request socket), so that work handed over from outside wakes the waiter at once. Ports without a file
+ * descriptor (the {@link MemoryPort}) are
  * waited for by parking briefly (100 us). For idle strategies of processes that share their cores (an appliance
  * on a small box, a worker beside its trainer): a blocked thread costs no CPU and wakes when a frame arrives.
  * <p>
@@ -25,7 +26,7 @@ public final class PortPoller implements AutoCloseable
 
     // Shared: built by the thread that opens the ports, used by the one that receives from them.
     private final Arena arena = Arena.ofShared();
-    private final AfPacketPort[] sockets;
+    private final PollablePort[] sockets;
     private final MemorySegment pollFds;
     private final MemorySegment errnoState;
     private final int count;
@@ -41,15 +42,15 @@ public final class PortPoller implements AutoCloseable
      */
     public PortPoller(final List<? extends PacketPort> ports, final WakeupSource wakeup)
     {
-        final List<AfPacketPort> afPacket = new ArrayList<>();
+        final List<PollablePort> pollable = new ArrayList<>();
         for (final PacketPort port : ports)
         {
-            if (port instanceof AfPacketPort socket)
+            if (port instanceof PollablePort socket)
             {
-                afPacket.add(socket);
+                pollable.add(socket);
             }
         }
-        sockets = afPacket.toArray(new AfPacketPort[0]);
+        sockets = pollable.toArray(new PollablePort[0]);
         this.wakeup = wakeup;
         count = sockets.length + (wakeup != null ? 1 : 0);
         pollFds = arena.allocate((long)POLLFD_SIZE * Math.max(1, count), 8);
@@ -87,7 +88,7 @@ public final class PortPoller implements AutoCloseable
             LockSupport.parkNanos(Math.min(timeoutMs * 1_000_000L, NO_SOCKET_PARK_NS));
             return false;
         }
-        for (final AfPacketPort socket : sockets)
+        for (final PollablePort socket : sockets)
         {
             if (socket.hasReceiveWork() || socket.hasPendingTransmit())
             {

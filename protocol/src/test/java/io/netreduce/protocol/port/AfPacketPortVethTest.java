@@ -1,9 +1,6 @@
 package io.netreduce.protocol.port;
 
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -17,51 +14,63 @@ import java.nio.channels.DatagramChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * AfPacketPort over a real veth pair between two network namespaces, receive-side tests once per
- * {@link RxRingVersion}. Needs root; skipped otherwise.
+ * The {@link PacketPortVethContract} for {@link AfPacketPort}, and its own behaviour over a real veth pair between
+ * two network namespaces, receive-side tests once per {@link RxRingVersion}. Needs root; skipped otherwise.
  */
-class AfPacketPortVethTest
+class AfPacketPortVethTest extends PacketPortVethContract
 {
-    /** Local experimental EtherType: marks this test's frames, so anything else on the link is ignored. */
-    private static final int TEST_ETHER_TYPE = 0x88B5;
-    private static final int JUMBO_MTU = 9000;
-    private static final int JUMBO_FRAME = JUMBO_MTU + 14;
     /** How soon a lone frame must reach a V2 ring's reader: far below any V3 block timer used here. */
     private static final long PROMPT_DELIVERY_NS = 50_000_000L;
     /** A V3 block timeout long enough that a frame waiting for it is unmistakable. */
     private static final int SLOW_BLOCK_TIMEOUT_MS = 1000;
 
-    private static VethPair veth;
-
-    private final List<AfPacketPort> ports = new ArrayList<>();
-
-    @BeforeAll
-    static void createNamespaces()
+    @Override
+    String namespaceTag()
     {
-        assumeTrue(VethPair.isRoot(), "needs root for network namespaces and AF_PACKET");
-        veth = new VethPair("p", JUMBO_MTU);
+        return "p";
     }
 
-    @AfterAll
-    static void deleteNamespaces()
+    @Override
+    PacketPort openPort(final String namespace, final String device)
     {
-        if (null != veth)
-        {
-            veth.close();
-        }
+        return open(namespace, AfPacketConfiguration.defaults(device)
+            .withTxRing(AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, 256));
     }
 
-    @AfterEach
-    void closePorts()
+    @Override
+    PacketPort openPortWithTransmitSlots(final String namespace, final String device, final int slots)
     {
-        ports.forEach(AfPacketPort::close);
+        return open(namespace, AfPacketConfiguration.defaults(device).withTxRing(2048, slots));
+    }
+
+    @Override
+    PacketPort openPortWithTinyReceiveRing(final String namespace, final String device)
+    {
+        // Two 4 KiB blocks of two 2 KiB slots.
+        return open(namespace, AfPacketConfiguration.defaults(device).withRxRing(4096, 2, 1).withRxFrameSize(2048));
+    }
+
+    @Override
+    int tinyReceiveRingFrames()
+    {
+        return 6;
+    }
+
+    @Override
+    int maxTxFrameLength(final PacketPort port)
+    {
+        return ((AfPacketPort)port).maxTxFrameLength();
+    }
+
+    @Override
+    void refreshKernelStatistics(final PacketPort port)
+    {
+        ((AfPacketPort)port).refreshKernelStatistics();
     }
 
     @ParameterizedTest(name = "{0}")
@@ -163,7 +172,7 @@ class AfPacketPortVethTest
 
     @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
-    void shouldNotReceiveItsOwnTransmissions(final RxRingVersion version) throws InterruptedException
+    void shouldNotReceiveItsOwnTransmissionsWithEitherRing(final RxRingVersion version) throws InterruptedException
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
             .withRxRingVersion(version));
@@ -227,24 +236,7 @@ class AfPacketPortVethTest
     }
 
     @Test
-    void shouldCountRingFullWhenEveryTransmitSlotIsQueued()
-    {
-        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
-            .withTxRing(2048, 8));
-        final UnsafeBuffer frame = new UnsafeBuffer(testFrame(1, 100, new Random(1)));
-        for (int i = 0; i < 8; i++)
-        {
-            assertThat(a.send(frame, 0, 100)).isTrue();
-        }
-
-        assertThat(a.send(frame, 0, 100)).isFalse();
-        assertThat(a.counters().txRingFull()).isEqualTo(1);
-        assertThat(a.flush()).isEqualTo(8);
-        assertThat(a.send(frame, 0, 100)).isTrue();
-    }
-
-    @Test
-    void shouldRefuseFramesTheKernelWouldDropAsTxErrors()
+    void shouldLimitTxFramesToTheSlotLessItsHeader()
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
         final UnsafeBuffer frame = new UnsafeBuffer(new byte[4096]);
@@ -258,7 +250,7 @@ class AfPacketPortVethTest
 
     @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
-    void shouldCountKernelDropsWhenTheReceiveRingOverflows(final RxRingVersion version)
+    void shouldCountKernelDropsWhenEitherRingOverflows(final RxRingVersion version)
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
         final AfPacketPort b = open(veth.namespaceB, receiver(version)
@@ -366,7 +358,7 @@ class AfPacketPortVethTest
 
     @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
-    void shouldNotAllocateWhenSendingFlushingAndReceiving(final RxRingVersion version)
+    void shouldNotAllocateWithEitherRing(final RxRingVersion version)
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
         final AfPacketPort b = open(veth.namespaceB, receiver(version));
@@ -509,74 +501,8 @@ class AfPacketPortVethTest
         return AfPacketConfiguration.defaults(VethPair.DEVICE_B).withRxRingVersion(version);
     }
 
-    @Test
-    void shouldWakeAPollingIdleStrategyWhenAFrameArrives()
-    {
-        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
-        final AfPacketPort b = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B));
-        try (PortPoller poller = new PortPoller(List.of(b)))
-        {
-            assertThat(poller.canBlock()).isTrue();
-            final PortPollIdleStrategy idle = new PortPollIdleStrategy(poller, 0, 0, 50);
-            final byte[] frame = testFrame(7, 200, new Random(7));
-            assertThat(a.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
-            a.flush();
-            // The frame is in b's ring (or about to be): the poller says so, and a receive loop idling with the
-            // strategy (blocking in poll(2) between empty cycles) gets it.
-            assertThat(poller.await(1_000)).isTrue();
-            final List<byte[]> atB = new ArrayList<>();
-            for (int cycle = 0; cycle < 200 && atB.isEmpty(); cycle++)
-            {
-                idle.idle(b.receive(collectTestFrames(atB), 64));
-            }
-            assertThat(atB).hasSize(1);
-            assertThat(atB.get(0)).isEqualTo(frame);
-        }
-    }
-
     private AfPacketPort open(final String namespace, final AfPacketConfiguration configuration)
     {
-        final AfPacketPort port = NetworkNamespace.callIn(namespace, () -> AfPacketPort.open(configuration));
-        ports.add(port);
-        return port;
-    }
-
-    private static FrameHandler collectTestFrames(final List<byte[]> into)
-    {
-        return (buffer, offset, length, flags) ->
-        {
-            if (length >= 14 && (buffer.getShort(offset + 12, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF) == TEST_ETHER_TYPE)
-            {
-                assertThat(flags).as("raw frames carry no pending checksum").isZero();
-                final byte[] frame = new byte[length];
-                buffer.getBytes(offset, frame);
-                into.add(frame);
-            }
-        };
-    }
-
-    /**
-     * An Ethernet frame to a locally administered MAC with the test EtherType, a 4-byte sequence number and
-     * random payload.
-     */
-    private static byte[] testFrame(final int sequence, final int length, final Random random)
-    {
-        final byte[] frame = new byte[length];
-        random.nextBytes(frame);
-        final UnsafeBuffer buffer = new UnsafeBuffer(frame);
-        buffer.putBytes(0, new byte[] {0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01});
-        buffer.putShort(12, (short)TEST_ETHER_TYPE, java.nio.ByteOrder.BIG_ENDIAN);
-        buffer.putInt(14, sequence, java.nio.ByteOrder.BIG_ENDIAN);
-        return frame;
-    }
-
-    private static void awaitCondition(final BooleanSupplier condition)
-    {
-        final long deadline = System.nanoTime() + 5_000_000_000L;
-        while (!condition.getAsBoolean())
-        {
-            assertThat(System.nanoTime()).as("timed out").isLessThan(deadline);
-            Thread.onSpinWait();
-        }
+        return track(NetworkNamespace.callIn(namespace, () -> AfPacketPort.open(configuration)));
     }
 }
