@@ -5,6 +5,7 @@ import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.worker.sidecar.SidecarRunner;
 import org.agrona.concurrent.SystemNanoClock;
 import picocli.CommandLine.Command;
@@ -65,12 +66,13 @@ public final class ServeCommand implements Callable<Integer>
         final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
             .withTxRing(8192, 1024)
             .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
-        try (AfPacketPort port = AfPacketPort.open(portConfig))
+        try (AfPacketPort port = AfPacketPort.open(portConfig);
+            Doorbell doorbell = new Doorbell())
         {
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
             final RcEndpoint endpoint = new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                 ConnectionInfo.macFromBytes(port.macAddress()));
-            return SidecarRunner.run(endpoint, socket, acceptTimeoutSeconds);
+            return SidecarRunner.run(endpoint, doorbell, socket, acceptTimeoutSeconds);
         }
         catch (final IllegalArgumentException ex)
         {

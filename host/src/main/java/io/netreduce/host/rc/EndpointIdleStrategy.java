@@ -1,6 +1,6 @@
 package io.netreduce.host.rc;
 
-import io.netreduce.protocol.port.WakeupSource;
+import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.PortPollIdleStrategy;
 import io.netreduce.protocol.port.PortPoller;
 import org.agrona.concurrent.IdleStrategy;
@@ -28,20 +28,20 @@ public final class EndpointIdleStrategy implements IdleStrategy, AutoCloseable
     public static final int DEFAULT_MAX_BLOCK_MS = 10;
 
     /**
-     * Longest single block when a {@link WakeupSource} wakes the loop for its other work: only timers are left to
+     * Longest single block when a {@link Doorbell} wakes the loop for its other work: only timers are left to
      * bound it, and those the endpoint's deadline already covers.
      */
-    public static final int WAKEUP_MAX_BLOCK_MS = 100;
+    public static final int DOORBELL_MAX_BLOCK_MS = 100;
 
     private static final long NS_PER_MS = 1_000_000L;
 
     private final PortPoller poller;
     private final PortPollIdleStrategy strategy;
 
-    EndpointIdleStrategy(final RcEndpoint endpoint, final NanoClock clock, final WakeupSource wakeup)
+    EndpointIdleStrategy(final RcEndpoint endpoint, final NanoClock clock, final Doorbell doorbell)
     {
-        this.poller = new PortPoller(List.of(endpoint.port()), wakeup);
-        final int maxBlockMs = wakeup != null ? WAKEUP_MAX_BLOCK_MS : DEFAULT_MAX_BLOCK_MS;
+        this.poller = new PortPoller(List.of(endpoint.port()), doorbell);
+        final int maxBlockMs = doorbell != null ? DOORBELL_MAX_BLOCK_MS : DEFAULT_MAX_BLOCK_MS;
         this.strategy = new PortPollIdleStrategy(poller, DEFAULT_SPINS, DEFAULT_YIELDS, () ->
         {
             if (!poller.canBlock())

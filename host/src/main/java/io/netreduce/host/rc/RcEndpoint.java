@@ -1,7 +1,7 @@
 package io.netreduce.host.rc;
 
 import io.netreduce.protocol.icrc.Icrc;
-import io.netreduce.protocol.port.WakeupSource;
+import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.EthernetHeader;
@@ -229,17 +229,17 @@ public final class RcEndpoint implements Agent, AutoCloseable
     }
 
     /**
-     * @param wakeup readable when the driving loop has work from outside the network (a sidecar's trainer requests): the
+     * @param doorbell rung by another thread that hands the driving loop work (a sidecar's trainer requests): the
      *                 strategy then also wakes on it, and may block longer between timers.
      * @return the endpoint's idle strategy, replacing any made before (one driving thread per endpoint).
      */
-    public EndpointIdleStrategy idleStrategy(final WakeupSource wakeup)
+    public EndpointIdleStrategy idleStrategy(final Doorbell doorbell)
     {
         if (idleStrategy != null)
         {
             idleStrategy.close();
         }
-        idleStrategy = new EndpointIdleStrategy(this, clock, wakeup);
+        idleStrategy = new EndpointIdleStrategy(this, clock, doorbell);
         return idleStrategy;
     }
 

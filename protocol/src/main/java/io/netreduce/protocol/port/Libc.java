@@ -53,11 +53,6 @@ final class Libc
     private static final MethodHandle READ = errnoCall("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle WRITE = errnoCall("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle OPEN = errnoCall("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle LISTEN = errnoCall("listen", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle ACCEPT4 = errnoCall(
-        "accept4", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-    private static final MethodHandle RECV = errnoCall(
-        "recv", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     private static final MethodHandle SETNS = errnoCall("setns", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle IOCTL = LINKER.downcallHandle(
         symbol("ioctl"), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS),
@@ -340,46 +335,6 @@ final class Libc
         try
         {
             return (int)IOCTL.invokeExact(errnoState, fd, request, argument);
-        }
-        catch (final Throwable t)
-        {
-            throw rethrow(t);
-        }
-    }
-
-    static int listen(final MemorySegment errnoState, final int fd, final int backlog)
-    {
-        try
-        {
-            return (int)LISTEN.invokeExact(errnoState, fd, backlog);
-        }
-        catch (final Throwable t)
-        {
-            throw rethrow(t);
-        }
-    }
-
-    /**
-     * accept4(2) without the peer's address.
-     */
-    static int accept4(final MemorySegment errnoState, final int fd, final int flags)
-    {
-        try
-        {
-            return (int)ACCEPT4.invokeExact(errnoState, fd, MemorySegment.NULL, MemorySegment.NULL, flags);
-        }
-        catch (final Throwable t)
-        {
-            throw rethrow(t);
-        }
-    }
-
-    static long recv(final MemorySegment errnoState, final int fd, final MemorySegment buffer, final long length,
-        final int flags)
-    {
-        try
-        {
-            return (long)RECV.invokeExact(errnoState, fd, buffer, length, flags);
         }
         catch (final Throwable t)
         {

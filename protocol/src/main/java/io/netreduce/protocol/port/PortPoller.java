@@ -9,9 +9,9 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Waits, without spinning, until any of a set of ports may have frames to receive: one {@code poll(2)} over the
- * receive sockets of the {@link AfPacketPort}s and {@link AfXdpPort}s, and over a {@link WakeupSource} when one is
- * given (a request socket), so that work handed over from outside wakes the waiter at once. Ports without a file
- * descriptor (the {@link MemoryPort}) are
+ * receive sockets of the {@link AfPacketPort}s and {@link AfXdpPort}s, and over a {@link Doorbell} when one is
+ * given, so that work handed over by another thread wakes the waiter at once. Ports without a file descriptor (the
+ * {@link MemoryPort}) are
  * waited for by parking briefly (100 us). For idle strategies of processes that share their cores (an appliance
  * on a small box, a worker beside its trainer): a blocked thread costs no CPU and wakes when a frame arrives.
  * <p>
@@ -30,7 +30,7 @@ public final class PortPoller implements AutoCloseable
     private final MemorySegment pollFds;
     private final MemorySegment errnoState;
     private final int count;
-    private final WakeupSource wakeup;
+    private final Doorbell doorbell;
 
     public PortPoller(final List<? extends PacketPort> ports)
     {
@@ -38,9 +38,9 @@ public final class PortPoller implements AutoCloseable
     }
 
     /**
-     * @param wakeup also wake when it is readable (drained here before {@link #await} returns); null for none.
+     * @param doorbell also wake when it is rung (drained here before {@link #await} returns); null for none.
      */
-    public PortPoller(final List<? extends PacketPort> ports, final WakeupSource wakeup)
+    public PortPoller(final List<? extends PacketPort> ports, final Doorbell doorbell)
     {
         final List<PollablePort> pollable = new ArrayList<>();
         for (final PacketPort port : ports)
@@ -51,17 +51,17 @@ public final class PortPoller implements AutoCloseable
             }
         }
         sockets = pollable.toArray(new PollablePort[0]);
-        this.wakeup = wakeup;
-        count = sockets.length + (wakeup != null ? 1 : 0);
+        this.doorbell = doorbell;
+        count = sockets.length + (doorbell != null ? 1 : 0);
         pollFds = arena.allocate((long)POLLFD_SIZE * Math.max(1, count), 8);
         for (int i = 0; i < sockets.length; i++)
         {
             pollFds.set(ValueLayout.JAVA_INT, (long)i * POLLFD_SIZE, sockets[i].receiveFd());
             pollFds.set(ValueLayout.JAVA_SHORT, (long)i * POLLFD_SIZE + 4, POLLIN);
         }
-        if (wakeup != null)
+        if (doorbell != null)
         {
-            pollFds.set(ValueLayout.JAVA_INT, (long)sockets.length * POLLFD_SIZE, wakeup.fd());
+            pollFds.set(ValueLayout.JAVA_INT, (long)sockets.length * POLLFD_SIZE, doorbell.fd());
             pollFds.set(ValueLayout.JAVA_SHORT, (long)sockets.length * POLLFD_SIZE + 4, POLLIN);
         }
         errnoState = Libc.allocateErrnoState(arena);
@@ -96,10 +96,10 @@ public final class PortPoller implements AutoCloseable
             }
         }
         final int ready = Libc.poll(errnoState, pollFds, count, timeoutMs);
-        if (ready > 0 && wakeup != null &&
+        if (ready > 0 && doorbell != null &&
             pollFds.get(ValueLayout.JAVA_SHORT, (long)sockets.length * POLLFD_SIZE + 6) != 0)
         {
-            wakeup.drain();
+            doorbell.drain();
         }
         return ready > 0;
     }

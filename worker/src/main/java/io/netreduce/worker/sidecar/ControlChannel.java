@@ -1,119 +1,110 @@
 package io.netreduce.worker.sidecar;
 
-import io.netreduce.protocol.port.UnixControlSocket;
-import io.netreduce.protocol.port.WakeupSource;
+import io.netreduce.protocol.port.Doorbell;
 
-import java.io.ByteArrayOutputStream;
+import java.io.BufferedReader;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * The trainer's end of a sidecar: one Unix stream socket, owner-only, accepting exactly one connection (the
- * trainer that started the sidecar). The endpoint loop owns it: its poller waits on the connection's descriptor
- * beside the port ({@link #wakeup()}), so a request wakes the loop directly, and {@link #pump()} reads whatever has
- * arrived without blocking and splits it into request lines. An idle sidecar blocks in poll(2) and costs nothing.
- * Replies are written by the loop, in request order.
+ * trainer that started the sidecar). A reader thread blocks on it, queues each request line and rings the
+ * {@link Doorbell} the endpoint loop sleeps on, so a request wakes the loop at once and an idle sidecar costs
+ * nothing. Replies are written by the endpoint loop, in request order.
  * <p>
- * Requests are per call (a gradient bucket), not per packet, so the line strings are off the hot path.
+ * Requests are per call (a gradient bucket), not per packet, so the queue's allocation is off the hot path.
  */
 final class ControlChannel implements AutoCloseable
 {
     /** Longest request line: a request is a few hundred bytes; anything longer is not a trainer. */
     static final int MAX_LINE = 64 * 1024;
-    private static final int RECEIVE_BYTES = 16 * 1024;
 
-    private final UnixControlSocket socket;
-    private final Queue<String> requests = new ArrayDeque<>();
-    /** The line being received, as bytes: decoded once whole, so a character split between reads stays whole. */
-    private final ByteArrayOutputStream line = new ByteArrayOutputStream();
-    private boolean skippingLongLine;
-    private boolean closedByPeer;
+    private final Path path;
+    private final ServerSocketChannel server;
+    private final Doorbell doorbell;
+    private final Queue<String> requests = new ConcurrentLinkedQueue<>();
+    private volatile boolean closedByPeer;
+    private SocketChannel client;
+    private OutputStream out;
 
-    ControlChannel(final Path path) throws IOException
+    ControlChannel(final Path path, final Doorbell doorbell) throws IOException
     {
-        try
+        this.path = path;
+        this.doorbell = doorbell;
+        final Path dir = path.toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir))
         {
-            socket = UnixControlSocket.listen(path, RECEIVE_BYTES);
+            throw new IOException("--socket " + path + ": directory " + dir + " does not exist");
         }
-        catch (final IOException ex)
+        if (Files.exists(path))
         {
-            throw new IOException("--socket " + ex.getMessage(), ex);
+            throw new IOException("--socket " + path + ": a file is already there (another sidecar?)");
         }
+        server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(path));
+        // Owner-only: any process that can connect can run all-reduces with this rank's identity on the ring.
+        Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
     }
 
     /**
-     * Wait for the trainer to connect. Blocks: called before the endpoint loop runs.
+     * Wait for the trainer to connect, then start the reader thread. Blocks: called before the endpoint loop runs.
      */
     void accept() throws IOException
     {
-        socket.accept();
+        client = server.accept();
+        out = Channels.newOutputStream(client);
+        Thread.ofPlatform().daemon().name("sidecar-control").start(this::readLoop);
     }
 
-    /**
-     * @return what the endpoint loop's poller also waits on: the trainer's connection.
-     */
-    WakeupSource wakeup()
+    private void readLoop()
     {
-        return socket;
-    }
-
-    /**
-     * Take every byte the trainer has sent so far (without waiting) and queue its complete lines; the loop calls it
-     * every duty cycle, in a call or not, so a readable socket never keeps its poller awake.
-     *
-     * @return how many lines were queued.
-     */
-    int pump()
-    {
-        if (closedByPeer)
+        try (BufferedReader reader = new BufferedReader(
+            new InputStreamReader(Channels.newInputStream(client), StandardCharsets.UTF_8), 8192))
         {
-            return 0;
-        }
-        int queued = 0;
-        int read;
-        while ((read = socket.receive()) > 0)
-        {
-            final MemorySegment bytes = socket.received();
-            int start = 0;
-            for (int i = 0; i < read; i++)
+            final StringBuilder line = new StringBuilder();
+            int c;
+            while ((c = reader.read()) >= 0)
             {
-                if (bytes.get(ValueLayout.JAVA_BYTE, i) == '\n')
+                if (c == '\n')
                 {
-                    append(bytes, start, i);
-                    requests.add(skippingLongLine ? Requests.TOO_LONG : line.toString(StandardCharsets.UTF_8));
-                    line.reset();
-                    skippingLongLine = false;
-                    queued++;
-                    start = i + 1;
+                    requests.add(line.toString());
+                    line.setLength(0);
+                    doorbell.ring();
+                }
+                else if (line.length() < MAX_LINE)
+                {
+                    line.append((char)c);
+                }
+                else
+                {
+                    requests.add(Requests.TOO_LONG);
+                    line.setLength(0);
+                    doorbell.ring();
+                    // skip to the end of the line
+                    while ((c = reader.read()) >= 0 && c != '\n')
+                    {
+                    }
                 }
             }
-            append(bytes, start, read);
         }
-        if (read < 0)
+        catch (final IOException ignored)
         {
-            closedByPeer = true;
+            // the trainer went away: same as end of stream
         }
-        return queued;
-    }
-
-    private void append(final MemorySegment bytes, final int from, final int to)
-    {
-        if (skippingLongLine || to <= from)
-        {
-            return;
-        }
-        if (line.size() + (to - from) > MAX_LINE)
-        {
-            skippingLongLine = true;
-            line.reset();
-            return;
-        }
-        line.writeBytes(bytes.asSlice(from, to - from).toArray(ValueLayout.JAVA_BYTE));
+        closedByPeer = true;
+        doorbell.ring();
     }
 
     /**
@@ -121,7 +112,6 @@ final class ControlChannel implements AutoCloseable
      */
     String poll()
     {
-        pump();
         return requests.poll();
     }
 
@@ -135,12 +125,25 @@ final class ControlChannel implements AutoCloseable
 
     void reply(final String json) throws IOException
     {
-        socket.send((json + "\n").getBytes(StandardCharsets.UTF_8));
+        out.write((json + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
     }
 
     @Override
     public void close()
     {
-        socket.close();
+        try
+        {
+            if (client != null)
+            {
+                client.close();
+            }
+            server.close();
+            Files.deleteIfExists(path);
+        }
+        catch (final IOException ignored)
+        {
+            // closing: nothing left to tell anyone
+        }
     }
 }

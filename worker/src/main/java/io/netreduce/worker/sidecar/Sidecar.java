@@ -38,8 +38,7 @@ import java.util.concurrent.TimeUnit;
  * neighbours and the areas' geometry), {@code connect} (the neighbours' info), {@code allreduce} (elements in the
  * input area; answered when the sum is in the output area or with the error), {@code stats}, {@code close}. One call runs at a time; requests queue in order.
  * Between calls the loop keeps the endpoint running, so neighbours' retransmissions are answered while this
- * trainer computes. It blocks in poll(2) on the port and the trainer's socket, so an idle sidecar takes no CPU and a
- * request wakes it directly.
+ * trainer computes. It blocks in poll(2) on the port and the doorbell, so an idle sidecar takes no CPU.
  */
 public final class Sidecar
 {
@@ -74,9 +73,7 @@ public final class Sidecar
     {
         while (!closing)
         {
-            // Every cycle, in a call or not: the trainer's socket is in the poller's set, and unread bytes would keep
-            // it readable and the loop awake.
-            int work = endpoint.doWork() + control.pump();
+            int work = endpoint.doWork();
             if (inCall)
             {
                 work += pollCall();

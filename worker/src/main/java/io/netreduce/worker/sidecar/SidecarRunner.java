@@ -1,6 +1,7 @@
 package io.netreduce.worker.sidecar;
 
 import io.netreduce.host.rc.RcEndpoint;
+import io.netreduce.protocol.port.Doorbell;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -20,10 +21,10 @@ public final class SidecarRunner
     /**
      * @return the process exit status: 0 after a {@code close} or the trainer going away, 1 if it never came.
      */
-    public static int run(final RcEndpoint endpoint, final Path socket, final int acceptTimeoutSeconds)
-        throws IOException
+    public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Path socket,
+        final int acceptTimeoutSeconds) throws IOException
     {
-        try (ControlChannel control = new ControlChannel(socket))
+        try (ControlChannel control = new ControlChannel(socket, doorbell))
         {
             // Tell whoever started us that the socket is there (the Python side waits for this line).
             System.out.println("listening " + socket);
@@ -57,7 +58,7 @@ public final class SidecarRunner
                 System.err.println("serve: accepting on " + socket + " failed: " + ex.getMessage());
                 return 1;
             }
-            new Sidecar(endpoint, control, endpoint.idleStrategy(control.wakeup())).run();
+            new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)).run();
             return 0;
         }
     }

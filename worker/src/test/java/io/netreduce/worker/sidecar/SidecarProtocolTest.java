@@ -3,6 +3,7 @@ package io.netreduce.worker.sidecar;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
+import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.MemoryPort;
 import org.agrona.concurrent.SystemNanoClock;
 import org.junit.jupiter.api.AfterEach;
@@ -40,6 +41,7 @@ class SidecarProtocolTest
 
     // Own threads: the common pool has one thread on a 2-core machine, and these tasks block.
     private final ExecutorService threads = Executors.newCachedThreadPool();
+    private Doorbell doorbell;
     private ControlChannel control;
     private CompletableFuture<Void> served;
     private SocketChannel client;
@@ -53,8 +55,9 @@ class SidecarProtocolTest
         final MemoryPort port = new MemoryPort("sidecar");
         final RcEndpoint endpoint = new RcEndpoint(port, new RcConfig().pmtu(4096), SystemNanoClock.INSTANCE,
             InetAddress.getByName("10.0.0.1"), 0x02_00_00_00_00_01L);
+        doorbell = new Doorbell();
         final Path socket = dir.resolve("sidecar.sock");
-        control = new ControlChannel(socket);
+        control = new ControlChannel(socket, doorbell);
         assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket))).isEqualTo("rw-------");
         final CompletableFuture<Void> accepted = CompletableFuture.runAsync(() ->
         {
@@ -76,7 +79,7 @@ class SidecarProtocolTest
         {
             try
             {
-                new Sidecar(endpoint, control, endpoint.idleStrategy(control.wakeup())).run();
+                new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)).run();
             }
             catch (final Exception ex)
             {
@@ -93,6 +96,7 @@ class SidecarProtocolTest
         client.close();
         served.get(10, TimeUnit.SECONDS);
         control.close();
+        doorbell.close();
         threads.shutdownNow();
     }
 
