@@ -151,6 +151,12 @@ for world in $workers_list; do
           --msg-len "$msg_len" --window 8 --warmup-cycles "$warmup" --cycles "$cycles" --expect "$expect" --rings "$rings" \
           --rate-gbps "$rate" "${cpu_pid[@]}" | tail -n 1)" || true
         if [ -n "$daemon_pid" ]; then
+          if ! grep -q "ok=true" <<< "$result"; then
+            # Where the frames went: every non-zero drop counter of the appliance (ports' kernel rings included).
+            echo "bench-appliance: $mode run failed; the appliance's non-zero drop counters:" >&2
+            "$netreduce" ctl --api "unix:$work/api.sock" --timeout 2 counters 2>/dev/null \
+              | grep -Ei "drop|full|truncated" | grep -Ev "[[:space:]]0$" >&2 || true
+          fi
           kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; daemon_pid=""
         fi
         ip netns exec "$ap" tc qdisc del dev eth0 clsact 2>/dev/null || true

@@ -601,7 +601,9 @@ public final class AfPacketPort implements PollablePort
         {
             try (Arena scratch = Arena.ofConfined())
             {
-                final int flags = group < 0 ? PACKET_FANOUT_FLAG_UNIQUEID : 0;
+                // Every member asks for the same flags (the kernel refuses a join whose flags differ from the
+                // group's), the first one also for a unique id.
+                final int flags = PACKET_FANOUT_FLAG_IGNORE_OUTGOING | (group < 0 ? PACKET_FANOUT_FLAG_UNIQUEID : 0);
                 final int id = group < 0 ? 0 : group;
                 setIntOption(scratch, rxFd, PACKET_FANOUT, id | (PACKET_FANOUT_CBPF << 16) | (flags << 16),
                     "PACKET_FANOUT (CBPF" + (group < 0 ? ", new group" : ", group " + group) + ")");

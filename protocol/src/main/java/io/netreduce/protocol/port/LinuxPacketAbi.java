@@ -51,6 +51,12 @@ final class LinuxPacketAbi
     static final int PACKET_FANOUT_CBPF = 6;
     /** Fanout flag: let the kernel pick a group id no other socket in the namespace uses (Linux 4.8+). */
     static final int PACKET_FANOUT_FLAG_UNIQUEID = 0x2000;
+    /**
+     * Fanout flag: do not hand the group the host's own transmissions (Linux 4.20+). A group has one packet hook of
+     * its own, so its members' PACKET_IGNORE_OUTGOING does not apply: without this flag every frame a lane sends
+     * comes back into a lane's receive ring (skipped there, but taking a slot).
+     */
+    static final int PACKET_FANOUT_FLAG_IGNORE_OUTGOING = 0x4000;
     /** SOL_SOCKET option: attach a classic BPF socket filter (struct sock_fprog). */
     static final int SO_ATTACH_FILTER = 26;
     /** SOL_SOCKET option: remove the socket filter. */
