@@ -551,7 +551,9 @@ public final class AfPacketPort implements PollablePort
                 // Protocol 0 until the ring is ready: bind() with ETH_P_ALL then starts delivery on this interface
                 // only, instead of queueing frames from every interface in the meantime.
                 rxFd = newSocket();
-                readInterface(scratch, rxFd);
+                final InterfaceInfo info = InterfaceInfo.read(errnoState, rxFd, name, scratch);
+                mtu = info.mtu();
+                macAddress = info.macAddress();
                 // Best effort (Linux 4.20+): the ring then never holds our own transmissions; receive() filters too.
                 setIntOption(scratch, rxFd, PACKET_IGNORE_OUTGOING, 1, null);
                 if (holdUntilJoined)
@@ -657,28 +659,6 @@ public final class AfPacketPort implements PollablePort
             request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_FEATURE_REQ_WORD_OFFSET, 0);
             setOption(rxFd, PACKET_RX_RING, request, TPACKET_REQ3_SIZE,
                 "PACKET_RX_RING V3 (" + blockCount + " blocks of " + blockSize + " bytes)");
-        }
-
-        /**
-         * Read the MTU and MAC address; any socket will do for these ioctls.
-         */
-        private void readInterface(final Arena scratch, final int fd)
-        {
-            final MemorySegment ifreq = scratch.allocate(IFREQ_SIZE, 8);
-            ifreq.setString(0, name);
-            if (Libc.ioctl(errnoState, fd, SIOCGIFMTU, ifreq) < 0)
-            {
-                throw new PortException("SIOCGIFMTU on '" + name + "'", Libc.errno(errnoState));
-            }
-            mtu = ifreq.get(ValueLayout.JAVA_INT, IFREQ_MTU_OFFSET);
-
-            ifreq.fill((byte)0);
-            ifreq.setString(0, name);
-            if (Libc.ioctl(errnoState, fd, SIOCGIFHWADDR, ifreq) < 0)
-            {
-                throw new PortException("SIOCGIFHWADDR on '" + name + "'", Libc.errno(errnoState));
-            }
-            macAddress = ifreq.asSlice(IFREQ_HWADDR_DATA_OFFSET, ETH_ALEN).toArray(ValueLayout.JAVA_BYTE);
         }
 
         void openTransmitSocket()

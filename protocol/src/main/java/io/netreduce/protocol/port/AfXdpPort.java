@@ -704,7 +704,9 @@ public final class AfXdpPort implements PollablePort
                     throw new PortException(
                         "socket(AF_PACKET) for '" + name + "' (needs CAP_NET_RAW)", Libc.errno(errnoState));
                 }
-                readInterface(scratch);
+                final InterfaceInfo info = InterfaceInfo.read(errnoState, promiscuousFd, name, scratch);
+                mtu = info.mtu();
+                macAddress = info.macAddress();
                 if (configuration.promiscuous())
                 {
                     enterPromiscuousMode(scratch);
@@ -874,27 +876,6 @@ public final class AfXdpPort implements PollablePort
 
         private final XdpRing[] mappedRings = new XdpRing[4];
         private int mappedRingCount;
-
-        /**
-         * Read the MTU and MAC address.
-         */
-        private void readInterface(final Arena scratch)
-        {
-            final MemorySegment ifreq = scratch.allocate(IFREQ_SIZE, 8);
-            ifreq.setString(0, name);
-            if (Libc.ioctl(errnoState, promiscuousFd, SIOCGIFMTU, ifreq) < 0)
-            {
-                throw new PortException("SIOCGIFMTU on '" + name + "'", Libc.errno(errnoState));
-            }
-            mtu = ifreq.get(ValueLayout.JAVA_INT, IFREQ_MTU_OFFSET);
-            ifreq.fill((byte)0);
-            ifreq.setString(0, name);
-            if (Libc.ioctl(errnoState, promiscuousFd, SIOCGIFHWADDR, ifreq) < 0)
-            {
-                throw new PortException("SIOCGIFHWADDR on '" + name + "'", Libc.errno(errnoState));
-            }
-            macAddress = ifreq.asSlice(IFREQ_HWADDR_DATA_OFFSET, ETH_ALEN).toArray(ValueLayout.JAVA_BYTE);
-        }
 
         /**
          * A packet socket of protocol 0 receives nothing, but its PACKET_MR_PROMISC membership keeps the interface
