@@ -2,6 +2,7 @@ package io.netreduce.systemtests;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.netreduce.controlplane.api.ApiClient;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
@@ -102,18 +103,58 @@ class LanesSystemTest
         }
     }
 
+    @Test
+    void shouldSteerARingAddedThroughTheApiToTheLaneLeftFreeByARemovedOne() throws Exception
+    {
+        final String jobs = "jobs:\n" + job("job-a", 1, 0) + job("job-b", 2, 2);
+        try (Appliance appliance = Appliance.start(bed.applianceNamespace(), bed.mtu(), null, 0.0, jobs, 2))
+        {
+            final Map<Integer, Integer> before = lanes(appliance);
+            assertThat(appliance.request("DELETE", "/v1/jobs/job-a", null, null).status()).isEqualTo(200);
+            // A new job on the removed job's hosts, under another ring id: the emptied lane takes it, and the
+            // kernel must now steer those hosts' frames there for ring 3.
+            // The jobs-list item as a mapping of its own: each line less its list indentation.
+            final String added = job("job-c", 3, 0).lines().map(line -> line.substring(Math.min(4, line.length())))
+                .collect(java.util.stream.Collectors.joining("\n", "", "\n"));
+            final ApiClient.Response response = appliance.request("POST", "/v1/jobs", added, "application/yaml");
+            assertThat(response.status()).as(response.body()).isEqualTo(201);
+
+            final Map<Integer, Integer> after = lanes(appliance);
+            assertThat(after).containsOnlyKeys(2, 3);
+            assertThat(after.get(3)).isEqualTo(before.get(1));
+            assertThat(after.get(2)).isEqualTo(before.get(2));
+
+            final long aggregations = run(0, 3).call();
+            assertThat(appliance.counter(DataplaneCounter.AGGREGATIONS_COMPLETED)).isEqualTo(aggregations);
+            assertThat(appliance.counter(DataplaneCounter.PASS_THROUGH_UNKNOWN_RING)).isZero();
+        }
+    }
+
+    private static Map<Integer, Integer> lanes(final Appliance appliance) throws Exception
+    {
+        final JsonNode rings = JSON.readTree(appliance.request("GET", "/v1/rings", null, null).body());
+        final Map<Integer, Integer> laneOf = new java.util.TreeMap<>();
+        rings.forEach(status -> laneOf.put(status.path("ring").path("id").asInt(), status.path("lane").asInt()));
+        return laneOf;
+    }
+
+    private static Callable<Long> run(final int first)
+    {
+        return run(first, first / 2 + 1);
+    }
+
     /**
      * A 2-rank ring of bed workers {@code first} and {@code first + 1}: CALLS exact all-reduces.
      *
      * @return the aggregations the appliance must have completed for it.
      */
-    private static Callable<Long> run(final int first)
+    private static Callable<Long> run(final int first, final int ringId)
     {
         return () ->
         {
             final int world = 2;
             final NetReduceConfig config =
-                new NetReduceConfig(first / 2 + 1, WINDOW, MSG_LEN, PAYLOAD, TimeUnit.SECONDS.toNanos(10));
+                new NetReduceConfig(ringId, WINDOW, MSG_LEN, PAYLOAD, TimeUnit.SECONDS.toNanos(10));
             final int elements = (int)(40.5 * config.dataBytesPerMessage()) / ElementType.FP32.size();
             try (WorkerRing ring = new WorkerRing(bed, first, world, r -> new RcConfig()
                 .pmtu(PAYLOAD)
