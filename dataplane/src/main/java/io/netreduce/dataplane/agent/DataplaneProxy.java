@@ -117,7 +117,9 @@ public final class DataplaneProxy
         }
         final CompletableFuture<RingInstalled> laneReply = new CompletableFuture<>();
         offer(lanes[lane], new DataplaneCommand.InstallRing(config, laneReply), laneReply);
-        laneReply.whenComplete((installed, failure) ->
+        // The bookkeeping after the lane's answer takes the proxy's lock and may steer (a setsockopt): off the lane's
+        // own thread, which completes the future.
+        laneReply.whenCompleteAsync((installed, failure) ->
         {
             if (failure != null)
             {
@@ -155,7 +157,7 @@ public final class DataplaneProxy
         {
             return reply;
         }
-        return reply.thenApply(removed ->
+        return reply.thenApplyAsync(removed ->
         {
             synchronized (this)
             {
