@@ -254,6 +254,9 @@ def run_rank(args):
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(result, f)
         os.replace(tmp, args.out)
+    # Every rank past its last collective before any tears down: rank 0 hosts the store, and one gloo rank of a
+    # train.sh run (1 in about 6) was seen never to exit after rank 0 had finished and gone.
+    dist.barrier()
     dist.destroy_process_group()
     if session is not None and stats and (stats.get("fallback_calls") or stats.get("broken")):
         print(f"ddp_train: rank {args.rank}: {stats.get('fallback_calls')} calls fell back to gloo "
