@@ -157,13 +157,13 @@ public final class PacketDataplane implements DataplaneAttachment
      */
     public static PacketDataplane onAfPacketPorts()
     {
-        return new PacketDataplane(PacketDataplane::openAfPacketPort, PacketDataplane::openAfPacketLanes);
+        return new PacketDataplane(PacketDataplane::openPort, PacketDataplane::openLanePorts);
     }
 
     /**
-     * Open one configured port once per lane, as {@link #openAfPacketPort} would, the sockets in one fanout group.
+     * Open one configured port once per lane, as {@link #openPort} would, the sockets in one fanout group.
      */
-    public static List<PacketPort> openAfPacketLanes(final PortConfig port, final int lanes)
+    public static List<PacketPort> openLanePorts(final PortConfig port, final int lanes)
     {
         if (port.type() != PortType.AF_PACKET)
         {
@@ -174,10 +174,10 @@ public final class PacketDataplane implements DataplaneAttachment
 
     /**
      * Open one configured port as the daemon does: AF_PACKET with default ring sizes, jumbo transmit slots when the
-     * MTU needs them, or AF_XDP when the port's type says so. Public so that a harness can open the port inside another network namespace
-     * ({@code NetworkNamespace.callIn}) and still get the daemon's exact port set-up.
+     * MTU needs them, or AF_XDP when the port's type says so. Public so that a harness can open the port inside
+     * another network namespace ({@code NetworkNamespace.callIn}) and still get the daemon's exact port set-up.
      */
-    public static PacketPort openAfPacketPort(final PortConfig port)
+    public static PacketPort openPort(final PortConfig port)
     {
         if (port.type() == PortType.AF_XDP)
         {

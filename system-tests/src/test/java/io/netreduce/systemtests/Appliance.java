@@ -86,8 +86,8 @@ final class Appliance implements AutoCloseable
             // opening the port in the namespace is the real check.
             final NetreduceConfig config = ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY);
             final PacketDataplane dataplane = new PacketDataplane(
-                port -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openAfPacketPort(port)),
-                (port, count) -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openAfPacketLanes(port, count)));
+                port -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openPort(port)),
+                (port, count) -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openLanePorts(port, count)));
             return new Appliance(Daemon.start(config, () -> ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY),
                 ValidationOptions.DOCUMENT_ONLY, dataplane));
         }
