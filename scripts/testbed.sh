@@ -99,6 +99,8 @@ status() {
   ip netns exec "$sw" tc -s filter show dev "sw-w0" ingress 2>/dev/null | head -20 || true
 }
 
+source "$(dirname "${BASH_SOURCE[0]}")/lib/emulation.sh"
+
 switch_namespaces() { # every switch namespace of the bed (flat: P-sw; racks: P-sw<k> and P-ssw)
   ip netns list | awk '{print $1}' | grep -E "^${prefix}-(sw[0-9]*|ssw)$" || true
 }
@@ -128,6 +130,7 @@ up() {
   ip netns exec "$sw" ip link add br0 type bridge
   ip netns exec "$sw" ip link set br0 mtu "$mtu" up
   ip netns exec "$sw" ip link set lo up
+  plain_switch "$sw"
 
   ip link add "${prefix}-app0" type veth peer name sw-app netns "$sw"
   ip link set "${prefix}-app0" netns "$app"
@@ -153,6 +156,7 @@ up() {
     ip netns exec "$sw" ip link set "sw-w$i" master br0 mtu "$mtu" up
     ip netns exec "$sw" bridge fdb replace "$(worker_mac "$i")" dev "sw-w$i" master static
     redirect_roce "sw-w$i"
+    roce_nic "$ns" eth0
     shape "$ns" eth0
     shape "$sw" "sw-w$i"
   done
@@ -197,6 +201,7 @@ new_switch() { # ns
   ip netns exec "$1" ip link add br0 type bridge
   ip netns exec "$1" ip link set br0 mtu "$mtu" up
   ip netns exec "$1" ip link set lo up
+  plain_switch "$1"
 }
 
 new_appliance() { # ns mac switch_ns: the appliance namespace's eth0 on the switch's sw-app (no redirect, no learning)
@@ -246,6 +251,7 @@ up_racks() {
       ip netns exec "$ns" ip link set lo up
       ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null 2>&1 || true
       redirect_roce "sw-w$i" "$rsw"
+      roce_nic "$ns" eth0
       shape "$ns" eth0
       shape "$rsw" "sw-w$i"
     done
