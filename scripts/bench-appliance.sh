@@ -22,7 +22,6 @@
 # Needs root.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-source "$(dirname "$0")/lib/emulation.sh"
 cd "$NETREDUCE_ROOT"
 
 workers_list="2 4 8"
@@ -78,7 +77,6 @@ ip link set "${prefix}lg0" netns "$lg" name eth0 mtu 9000 up
 ip link set "${prefix}ap0" netns "$ap" name eth0 mtu 9000 up
 ip -n "$lg" link set lo up
 ip -n "$ap" link set lo up
-roce_nic "$lg" eth0   # the loadgen stands for the workers' RDMA NICs
 
 mkdir -p "$(dirname "$out")"
 echo "world,payload,msg_len,window,mode,repeat,ok,rate_gbps,gradient_gbps_in,mpps_in,seconds,gradient_gib,appliance_cpu_s,appliance_stime_s,loadgen_utime_s,loadgen_stime_s,machine_busy_s,machine_user_s,machine_system_s,machine_softirq_s,machine_irq_s,appliance_cpu_s_per_gib,appliance_stime_s_per_gib,loadgen_cpu_s_per_gib,machine_cpu_s_per_gib,machine_kernel_s_per_gib,machine_minus_loadgen_user_s_per_gib,appliance_plus_loadgen_stime_s_per_gib,rings" > "$out"

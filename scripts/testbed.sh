@@ -31,6 +31,11 @@
 # Nothing is flooded to an appliance port: an appliance passes on what it does not aggregate, and a flooded
 # frame it re-emitted would loop between the tiers forever.
 #
+# What the namespaces must not do that the hardware they stand for does not (scripts/lib/emulation.sh): a worker's
+# eth0 consumes RoCEv2 as an RDMA NIC would (the software endpoint's AF_PACKET tap still sees every frame; the
+# namespace's IP stack does not, so it makes no ICMP port-unreachable attempt per frame), and a switch does not
+# run the host's br_netfilter on what it bridges.
+#
 # usage: scripts/testbed.sh up   [-w WORKERS] [--racks R] [--mtu 1500|9000] [--rate RATE] [--prefix P] [--outsider]
 #        scripts/testbed.sh down [--prefix P]
 #        scripts/testbed.sh status [--prefix P]
