@@ -117,9 +117,7 @@ public final class DataplaneProxy
         }
         final CompletableFuture<RingInstalled> laneReply = new CompletableFuture<>();
         offer(lanes[lane], new DataplaneCommand.InstallRing(config, laneReply), laneReply);
-        // The bookkeeping after the lane's answer takes the proxy's lock and may steer (a setsockopt): off the lane's
-        // own thread, which completes the future.
-        laneReply.whenCompleteAsync((installed, failure) ->
+        laneReply.whenComplete((installed, failure) ->
         {
             if (failure != null)
             {
@@ -157,7 +155,7 @@ public final class DataplaneProxy
         {
             return reply;
         }
-        return reply.thenApplyAsync(removed ->
+        return reply.thenApply(removed ->
         {
             synchronized (this)
             {
