@@ -117,6 +117,9 @@ public final class DataplaneProxy
         }
         final CompletableFuture<RingInstalled> laneReply = new CompletableFuture<>();
         offer(lanes[lane], new DataplaneCommand.InstallRing(config, laneReply), laneReply);
+        // Runs on the lane's thread, which completes laneReply: the caller's reply is then complete as soon as the
+        // lane has applied the command (tests drive a lane and expect that). The lane holds the proxy's lock only for
+        // this bookkeeping, and steers (a setsockopt) only when the install failed; commands are rare.
         laneReply.whenComplete((installed, failure) ->
         {
             if (failure != null)
