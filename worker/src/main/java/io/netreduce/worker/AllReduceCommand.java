@@ -369,7 +369,7 @@ public final class AllReduceCommand implements Callable<Integer>
                 {
                     final AllReduce op = netreduce ? new NetReduceAllReduce(links[0], nr) :
                         new RingAllReduce(links[0], segment, TimeUnit.SECONDS.toNanos(timeoutSeconds));
-                    exitCode = runIterations(op, elementType, netreduce, size);
+                    exitCode = runIterations(op, elementType, netreduce, size, channels.get(0), channels.get(1));
                 }
                 else
                 {
@@ -495,7 +495,7 @@ public final class AllReduceCommand implements Callable<Integer>
     }
 
     private int runIterations(final AllReduce op, final ElementType elementType, final boolean netreduce,
-        final int bytes)
+        final int bytes, final Bootstrap toSuccessor, final Bootstrap fromPredecessor) throws IOException
     {
         final int elements = bytes / elementType.size();
         final Tensor tensor = new Tensor(elementType, new UnsafeBuffer(ByteBuffer.allocateDirect(bytes)), 0, elements);
@@ -521,6 +521,10 @@ public final class AllReduceCommand implements Callable<Integer>
         for (int iteration = 0; iteration < iterations; iteration++)
         {
             TensorPattern.fill(tensor, seed, rank, iteration);
+            // Every rank has checked its last result and filled its next input before any rank times the call, as
+            // gloo's benchmark does with dist.barrier(): without it a rank still checking (a scalar reference sum, on
+            // the cores the others' calls need) stretched the others' timed calls.
+            barrier(endpoint, idle, toSuccessor, fromPredecessor, iteration);
             trace.record(endpoint.nanoTime(), TraceRecorder.CALL_STARTED, 0, iteration);
             final long start = System.nanoTime();
             try
@@ -645,6 +649,70 @@ public final class AllReduceCommand implements Callable<Integer>
         while (!(successorDone.isDone() && predecessorDone.isDone()) && System.nanoTime() - deadline < 0)
         {
             idle.idle(endpoint.doWork());
+        }
+    }
+
+    /**
+     * A barrier over the ring's bootstrap connections: an "arrive" token from rank 0 round the ring and back, then a
+     * "go" from rank 0 to rank W - 1. While waiting the endpoint keeps running, so a neighbour's last ACKs and
+     * retransmissions are still answered.
+     */
+    private void barrier(final RcEndpoint endpoint, final IdleStrategy idle, final Bootstrap toSuccessor,
+        final Bootstrap fromPredecessor, final int iteration) throws IOException
+    {
+        final String arrive = "arrive " + iteration;
+        final String go = "go " + iteration;
+        if (rank == 0)
+        {
+            toSuccessor.sendLine(arrive);
+            awaitLine(endpoint, idle, fromPredecessor, arrive);
+            toSuccessor.sendLine(go);
+        }
+        else
+        {
+            awaitLine(endpoint, idle, fromPredecessor, arrive);
+            toSuccessor.sendLine(arrive);
+            awaitLine(endpoint, idle, fromPredecessor, go);
+            if (rank < world - 1)
+            {
+                toSuccessor.sendLine(go);
+            }
+        }
+    }
+
+    private void awaitLine(final RcEndpoint endpoint, final IdleStrategy idle, final Bootstrap from,
+        final String expected) throws IOException
+    {
+        final CompletableFuture<String> line = new CompletableFuture<>();
+        Thread.ofVirtual().name("allreduce-barrier").start(() ->
+        {
+            try
+            {
+                line.complete(from.readLine(Duration.ofSeconds(Math.max(timeoutSeconds, 30))));
+            }
+            catch (final IOException ex)
+            {
+                line.completeExceptionally(ex);
+            }
+        });
+        while (!line.isDone())
+        {
+            idle.idle(endpoint.doWork());
+        }
+        final String got;
+        try
+        {
+            got = line.join();
+        }
+        catch (final java.util.concurrent.CompletionException ex)
+        {
+            throw new IOException("barrier: waiting for '" + expected + "' from the predecessor: " +
+                ex.getCause().getMessage(), ex.getCause());
+        }
+        if (!expected.equals(got))
+        {
+            throw new IOException("barrier: expected '" + expected + "' from the predecessor, got " +
+                (got == null ? "end of stream (or no line in time)" : "'" + got + "'"));
         }
     }
 
