@@ -1,6 +1,5 @@
 package io.netreduce.protocol.port;
 
-import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -71,7 +70,7 @@ public final class AfPacketPort implements PollablePort
     private final int maxTxFrameLength;
 
     private int receiveCalls;
-    private int fanoutGroup = -1;
+    private final int fanoutGroup;
 
     private int txHead;
     private int txPendingStart;
@@ -92,6 +91,7 @@ public final class AfPacketPort implements PollablePort
         statisticsLength = arena.allocate(ValueLayout.JAVA_INT);
         pollFd = arena.allocate(POLLFD_SIZE, 8);
         rxFd = b.rxFd;
+        fanoutGroup = b.fanoutGroup;
         rxRingAddress = b.rxRingAddress;
         rxRingLength = b.rxRingLength;
         rxRing = new UnsafeBuffer(rxRingAddress, (int)rxRingLength);
@@ -119,11 +119,16 @@ public final class AfPacketPort implements PollablePort
      */
     public static AfPacketPort open(final AfPacketConfiguration configuration)
     {
-        final Builder builder = new Builder(configuration);
+        return open(new Builder(configuration, Builder.NO_FANOUT));
+    }
+
+    private static AfPacketPort open(final Builder builder)
+    {
         try
         {
             builder.openReceiveSocket();
             builder.openTransmitSocket();
+            builder.joinFanout();
             return new AfPacketPort(builder);
         }
         catch (final RuntimeException | Error ex)
@@ -157,27 +162,15 @@ public final class AfPacketPort implements PollablePort
         final List<AfPacketPort> ports = new ArrayList<>(members);
         try
         {
-            int group = -1;
+            int group = Builder.NEW_FANOUT_GROUP;
             for (int i = 0; i < members; i++)
             {
-                final Builder builder = new Builder(configuration);
-                builder.holdUntilJoined = true;
-                try
-                {
-                    builder.openReceiveSocket();
-                    builder.openTransmitSocket();
-                    group = builder.joinFanout(group);
-                    ports.add(new AfPacketPort(builder));
-                }
-                catch (final RuntimeException | Error ex)
-                {
-                    builder.release();
-                    throw ex;
-                }
+                final AfPacketPort port = open(new Builder(configuration, group));
+                ports.add(port);
+                group = port.fanoutGroup;
             }
             for (final AfPacketPort port : ports)
             {
-                port.fanoutGroup = group;
                 port.detachSocketFilter();
             }
             return List.copyOf(ports);
@@ -316,19 +309,6 @@ public final class AfPacketPort implements PollablePort
         }
 
         return rxReader.read(handler, limit);
-    }
-
-    @Override
-    public boolean send(final DirectBuffer buffer, final int offset, final int length)
-    {
-        final int index = tryClaim(length);
-        if (index < 0)
-        {
-            return false;
-        }
-        txRing.putBytes(index, buffer, offset, length);
-        commit();
-        return true;
     }
 
     @Override
@@ -530,12 +510,22 @@ public final class AfPacketPort implements PollablePort
         private long txRingAddress;
         private long txRingLength;
         private int[] txSlotOffsets;
-        private boolean holdUntilJoined;
+        /** {@link #fanoutGroup} of a port in no fanout group. */
+        static final int NO_FANOUT = -1;
+        /** {@link #fanoutGroup} asking to create a group with a kernel-chosen unique id. */
+        static final int NEW_FANOUT_GROUP = -2;
+        /** The group to join (or NEW_FANOUT_GROUP, NO_FANOUT); after {@link #joinFanout}, the group joined. */
+        private int fanoutGroup;
 
-        Builder(final AfPacketConfiguration configuration)
+        /**
+         * @param fanoutGroup the fanout group to join: a group id, {@link #NEW_FANOUT_GROUP} or {@link #NO_FANOUT}.
+         *                    A member holds a drop-all socket filter from before its bind until the caller removes it.
+         */
+        Builder(final AfPacketConfiguration configuration, final int fanoutGroup)
         {
             this.configuration = configuration;
             this.name = configuration.interfaceName();
+            this.fanoutGroup = fanoutGroup;
         }
 
         void openReceiveSocket()
@@ -556,7 +546,7 @@ public final class AfPacketPort implements PollablePort
                 macAddress = info.macAddress();
                 // Best effort (Linux 4.20+): the ring then never holds our own transmissions; receive() filters too.
                 setIntOption(scratch, rxFd, PACKET_IGNORE_OUTGOING, 1, null);
-                if (holdUntilJoined)
+                if (fanoutGroup != NO_FANOUT)
                 {
                     final ClassicBpfProgram dropAll = ClassicBpfProgram.dropAll();
                     if (Libc.setsockopt(errnoState, rxFd, SOL_SOCKET, SO_ATTACH_FILTER, dropAll.toSockFprog(scratch),
@@ -595,12 +585,16 @@ public final class AfPacketPort implements PollablePort
         }
 
         /**
-         * Join the fanout group {@code group}, or create one with a kernel-chosen unique id when it is -1.
-         *
-         * @return the group's id.
+         * Join the fanout group {@link #fanoutGroup}, or create one with a kernel-chosen unique id when it is
+         * {@link #NEW_FANOUT_GROUP}, and keep the group's id; nothing for a port in no group.
          */
-        int joinFanout(final int group)
+        void joinFanout()
         {
+            if (fanoutGroup == NO_FANOUT)
+            {
+                return;
+            }
+            final int group = fanoutGroup;
             try (Arena scratch = Arena.ofConfined())
             {
                 // Every member asks for the same flags (the kernel refuses a join whose flags differ from the
@@ -611,7 +605,7 @@ public final class AfPacketPort implements PollablePort
                     "PACKET_FANOUT (CBPF" + (group < 0 ? ", new group" : ", group " + group) + ")");
                 if (group >= 0)
                 {
-                    return group;
+                    return;
                 }
                 final MemorySegment value = scratch.allocate(ValueLayout.JAVA_INT);
                 final MemorySegment length = scratch.allocate(ValueLayout.JAVA_INT);
@@ -620,7 +614,7 @@ public final class AfPacketPort implements PollablePort
                 {
                     throw new PortException("getsockopt PACKET_FANOUT on '" + name + "'", Libc.errno(errnoState));
                 }
-                return value.get(ValueLayout.JAVA_INT, 0) & 0xFFFF;
+                fanoutGroup = value.get(ValueLayout.JAVA_INT, 0) & 0xFFFF;
             }
         }
 

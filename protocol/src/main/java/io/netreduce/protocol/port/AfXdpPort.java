@@ -1,6 +1,5 @@
 package io.netreduce.protocol.port;
 
-import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -361,19 +360,6 @@ public final class AfXdpPort implements PollablePort
         counters.onFrameReceived(scratchLength);
         handler.onFrame(scratch, 0, scratchLength, 0);
         return 1;
-    }
-
-    @Override
-    public boolean send(final DirectBuffer buffer, final int offset, final int length)
-    {
-        final int index = tryClaim(length);
-        if (index < 0)
-        {
-            return false;
-        }
-        umem.putBytes(index, buffer, offset, length);
-        commit();
-        return true;
     }
 
     @Override

@@ -135,19 +135,6 @@ public final class MemoryPort implements PacketPort
     }
 
     @Override
-    public boolean send(final DirectBuffer buffer, final int offset, final int length)
-    {
-        final int index = tryClaim(length);
-        if (index < 0)
-        {
-            return false;
-        }
-        txSlots.putBytes(index, buffer, offset, length);
-        commit();
-        return true;
-    }
-
-    @Override
     public int tryClaim(final int length)
     {
         claimLength = 0;

@@ -25,11 +25,22 @@ public interface PacketPort extends AutoCloseable
     int receive(FrameHandler handler, int limit);
 
     /**
-     * Queue a copy of a frame for transmission. The frame is not on the wire until {@link #flush()}.
+     * Queue a copy of a frame for transmission. The frame is not on the wire until {@link #flush()}. By default a
+     * claim of the frame's length, one copy into the claimed slot and a commit.
      *
      * @return true if queued; false if the transmit ring is full (counted by the port).
      */
-    boolean send(DirectBuffer buffer, int offset, int length);
+    default boolean send(final DirectBuffer buffer, final int offset, final int length)
+    {
+        final int index = tryClaim(length);
+        if (index < 0)
+        {
+            return false;
+        }
+        claimBuffer().putBytes(index, buffer, offset, length);
+        commit();
+        return true;
+    }
 
     /**
      * Claim the next transmit slot for a frame of exactly {@code length} bytes, to be written in place into
