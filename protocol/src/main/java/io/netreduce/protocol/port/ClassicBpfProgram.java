@@ -187,16 +187,6 @@ public final class ClassicBpfProgram
         }
 
         /**
-         * Replace instruction {@code index}'s jump targets, for jumps emitted before their target was known.
-         */
-        public Builder patchJump(final int index, final int targetIfEqual, final int targetIfNot)
-        {
-            jumpsTrue[index] = (byte)offset(targetIfEqual, index + 1, 255);
-            jumpsFalse[index] = (byte)offset(targetIfNot, index + 1, 255);
-            return this;
-        }
-
-        /**
          * Replace the target of the unconditional jump at {@code index}.
          */
         public Builder patchJumpTo(final int index, final int target)

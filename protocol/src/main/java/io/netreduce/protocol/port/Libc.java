@@ -147,14 +147,7 @@ final class Libc
     static MemorySegment mmap(
         final MemorySegment errnoState, final long length, final int prot, final int flags, final int fd)
     {
-        try
-        {
-            return (MemorySegment)MMAP.invokeExact(errnoState, MemorySegment.NULL, length, prot, flags, fd, 0L);
-        }
-        catch (final Throwable t)
-        {
-            throw rethrow(t);
-        }
+        return mmap(errnoState, length, prot, flags, fd, 0L);
     }
 
     /**
