@@ -81,8 +81,7 @@ public final class DataplaneTables implements AutoCloseable
         config.validate();
         if (rings[config.ringId()] != null)
         {
-            throw new IllegalArgumentException("ring " + config.ringId() + " is already installed (job " +
-                rings[config.ringId()].config().jobName() + "); remove it first");
+            throw alreadyInstalled(config.ringId(), rings[config.ringId()].config().jobName());
         }
         final int summed = config.aggregatedRanks();
         final boolean leaf = config.hierarchy().tier() == Hierarchy.Tier.LEAF;
@@ -107,6 +106,15 @@ public final class DataplaneTables implements AutoCloseable
         rings[config.ringId()] = ring;
         memoryUsed += region.bytes();
         return describe(ring);
+    }
+
+    /**
+     * @return the refusal of a ring id that is taken (by a ring of job {@code jobName}).
+     */
+    static IllegalArgumentException alreadyInstalled(final int ringId, final String jobName)
+    {
+        return new IllegalArgumentException("ring " + ringId + " is already installed (job " + jobName +
+            "); remove it first");
     }
 
     /**

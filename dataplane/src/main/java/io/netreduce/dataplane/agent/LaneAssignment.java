@@ -75,8 +75,7 @@ final class LaneAssignment
         final Placement existing = rings.get(config.ringId());
         if (existing != null)
         {
-            throw new IllegalArgumentException("ring " + config.ringId() + " is already installed (job " +
-                existing.config().jobName() + "); remove it first");
+            throw DataplaneTables.alreadyInstalled(config.ringId(), existing.config().jobName());
         }
         if (requestedLane < -1 || requestedLane >= lanes)
         {
@@ -151,13 +150,9 @@ final class LaneAssignment
             }
         }
         final List<LaneSteeringProgram.Route> routes = new ArrayList<>(laneOfEdge.size());
+        // A placed ring is validated: its members are all IPv4 or all IPv6, as a route must be.
         laneOfEdge.forEach((edge, lane) ->
-        {
-            if (edge.source().getClass() == edge.destination().getClass())
-            {
-                routes.add(new LaneSteeringProgram.Route(edge.source(), edge.destination(), lane));
-            }
-        });
+            routes.add(new LaneSteeringProgram.Route(edge.source(), edge.destination(), lane)));
         return routes;
     }
 
