@@ -109,9 +109,7 @@ public final class PacketDataplane implements DataplaneAttachment
 
     private final Function<PortConfig, PacketPort> portOpener;
     private final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener;
-    /** Every open port, of every lane. */
-    private final List<PacketPort> ports = new ArrayList<>();
-    /** For each lane, its ports in configuration order. */
+    /** For each lane, its ports in configuration order (every open port is in one lane's list). */
     private final List<List<PacketPort>> lanePorts = new ArrayList<>();
     private final Map<Integer, String> ringJobs = new ConcurrentHashMap<>();
     private DataplaneLanes lanes;
@@ -226,7 +224,6 @@ public final class PacketDataplane implements DataplaneAttachment
             {
                 final List<PacketPort> members = laneCount == 1 ? List.of(portOpener.apply(port)) :
                     lanePortOpener.apply(port, laneCount);
-                ports.addAll(members);
                 for (int lane = 0; lane < laneCount; lane++)
                 {
                     lanePorts.get(lane).add(members.get(lane));
@@ -695,18 +692,20 @@ public final class PacketDataplane implements DataplaneAttachment
 
     private void closePorts()
     {
-        for (final PacketPort port : ports)
+        for (final List<PacketPort> lane : lanePorts)
         {
-            try
+            for (final PacketPort port : lane)
             {
-                port.close();
-            }
-            catch (final RuntimeException ex)
-            {
-                LOG.warn("closing port {}: {}", port.name(), ex.toString());
+                try
+                {
+                    port.close();
+                }
+                catch (final RuntimeException ex)
+                {
+                    LOG.warn("closing port {}: {}", port.name(), ex.toString());
+                }
             }
         }
-        ports.clear();
         lanePorts.clear();
     }
 
