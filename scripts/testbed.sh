@@ -111,14 +111,7 @@ switch_namespaces() { # every switch namespace of the bed (flat: P-sw; racks: P-
 }
 
 redirect_roce() { # dev [ns]: UDP 4791 (IPv4 and IPv6) arriving on dev goes to the appliance port sw-app
-  local dev="$1" sw="${2:-$sw}"
-  ip netns exec "$sw" tc qdisc add dev "$dev" ingress
-  ip netns exec "$sw" tc filter add dev "$dev" parent ffff: protocol ip prio 10 u32 \
-    match ip protocol 17 0xff match ip dport 4791 0xffff \
-    action mirred egress redirect dev sw-app
-  ip netns exec "$sw" tc filter add dev "$dev" parent ffff: protocol ipv6 prio 11 u32 \
-    match ip6 protocol 17 0xff match ip6 dport 4791 0xffff \
-    action mirred egress redirect dev sw-app
+  redirect_roce_into "${2:-$sw}" "$1" sw-app
 }
 
 shape() { # ns dev: tbf at $rate on dev's egress

@@ -20,6 +20,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_root="$(cd "$here/../.." && pwd)"
+source "$repo_root/scripts/lib/emulation.sh"
 cache="${NETREDUCE_INTEROP_CACHE:-/var/cache/netreduce-interop}"
 
 cmd="${1:-}"
@@ -55,15 +56,8 @@ vm_count() { ls -d "$state"/vm* 2>/dev/null | wc -l; }
 die() { echo "vm: $*" >&2; exit 1; }
 
 redirect_on() { # the same ACL as testbed.sh's worker ports: UDP 4791 in -> appliance port
-  local dev="$1"
-  ip netns exec "$sw" tc qdisc replace dev "$dev" ingress
-  ip netns exec "$sw" tc filter del dev "$dev" ingress 2>/dev/null || true
-  ip netns exec "$sw" tc filter add dev "$dev" parent ffff: protocol ip prio 10 u32 \
-    match ip protocol 17 0xff match ip dport 4791 0xffff \
-    action mirred egress redirect dev sw-app
-  ip netns exec "$sw" tc filter add dev "$dev" parent ffff: protocol ipv6 prio 11 u32 \
-    match ip6 protocol 17 0xff match ip6 dport 4791 0xffff \
-    action mirred egress redirect dev sw-app
+  redirect_off "$1"
+  redirect_roce_into "$sw" "$1" sw-app
 }
 
 redirect_off() {

@@ -13,11 +13,18 @@ roce_nic() {
   local ns="$1" dev="$2"
   ip -n "$ns" link add roce-sink type veth peer name roce-sink-peer
   ip -n "$ns" link set roce-sink up
+  redirect_roce_into "$ns" "$dev" roce-sink
+}
+
+# redirect_roce_into NS DEV TARGET: UDP 4791 (IPv4 and IPv6) arriving on DEV in NS leaves through TARGET (tc u32 +
+# mirred at ingress): a switch's ACL redirect to its appliance (testbed.sh), or a NIC's sink (roce_nic).
+redirect_roce_into() {
+  local ns="$1" dev="$2" target="$3"
   ip netns exec "$ns" tc qdisc add dev "$dev" ingress
   ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ip prio 10 u32 \
-    match ip protocol 17 0xff match ip dport 4791 0xffff action mirred egress redirect dev roce-sink
+    match ip protocol 17 0xff match ip dport 4791 0xffff action mirred egress redirect dev "$target"
   ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ipv6 prio 11 u32 \
-    match ip6 protocol 17 0xff match ip6 dport 4791 0xffff action mirred egress redirect dev roce-sink
+    match ip6 protocol 17 0xff match ip6 dport 4791 0xffff action mirred egress redirect dev "$target"
 }
 
 # plain_switch NS: a switch does not run the host's iptables on the frames it bridges. Where the host has
