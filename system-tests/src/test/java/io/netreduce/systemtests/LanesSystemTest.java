@@ -77,9 +77,7 @@ class LanesSystemTest
                 aggregations += run.get(200, TimeUnit.SECONDS);
             }
 
-            final JsonNode rings = JSON.readTree(appliance.request("GET", "/v1/rings", null, null).body());
-            final Map<Integer, Integer> laneOf = new java.util.TreeMap<>();
-            rings.forEach(status -> laneOf.put(status.path("ring").path("id").asInt(), status.path("lane").asInt()));
+            final Map<Integer, Integer> laneOf = lanes(appliance);
             assertThat(laneOf).as("each ring on its own lane").containsOnlyKeys(1, 2);
             assertThat(laneOf.values()).containsExactlyInAnyOrder(0, 1);
 
