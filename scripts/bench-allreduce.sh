@@ -26,6 +26,8 @@
 #                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
 #                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
 #                                   [--window N (default 8)] [--msg-len L (default 16)]
+#                                   [--offload on|off (default on): segmentation offload on the appliance's port
+#                                    (segmentation_offload) and the workers' (--segmentation-offload)]
 #                                   [--trace-dir DIR: per-call timelines of the netreduce ranks, DIR/RATE-wW-SIZE-rR.csv]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 # (time vs size) or scripts/bench/plot_calls.py OUT.png CSV... (per-call boxes per mode).
@@ -48,6 +50,7 @@ modes_opt=""
 cpu_load=0
 rto_us=400000
 trace_dir=""
+offload=on
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -65,6 +68,7 @@ while [ $# -gt 0 ]; do
     --window) window="$2"; shift 2 ;;
     --trace-dir) trace_dir="$2"; shift 2 ;;
     --msg-len) msg_len="$2"; shift 2 ;;
+    --offload) offload="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -133,6 +137,7 @@ appliance:
   ports:
     - name: eth0
       mtu: 9000
+      segmentation_offload: $([ "$offload" = on ] && echo true || echo false)
   memoryBudget: 512MiB
   api:
     listen: $api
@@ -198,6 +203,7 @@ run_one() { # rate world mode size
         ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
           --ring-id 1 --mode "$cli_mode" --type fp32 --size "$size" --iterations "$iterations" --window "$window" \
           --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us "$rto_us" --json \
+          $([ "$offload" = on ] && echo --segmentation-offload || echo --no-segmentation-offload) \
           ${trace_dir:+--trace "$trace_dir/$rate-w$world-$size-$mode-r$i.csv"} \
           > "$work/w$i.log" 2>&1 &
     fi

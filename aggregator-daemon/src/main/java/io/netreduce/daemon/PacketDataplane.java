@@ -193,7 +193,7 @@ public final class PacketDataplane implements DataplaneAttachment
             configuration = configuration.withTxRing(
                 AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
         }
-        return configuration;
+        return configuration.withSegmentationOffload(port.segmentationOffload());
     }
 
     /**

@@ -152,6 +152,13 @@ public final class AllReduceCommand implements Callable<Integer>
         "its result came back, each retransmission and what triggered it (timeout or NAK).")
     java.nio.file.Path traceFile;
 
+    @Option(names = "--segmentation-offload", negatable = true, description = "Send runs of packets to one " +
+        "destination as one UDP segmentation offload frame (PACKET_VNET_HDR), as an RDMA NIC takes a message and " +
+        "cuts it into packets itself, and split such frames arriving back into packets. The interface (or the " +
+        "path) segments them for the wire; on veth they may travel whole and are split here (default " +
+        "${DEFAULT-VALUE}).", fallbackValue = "true")
+    boolean segmentationOffload = true;
+
     @Option(names = "--idle", description = "How the rank waits when its endpoint has nothing to do: poll (spin " +
         "briefly, then block in poll(2) until a frame or the next RC timer; leaves shared cores to others) or " +
         "yield (spin with Thread.yield) (default ${DEFAULT-VALUE}).")
@@ -312,7 +319,8 @@ public final class AllReduceCommand implements Callable<Integer>
         final int receiveBytes = netreduce ? nr.regionBytes() : RingAllReduce.receiveRegionBytes(size, world);
         final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
             .withTxRing(8192, 1024)
-            .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
+            .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
+            .withSegmentationOffload(segmentationOffload);
         try (AfPacketPort packetPort = AfPacketPort.open(portConfig))
         {
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);

@@ -46,6 +46,11 @@ public final class ServeCommand implements Callable<Integer>
         "${DEFAULT-VALUE}; see worker allreduce --rto-us).")
     long rtoMicros = 400_000;
 
+    @Option(names = "--segmentation-offload", negatable = true, fallbackValue = "true", description = "Send and " +
+        "receive runs of packets as UDP segmentation offload frames (see worker allreduce " +
+        "--segmentation-offload; default ${DEFAULT-VALUE}).")
+    boolean segmentationOffload = true;
+
     @Option(names = "--accept-timeout", description = "Seconds to wait for the trainer to connect (default " +
         "${DEFAULT-VALUE}).")
     int acceptTimeoutSeconds = 60;
@@ -65,7 +70,8 @@ public final class ServeCommand implements Callable<Integer>
         }
         final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
             .withTxRing(8192, 1024)
-            .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
+            .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
+            .withSegmentationOffload(segmentationOffload);
         try (AfPacketPort port = AfPacketPort.open(portConfig);
             Doorbell doorbell = new Doorbell())
         {

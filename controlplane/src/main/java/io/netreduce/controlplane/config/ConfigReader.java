@@ -25,7 +25,7 @@ final class ConfigReader
     private static final Set<String> ROOT_KEYS = Set.of("appliance", "jobs");
     private static final Set<String> APPLIANCE_KEYS =
         Set.of("name", "ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory");
-    private static final Set<String> PORT_KEYS = Set.of("name", "mtu", "type");
+    private static final Set<String> PORT_KEYS = Set.of("name", "mtu", "type", "segmentation_offload");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
         "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed", "lanes");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
@@ -115,14 +115,16 @@ final class ConfigReader
             {
                 final String portPath = index(portsPath, i);
                 final JsonNode portNode = portsNode.get(i);
-                if (isObject(portNode, portPath, "a port mapping with keys name, mtu and type"))
+                if (isObject(portNode, portPath, "a port mapping with keys name, mtu, type and segmentation_offload"))
                 {
                     checkKeys(portNode, portPath, PORT_KEYS);
                     ports.add(new PortConfig(
                         string(required(portNode, portPath, "name"), child(portPath, "name"), ""),
                         integer(portNode.get("mtu"), child(portPath, "mtu"), PortConfig.DEFAULT_MTU),
                         named(portNode.get("type"), child(portPath, "type"), PortConfig.DEFAULT_TYPE,
-                            PortType::fromConfigName, "af_packet or af_xdp")));
+                            PortType::fromConfigName, "af_packet or af_xdp"),
+                        bool(portNode.get("segmentation_offload"), child(portPath, "segmentation_offload"),
+                            PortConfig.DEFAULT_SEGMENTATION_OFFLOAD)));
                 }
             }
         }
@@ -377,6 +379,20 @@ final class ConfigReader
             return defaultValue;
         }
         return node.intValue();
+    }
+
+    private boolean bool(final JsonNode node, final String path, final boolean defaultValue)
+    {
+        if (node == null)
+        {
+            return defaultValue;
+        }
+        if (!node.isBoolean())
+        {
+            errors.add(path, "expected true or false, got " + describe(node));
+            return defaultValue;
+        }
+        return node.booleanValue();
     }
 
     private String string(final JsonNode node, final String path, final String defaultValue)

@@ -186,6 +186,11 @@ public final class ConfigValidator
                 errors.add(child(portPath, "mtu"),
                     "MTU " + port.mtu() + " is not in " + PortConfig.MIN_MTU + ".." + PortConfig.MAX_MTU);
             }
+            if (port.segmentationOffload() && port.type() != PortType.AF_PACKET)
+            {
+                errors.add(child(portPath, "segmentation_offload"), "segmentation offload needs an af_packet " +
+                    "port (PACKET_VNET_HDR), but port '" + port.name() + "' is " + port.type().configName());
+            }
         }
 
         final DataplaneConfig dataplane = appliance.dataplane();

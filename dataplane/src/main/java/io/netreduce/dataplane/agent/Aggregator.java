@@ -123,6 +123,14 @@ final class Aggregator
         final int headerLength = gradient - offset;
         final int meta = region.rankMetaOffset(agg, rank);
         memory.putBytes(region.headerOffset(agg, rank), buffer, offset, headerLength);
+        if (frame.ipVersion() == 4)
+        {
+            // Results over IPv4 carry no UDP checksum (0, as RoCEv2 senders send; the ICRC, which masks the field,
+            // protects the packet), whatever this one had: a sender's kernel that segmented its frames filled one
+            // in, and one computed over each 4 KiB result would cost as much as the sum itself.
+            memory.putShort(region.headerOffset(agg, rank) + frame.udpOffset() - offset + UdpHeader.CHECKSUM_OFFSET,
+                (short)0);
+        }
         memory.putInt(meta + AggregatorRegion.META_HEADER_CRC, headerCrc);
         memory.putShort(meta + AggregatorRegion.META_HEADER_LENGTH, (short)headerLength);
         memory.putByte(meta + AggregatorRegion.META_PORT, (byte)arriving.port());

@@ -35,6 +35,10 @@ import java.util.Objects;
  *                         frames addressed to other MACs (the workers') are received. Default on.
  * @param qdiscBypass      send with PACKET_QDISC_BYPASS, straight to the driver; faster, but tc egress rules and
  *                         qdisc back-pressure no longer apply. Default off.
+ * @param segmentationOffload send and receive with PACKET_VNET_HDR: consecutive RoCEv2 frames to one destination
+ *                         leave as one UDP segmentation offload frame ({@link UdpSegmentBatcher}), and such frames
+ *                         arriving are split back into wire frames ({@link UdpSegmentSplitter}). Needs slots for
+ *                         64 KiB frames: {@link #withSegmentationOffload} sets the rings for them. Default off.
  */
 public record AfPacketConfiguration(
     String interfaceName,
@@ -46,7 +50,8 @@ public record AfPacketConfiguration(
     int txFrameSize,
     int txFrameCount,
     boolean promiscuous,
-    boolean qdiscBypass)
+    boolean qdiscBypass,
+    boolean segmentationOffload)
 {
     public static final RxRingVersion DEFAULT_RX_RING_VERSION = RxRingVersion.V2;
     public static final int DEFAULT_RX_BLOCK_SIZE = 1 << 18;
@@ -59,6 +64,13 @@ public record AfPacketConfiguration(
     public static final int DEFAULT_TX_FRAME_SIZE = 2048;
     public static final int JUMBO_TX_FRAME_SIZE = 9248;
     public static final int DEFAULT_TX_FRAME_COUNT = 1024;
+    /** Transmit slot with segmentation offload: a 64 KiB frame, its vnet header and the slot header, in pages. */
+    public static final int SEGMENTATION_TX_FRAME_SIZE = 69632;
+    public static final int SEGMENTATION_TX_FRAME_COUNT = 256;
+    public static final int SEGMENTATION_RX_BLOCK_SIZE = 1 << 20;
+    public static final int SEGMENTATION_RX_BLOCK_COUNT = 64;
+    /** Longest frame a port with segmentation offload receives whole: Ethernet, a VLAN tag, a 64 KiB IP datagram. */
+    public static final int SEGMENTATION_MAX_FRAME_LENGTH = LinuxPacketAbi.ETH_HLEN + LinuxPacketAbi.VLAN_HLEN + 0xFFFF;
 
     public AfPacketConfiguration
     {
@@ -116,6 +128,7 @@ public record AfPacketConfiguration(
             DEFAULT_TX_FRAME_SIZE,
             DEFAULT_TX_FRAME_COUNT,
             true,
+            false,
             false);
     }
 
@@ -125,7 +138,7 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxRingVersion(final RxRingVersion version)
     {
         return new AfPacketConfiguration(interfaceName, version, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
     }
 
     /**
@@ -135,7 +148,7 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxRing(final int blockSize, final int blockCount, final int blockTimeoutMs)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, blockSize, blockCount, blockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
     }
 
     /**
@@ -145,25 +158,43 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxFrameSize(final int frameSize)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            frameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+            frameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
     }
 
     public AfPacketConfiguration withTxRing(final int frameSize, final int frameCount)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, frameSize, frameCount, promiscuous, qdiscBypass);
+            rxFrameSize, frameSize, frameCount, promiscuous, qdiscBypass, segmentationOffload);
+    }
+
+    /**
+     * @return this configuration with segmentation offload on or off; on, the transmit ring gets
+     *         {@value #SEGMENTATION_TX_FRAME_COUNT} slots of {@value #SEGMENTATION_TX_FRAME_SIZE} bytes and the
+     *         (V2) receive ring slots for 64 KiB frames in blocks of {@value #SEGMENTATION_RX_BLOCK_SIZE} bytes,
+     *         {@value #SEGMENTATION_RX_BLOCK_COUNT} of them (960 slots, each holding up to 15 frames of 4 KiB payload).
+     */
+    public AfPacketConfiguration withSegmentationOffload(final boolean segmentationOffload)
+    {
+        if (!segmentationOffload)
+        {
+            return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount,
+                rxBlockTimeoutMs, rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, false);
+        }
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, SEGMENTATION_RX_BLOCK_SIZE,
+            SEGMENTATION_RX_BLOCK_COUNT, rxBlockTimeoutMs, AUTO_RX_FRAME_SIZE, SEGMENTATION_TX_FRAME_SIZE,
+            SEGMENTATION_TX_FRAME_COUNT, promiscuous, qdiscBypass, true);
     }
 
     public AfPacketConfiguration withPromiscuous(final boolean promiscuous)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
     }
 
     public AfPacketConfiguration withQdiscBypass(final boolean qdiscBypass)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
     }
 
     /**
@@ -175,6 +206,10 @@ public record AfPacketConfiguration(
         if (rxFrameSize != AUTO_RX_FRAME_SIZE)
         {
             return rxFrameSize;
+        }
+        if (segmentationOffload)
+        {
+            return rxFrameSizeForFrames(VirtioNetHeader.LENGTH + SEGMENTATION_MAX_FRAME_LENGTH);
         }
         return rxFrameSizeForFrames(LinuxPacketAbi.ETH_HLEN + LinuxPacketAbi.VLAN_HLEN + mtu);
     }

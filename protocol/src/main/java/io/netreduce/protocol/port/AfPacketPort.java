@@ -67,7 +67,13 @@ public final class AfPacketPort implements PollablePort
     private final UnsafeBuffer txRing;
     private final int[] txSlotOffsets;
     private final int[] txSlotLengths;
+    /** Wire frames in each queued slot: more than one for a segmentation offload batch. */
+    private final int[] txSlotFrames;
     private final int maxTxFrameLength;
+    /** Bytes in front of each frame in a slot: the virtio_net_hdr with segmentation offload, else none. */
+    private final int vnetHeaderLength;
+    private final UdpSegmentBatcher batcher;
+    private final UdpSegmentSplitter splitter;
 
     private int receiveCalls;
     private final int fanoutGroup;
@@ -105,7 +111,13 @@ public final class AfPacketPort implements PollablePort
         txRing = new UnsafeBuffer(txRingAddress, (int)txRingLength);
         txSlotOffsets = b.txSlotOffsets;
         txSlotLengths = new int[txSlotOffsets.length];
-        maxTxFrameLength = Math.min(configuration.txFrameSize() - TPACKET2_TX_DATA_OFFSET, mtu + ETH_HLEN + VLAN_HLEN);
+        txSlotFrames = new int[txSlotOffsets.length];
+        final boolean offload = configuration.segmentationOffload();
+        vnetHeaderLength = offload ? VirtioNetHeader.LENGTH : 0;
+        batcher = offload ? new UdpSegmentBatcher(txRing, counters) : null;
+        splitter = offload ? new UdpSegmentSplitter(counters) : null;
+        maxTxFrameLength = Math.min(configuration.txFrameSize() - TPACKET2_TX_DATA_OFFSET - vnetHeaderLength,
+            mtu + ETH_HLEN + VLAN_HLEN);
 
         pollFd.set(ValueLayout.JAVA_INT, 0, rxFd);
         pollFd.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
@@ -308,7 +320,7 @@ public final class AfPacketPort implements PollablePort
             refreshKernelStatistics();
         }
 
-        return rxReader.read(handler, limit);
+        return rxReader.read(splitter == null ? handler : splitter.handler(handler), limit);
     }
 
     @Override
@@ -328,7 +340,7 @@ public final class AfPacketPort implements PollablePort
             return -1;
         }
         claimLength = length;
-        return slotOffset + TPACKET2_TX_DATA_OFFSET;
+        return slotOffset + TPACKET2_TX_DATA_OFFSET + vnetHeaderLength;
     }
 
     @Override
@@ -349,10 +361,28 @@ public final class AfPacketPort implements PollablePort
         final UnsafeBuffer ring = txRing;
         final int slot = txHead;
         final int slotOffset = txSlotOffsets[slot];
-        ring.putInt(slotOffset + TPACKET2_HDR_LEN_OFFSET, length);
-        // Release store: the kernel must see the frame bytes before the status that hands the slot over.
-        ring.putIntRelease(slotOffset + TPACKET2_HDR_STATUS_OFFSET, TP_STATUS_SEND_REQUEST);
+        final UdpSegmentBatcher batcher = this.batcher;
+        if (batcher != null)
+        {
+            final int frame = slotOffset + TPACKET2_TX_DATA_OFFSET + VirtioNetHeader.LENGTH;
+            if (batcher.tryAppend(frame, length))
+            {
+                // Copied into an open batch's slot; this slot stays free for the next claim.
+                final int batchSlot = batcher.appendedSlot();
+                txSlotLengths[batchSlot] += length;
+                txSlotFrames[batchSlot]++;
+                return;
+            }
+            batcher.queue(slot, slotOffset, frame, length);
+        }
+        else
+        {
+            ring.putInt(slotOffset + TPACKET2_HDR_LEN_OFFSET, length);
+            // Release store: the kernel must see the frame bytes before the status that hands the slot over.
+            ring.putIntRelease(slotOffset + TPACKET2_HDR_STATUS_OFFSET, TP_STATUS_SEND_REQUEST);
+        }
         txSlotLengths[slot] = length;
+        txSlotFrames[slot] = 1;
         txHead = slot + 1 == txSlotOffsets.length ? 0 : slot + 1;
         txPendingCount++;
     }
@@ -369,6 +399,10 @@ public final class AfPacketPort implements PollablePort
         if (closed || txPendingCount == 0)
         {
             return 0;
+        }
+        if (batcher != null)
+        {
+            batcher.closeAll();
         }
 
         if (Libc.sendKick(errnoState, txFd, MSG_DONTWAIT) < 0)
@@ -391,8 +425,13 @@ public final class AfPacketPort implements PollablePort
             {
                 break;
             }
+            final int frames = txSlotFrames[slot];
             counters.onFrameTransmitted(txSlotLengths[slot]);
-            taken++;
+            if (frames > 1)
+            {
+                counters.add(PortCounters.TX_FRAMES, frames - 1);
+            }
+            taken += frames;
             txPendingCount--;
             txPendingStart = slot + 1 == txSlotOffsets.length ? 0 : slot + 1;
         }
@@ -557,6 +596,11 @@ public final class AfPacketPort implements PollablePort
                     }
                 }
 
+                if (configuration.segmentationOffload())
+                {
+                    // Before the ring: the kernel sizes each slot's header area with the vnet header in it.
+                    setIntOption(scratch, rxFd, PACKET_VNET_HDR, 1, "PACKET_VNET_HDR (receive)");
+                }
                 final int blockSize = configuration.rxBlockSize();
                 final int blockCount = configuration.rxBlockCount();
                 if (configuration.rxRingVersion() == RxRingVersion.V2)
@@ -667,6 +711,10 @@ public final class AfPacketPort implements PollablePort
                     setIntOption(scratch, txFd, PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS");
                 }
 
+                if (configuration.segmentationOffload())
+                {
+                    setIntOption(scratch, txFd, PACKET_VNET_HDR, 1, "PACKET_VNET_HDR (transmit)");
+                }
                 final int frameSize = configuration.txFrameSize();
                 final int pageSize = Libc.pageSize();
                 // Slots never straddle blocks: use the smallest block holding whole slots and whole pages, unless

@@ -39,6 +39,8 @@ final class LinuxPacketAbi
     static final int PACKET_TX_RING = 13;
     /** On a malformed TX frame, skip it (mark it available) instead of stalling the ring with WRONG_FORMAT. */
     static final int PACKET_LOSS = 14;
+    /** Prepend a struct virtio_net_hdr to every frame sent and received (segmentation and checksum offload). */
+    static final int PACKET_VNET_HDR = 15;
     /** Send straight to the driver queue, skipping the qdisc layer (and so tc). */
     static final int PACKET_QDISC_BYPASS = 20;
     /** Do not deliver the host's outgoing frames to this socket (Linux 4.20+). */

@@ -31,13 +31,23 @@ public final class PortCounters
     public static final int TX_ERRORS = 6;
     /** Received frames discarded because they were truncated to fit the ring (snaplen below the wire length). */
     public static final int RX_TRUNCATED = 7;
+    /**
+     * Segmentation offload frames received and split back into the wire frames they stand for (each of which
+     * {@link #RX_FRAMES} counts).
+     */
+    public static final int RX_GSO_FRAMES = 8;
+    /** Segmentation offload frames sent: batches of two or more frames handed to the kernel as one. */
+    public static final int TX_GSO_FRAMES = 9;
+    /** Offload frames received of a kind the port does not split (not untagged IPv4 UDP): dropped. */
+    public static final int RX_GSO_UNSUPPORTED = 10;
 
     /** Number of counters. */
-    public static final int COUNTER_COUNT = 8;
+    public static final int COUNTER_COUNT = 11;
 
     private static final String[] NAMES =
         {
-            "rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_dropped", "tx_ring_full", "tx_errors", "rx_truncated"
+            "rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_dropped", "tx_ring_full", "tx_errors", "rx_truncated",
+            "rx_gso_frames", "tx_gso_frames", "rx_gso_unsupported"
         };
 
     private static final int STRIDE = BitUtil.CACHE_LINE_LENGTH;

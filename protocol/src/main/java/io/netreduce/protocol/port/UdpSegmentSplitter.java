@@ -1,0 +1,97 @@
+package io.netreduce.protocol.port;
+
+import io.netreduce.protocol.wire.EthernetHeader;
+import io.netreduce.protocol.wire.Ipv4Header;
+import io.netreduce.protocol.wire.UdpHeader;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.nio.ByteOrder;
+
+import static java.nio.ByteOrder.BIG_ENDIAN;
+
+/**
+ * On a port receiving with PACKET_VNET_HDR, turns a UDP segmentation offload frame (one frame on the host for
+ * several on the wire, which veth and a Linux bridge pass along whole) back into the frames it stands for, as the
+ * kernel's segmentation would have cut them, and hands each to the port's handler in turn: the handlers above
+ * the port only ever see wire frames.
+ * <p>
+ * Segment {@code k} is built in place, in the ring: the first segment's headers are copied over the last bytes of
+ * segment {@code k - 1} (already handed over; a handler's view is valid only during its call), with the lengths
+ * of this segment, the IPv4 identification {@code first + k} (the kernel numbers segments so), the IPv4 checksum
+ * recomputed and a UDP checksum of 0, which RoCEv2 senders use and its ICRC masks. No copy of a payload is made.
+ * <p>
+ * Only untagged IPv4 UDP segmentation is split, the kind {@link UdpSegmentBatcher} sends; any other offload frame
+ * (a TCP super-frame of a host's own stack, for example) is counted as {@link PortCounters#RX_GSO_UNSUPPORTED} and
+ * dropped. Owning thread only; allocation-free.
+ */
+final class UdpSegmentSplitter implements FrameHandler
+{
+    private static final int L3 = EthernetHeader.LENGTH;
+    private static final int L4 = L3 + Ipv4Header.MIN_LENGTH;
+    private static final int HEADER_LENGTH = UdpSegmentBatcher.HEADER_LENGTH;
+
+    private final PortCounters counters;
+    private final UnsafeBuffer header = new UnsafeBuffer(new byte[HEADER_LENGTH]);
+    private FrameHandler handler;
+
+    UdpSegmentSplitter(final PortCounters counters)
+    {
+        this.counters = counters;
+    }
+
+    /**
+     * @return this splitter, handing frames to {@code handler} until the next call.
+     */
+    UdpSegmentSplitter handler(final FrameHandler handler)
+    {
+        this.handler = handler;
+        return this;
+    }
+
+    @Override
+    public void onFrame(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
+    {
+        final int vnet = offset - VirtioNetHeader.LENGTH;
+        final int gsoType = buffer.getByte(vnet + VirtioNetHeader.GSO_TYPE_OFFSET) & ~VirtioNetHeader.GSO_ECN & 0xFF;
+        if (gsoType == VirtioNetHeader.GSO_NONE)
+        {
+            handler.onFrame(buffer, offset, length, flags);
+            return;
+        }
+        final int segmentLength = buffer.getShort(vnet + VirtioNetHeader.GSO_SIZE_OFFSET, ByteOrder.LITTLE_ENDIAN) & 0xFFFF;
+        if (gsoType != VirtioNetHeader.GSO_UDP_L4 ||
+            segmentLength == 0 ||
+            length <= HEADER_LENGTH ||
+            buffer.getShort(offset + EthernetHeader.ETHER_TYPE_OFFSET, BIG_ENDIAN) != EthernetHeader.ETHER_TYPE_IPV4 ||
+            buffer.getByte(offset + L3 + Ipv4Header.VERSION_IHL_OFFSET) != 0x45)
+        {
+            counters.add(PortCounters.RX_GSO_UNSUPPORTED, 1);
+            return;
+        }
+
+        final int payloadLength = length - HEADER_LENGTH;
+        final int count = (payloadLength + segmentLength - 1) / segmentLength;
+        header.putBytes(0, buffer, offset, HEADER_LENGTH);
+        final int firstIdentification = header.getShort(L3 + Ipv4Header.IDENTIFICATION_OFFSET, BIG_ENDIAN) & 0xFFFF;
+        // The ring counted one frame of the whole length: count the wire frames and their headers.
+        counters.add(PortCounters.RX_FRAMES, count - 1);
+        counters.add(PortCounters.RX_BYTES, (long)(count - 1) * HEADER_LENGTH);
+        counters.add(PortCounters.RX_GSO_FRAMES, 1);
+
+        final FrameHandler handler = this.handler;
+        for (int k = 0; k < count; k++)
+        {
+            final int payload = Math.min(segmentLength, payloadLength - k * segmentLength);
+            final int frame = offset + k * segmentLength;
+            buffer.putBytes(frame, header, 0, HEADER_LENGTH);
+            buffer.putShort(frame + L3 + Ipv4Header.TOTAL_LENGTH_OFFSET,
+                (short)(Ipv4Header.MIN_LENGTH + UdpHeader.LENGTH + payload), BIG_ENDIAN);
+            buffer.putShort(frame + L3 + Ipv4Header.IDENTIFICATION_OFFSET, (short)(firstIdentification + k), BIG_ENDIAN);
+            Ipv4Header.updateChecksum(buffer, frame + L3);
+            buffer.putShort(frame + L4 + UdpHeader.LENGTH_OFFSET, (short)(UdpHeader.LENGTH + payload), BIG_ENDIAN);
+            buffer.putShort(frame + L4 + UdpHeader.CHECKSUM_OFFSET, (short)0);
+            handler.onFrame(buffer, frame, HEADER_LENGTH + payload, 0);
+        }
+    }
+}
