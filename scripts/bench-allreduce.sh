@@ -26,8 +26,9 @@
 #                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
 #                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
 #                                   [--window N (default 8)] [--msg-len L (default 16)]
-#                                   [--offload on|off (default on): segmentation offload on the appliance's port
-#                                    (segmentation_offload) and the workers' (--segmentation-offload)]
+#                                   [--offload on|off (default on): segmentation offload on the workers (--segmentation-offload)]
+#                                   [--appliance-offload on|off (default off): on the appliance's port too
+#                                    (segmentation_offload: results leave batched; see docs/performance.md)]
 #                                   [--trace-dir DIR: per-call timelines of the netreduce ranks, DIR/RATE-wW-SIZE-rR.csv]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 # (time vs size) or scripts/bench/plot_calls.py OUT.png CSV... (per-call boxes per mode).
@@ -51,6 +52,7 @@ cpu_load=0
 rto_us=400000
 trace_dir=""
 offload=on
+appliance_offload=off
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -69,6 +71,7 @@ while [ $# -gt 0 ]; do
     --trace-dir) trace_dir="$2"; shift 2 ;;
     --msg-len) msg_len="$2"; shift 2 ;;
     --offload) offload="$2"; shift 2 ;;
+    --appliance-offload) appliance_offload="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -137,7 +140,7 @@ appliance:
   ports:
     - name: eth0
       mtu: 9000
-      segmentation_offload: $([ "$offload" = on ] && echo true || echo false)
+      segmentation_offload: $([ "$appliance_offload" = on ] && echo true || echo false)
   memoryBudget: 512MiB
   api:
     listen: $api
@@ -216,7 +219,18 @@ run_one() { # rate world mode size
   wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   cpu_ticks_used=$(( $(cpu_ticks) - before ))
   if [ "$mode" = netreduce ]; then
+    # Loss census: the appliance's drop, ring-full and truncation counters that moved (cumulative per daemon).
+    "$netreduce" ctl --api "$api" counters 2>/dev/null |
+      awk -v run="$rate w$world $size" '(ENVIRON["NETREDUCE_BENCH_ALL_COUNTERS"] != "" || /drop|full|truncat|unsupported|error/) && $NF ~ /^[1-9][0-9]*$/ {
+        print "bench-allreduce: " run ": appliance " $0 }' >&2 || true
     "$netreduce" ctl --api "$api" remove-job bench >/dev/null 2>&1 || true
+    # ... and each rank's port: ring drops, truncations, offload frames it could not split, a full transmit ring.
+    for i in $(seq 0 $(( world - 1 ))); do
+      grep -h '^port \|qp: \|^endpoint ' "$work/w$i.log" 2>/dev/null | tr ',{}' '   ' |
+        awk -v run="$rate w$world $size rank $i" '{ where = $1 " " $2
+          for (f = 3; f <= NF; f++) if ($f ~ /^(rx_dropped|rx_truncated|rx_gso_unsupported|tx_ring_full|tx_errors|naksSent|outOfSequence|icrcErrors|malformed|notForUs|unknownQp|receiveDrops|cqFull|txRingFull)=[1-9]/)
+            print "bench-allreduce: " run ": " where " " $f }' >&2 || true
+    done
   fi
   if [ "$mode" = ring-direct ]; then
     bash scripts/testbed.sh redirect on --prefix "$prefix" >/dev/null

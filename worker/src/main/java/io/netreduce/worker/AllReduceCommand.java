@@ -491,6 +491,8 @@ public final class AllReduceCommand implements Callable<Integer>
         out.printf(Locale.ROOT, "summary host %d mode parallel local-workers %d type %s size %d iterations %d " +
             "matched %d: median %.3f ms, wire bytes sent %d, result: %s%n", rank, n, elementType.cliName(), bytes,
             iterations, matched, median, wire, ok ? "exact" : error != null ? "error" : "mismatch");
+        // The port's counters, for a loss census: frames the port could not take or deliver whole.
+        out.printf(Locale.ROOT, "port %s: %s%n", endpoint.port().name(), endpoint.port().counters());
         if (json)
         {
             out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"parallel\",\"local_workers\":%d," +
@@ -594,6 +596,12 @@ public final class AllReduceCommand implements Callable<Integer>
             totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted,
             completed > 0 ? posted / (double)bytes / completed : 0.0, wire, send.retransmittedPackets(),
             send.timeouts(), ok ? "exact" : error != null ? "error" : "mismatch");
+        // The port's counters, for a loss census: frames the port could not take or deliver whole.
+        out.printf(Locale.ROOT, "port %s: %s%n", endpoint.port().name(), endpoint.port().counters());
+        out.printf(Locale.ROOT, "send qp: %s%nreceive qp: %s%n", send, op.link().receiveQp().counters());
+        out.printf(Locale.ROOT, "endpoint %s: framesReceived=%d notRoce=%d malformed=%d notForUs=%d unknownQp=%d " +
+            "icrcErrors=%d%n", endpoint.port().name(), endpoint.framesReceived(), endpoint.notRoce(),
+            endpoint.malformed(), endpoint.notForUs(), endpoint.unknownQp(), endpoint.icrcErrors());
         if (json)
         {
             out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +

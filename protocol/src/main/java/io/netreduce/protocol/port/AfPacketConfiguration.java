@@ -66,7 +66,6 @@ public record AfPacketConfiguration(
     public static final int DEFAULT_TX_FRAME_COUNT = 1024;
     /** Transmit slot with segmentation offload: a 64 KiB frame, its vnet header and the slot header, in pages. */
     public static final int SEGMENTATION_TX_FRAME_SIZE = 69632;
-    public static final int SEGMENTATION_TX_FRAME_COUNT = 256;
     public static final int SEGMENTATION_RX_BLOCK_SIZE = 1 << 20;
     public static final int SEGMENTATION_RX_BLOCK_COUNT = 64;
     /** Longest frame a port with segmentation offload receives whole: Ethernet, a VLAN tag, a 64 KiB IP datagram. */
@@ -168,8 +167,10 @@ public record AfPacketConfiguration(
     }
 
     /**
-     * @return this configuration with segmentation offload on or off; on, the transmit ring gets
-     *         {@value #SEGMENTATION_TX_FRAME_COUNT} slots of {@value #SEGMENTATION_TX_FRAME_SIZE} bytes and the
+     * @return this configuration with segmentation offload on or off; on, the transmit ring's slots grow to
+     *         {@value #SEGMENTATION_TX_FRAME_SIZE} bytes (as many as before: a slot a batch can hold 15 frames of
+     *         4 KiB, but a run of single frames, ACKs among them, still takes one each, and a slot stays taken
+     *         while its frame waits in a qdisc; 1024 slots take 68 MiB) and the
      *         (V2) receive ring slots for 64 KiB frames in blocks of {@value #SEGMENTATION_RX_BLOCK_SIZE} bytes,
      *         {@value #SEGMENTATION_RX_BLOCK_COUNT} of them (960 slots, each holding up to 15 frames of 4 KiB payload).
      */
@@ -182,7 +183,7 @@ public record AfPacketConfiguration(
         }
         return new AfPacketConfiguration(interfaceName, rxRingVersion, SEGMENTATION_RX_BLOCK_SIZE,
             SEGMENTATION_RX_BLOCK_COUNT, rxBlockTimeoutMs, AUTO_RX_FRAME_SIZE, SEGMENTATION_TX_FRAME_SIZE,
-            SEGMENTATION_TX_FRAME_COUNT, promiscuous, qdiscBypass, true);
+            txFrameCount, promiscuous, qdiscBypass, true);
     }
 
     public AfPacketConfiguration withPromiscuous(final boolean promiscuous)
