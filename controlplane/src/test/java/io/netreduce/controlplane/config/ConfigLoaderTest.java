@@ -139,6 +139,23 @@ class ConfigLoaderTest
             new PortConfig("eth2", PortConfig.DEFAULT_MTU, PortType.AF_PACKET));
     }
 
+    @Test
+    void shouldReadEachPortsSegmentationOffloadOffUnlessConfigured() throws ConfigException
+    {
+        final NetreduceConfig config = ConfigLoader.parse(BASE.replace("    - name: eth1\n",
+            "    - name: eth1\n      segmentation_offload: true\n" +
+            "    - { name: eth2, type: af_packet, segmentation_offload: false }\n" +
+            "    - { name: eth3, mtu: 9000 }\n"));
+
+        assertThat(config.appliance().ports()).containsExactly(
+            new PortConfig("eth1", PortConfig.DEFAULT_MTU, PortType.AF_PACKET, true),
+            new PortConfig("eth2", PortConfig.DEFAULT_MTU, PortType.AF_PACKET, false),
+            new PortConfig("eth3", 9000, PortType.AF_PACKET, false));
+        assertThat(config.appliance().ports()).extracting(PortConfig::segmentationOffload)
+            .containsExactly(true, false, PortConfig.DEFAULT_SEGMENTATION_OFFLOAD);
+        assertThat(PortConfig.DEFAULT_SEGMENTATION_OFFLOAD).isFalse();
+    }
+
     static Stream<Arguments> brokenConfigs()
     {
         return Stream.of(
@@ -246,6 +263,18 @@ class ConfigLoaderTest
                 "appliance.ports[0].type", "'xdp' is not one of af_packet or af_xdp"),
             arguments("port type not a string", BASE.replace("- name: eth1", "- name: eth1\n      type: [af_xdp]"),
                 "appliance.ports[0].type", "expected one of af_packet or af_xdp, got a list"),
+            arguments("segmentation offload a string", BASE.replace("- name: eth1",
+                    "- name: eth1\n      segmentation_offload: 'true'"),
+                "appliance.ports[0].segmentation_offload", "expected true or false, got the string 'true'"),
+            arguments("segmentation offload a number", BASE.replace("- name: eth1",
+                    "- name: eth1\n      segmentation_offload: 1"),
+                "appliance.ports[0].segmentation_offload", "expected true or false, got the number 1"),
+            arguments("segmentation offload on an AF_XDP port", BASE.replace("- name: eth1",
+                    "- name: eth1\n      type: af_xdp\n      segmentation_offload: true"),
+                "appliance.ports[0].segmentation_offload", "segmentation offload needs an af_packet port " +
+                    "(PACKET_VNET_HDR), but port 'eth1' is af_xdp"),
+            arguments("unknown port key", BASE.replace("- name: eth1", "- name: eth1\n      offload: true"),
+                "appliance.ports[0].offload", "unknown key (expected one of mtu, name, segmentation_offload, type)"),
             arguments("bad idle strategy", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { idleStrategy: spin }"),
                 "appliance.dataplane.idleStrategy", "'spin' is not one of busy-spin, yield, backoff, sleep or poll"),

@@ -38,7 +38,8 @@ import java.util.Objects;
  * @param segmentationOffload send and receive with PACKET_VNET_HDR: consecutive RoCEv2 frames to one destination
  *                         leave as one UDP segmentation offload frame ({@link UdpSegmentBatcher}), and such frames
  *                         arriving are split back into wire frames ({@link UdpSegmentSplitter}). Needs slots for
- *                         64 KiB frames: {@link #withSegmentationOffload} sets the rings for them. Default off.
+ *                         64 KiB frames: {@link #withSegmentationOffload} sets the rings for them (smaller
+ *                         transmit slots, set after it, only make the batches shorter). Default off.
  */
 public record AfPacketConfiguration(
     String interfaceName,

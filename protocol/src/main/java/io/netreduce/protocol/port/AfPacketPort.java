@@ -114,7 +114,8 @@ public final class AfPacketPort implements PollablePort
         txSlotFrames = new int[txSlotOffsets.length];
         final boolean offload = configuration.segmentationOffload();
         vnetHeaderLength = offload ? VirtioNetHeader.LENGTH : 0;
-        batcher = offload ? new UdpSegmentBatcher(txRing, counters) : null;
+        batcher = offload ? new UdpSegmentBatcher(txRing, counters,
+            configuration.txFrameSize() - TPACKET2_TX_DATA_OFFSET - VirtioNetHeader.LENGTH) : null;
         splitter = offload ? new UdpSegmentSplitter(counters) : null;
         maxTxFrameLength = Math.min(configuration.txFrameSize() - TPACKET2_TX_DATA_OFFSET - vnetHeaderLength,
             mtu + ETH_HLEN + VLAN_HLEN);

@@ -49,6 +49,8 @@ final class UdpSegmentBatcher
     private static final int ROCE_V2_PORT = UdpHeader.ROCE_V2_PORT;
 
     private final UnsafeBuffer ring;
+    /** Longest batch frame: an IPv4 datagram of 64 KiB behind its Ethernet header, or less if the slot is less. */
+    private final int maxBatchLength;
     private final int[] slotIndex = new int[MAX_OPEN];
     private final int[] slotHeader = new int[MAX_OPEN];
     private final int[] frameStart = new int[MAX_OPEN];
@@ -65,9 +67,13 @@ final class UdpSegmentBatcher
 
     private final PortCounters counters;
 
-    UdpSegmentBatcher(final UnsafeBuffer ring, final PortCounters counters)
+    /**
+     * @param slotFrameLength bytes a transmit slot holds for a frame, after its vnet header: no batch grows longer.
+     */
+    UdpSegmentBatcher(final UnsafeBuffer ring, final PortCounters counters, final int slotFrameLength)
     {
         this.ring = ring;
+        this.maxBatchLength = Math.min(L3 + MAX_IP_TOTAL_LENGTH, slotFrameLength);
         this.counters = counters;
     }
 
@@ -95,7 +101,7 @@ final class UdpSegmentBatcher
             identification(frame) == nextIdentification[b] &&
             payload <= segmentLength[b] &&
             segments[b] < MAX_SEGMENTS &&
-            frameEnd[b] + payload - start - L3 <= MAX_IP_TOTAL_LENGTH)
+            frameEnd[b] + payload - start <= maxBatchLength)
         {
             ring.putBytes(frameEnd[b], ring, frame + HEADER_LENGTH, payload);
             frameEnd[b] += payload;
@@ -103,7 +109,7 @@ final class UdpSegmentBatcher
             nextIdentification[b] = (nextIdentification[b] + 1) & 0xFFFF;
             appendedSlot = slotIndex[b];
             if (payload < segmentLength[b] ||
-                frameEnd[b] + segmentLength[b] - start - L3 > MAX_IP_TOTAL_LENGTH)
+                frameEnd[b] + segmentLength[b] - start > maxBatchLength)
             {
                 close(b);
             }
