@@ -2,6 +2,7 @@ package io.netreduce.protocol.port;
 
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.Ipv4Header;
+import io.netreduce.protocol.wire.L4Checksum;
 import io.netreduce.protocol.wire.UdpHeader;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -211,8 +212,8 @@ final class UdpSegmentBatcher
             ring.putShort(start + L3 + Ipv4Header.TOTAL_LENGTH_OFFSET, (short)ipTotal, BIG_ENDIAN);
             Ipv4Header.updateChecksum(ring, start + L3);
             ring.putShort(start + L4 + UdpHeader.LENGTH_OFFSET, (short)udpLength, BIG_ENDIAN);
-            // CHECKSUM_PARTIAL: the pseudo-header sum, not complemented; the kernel finishes it per segment.
-            ring.putShort(start + L4 + UdpHeader.CHECKSUM_OFFSET, (short)pseudoHeaderSum(start, udpLength), BIG_ENDIAN);
+            // CHECKSUM_PARTIAL: the kernel finishes the checksum per segment.
+            L4Checksum.writeUdpPartial(ring, start + L3, start + L4);
             ring.putByte(vnet + VirtioNetHeader.FLAGS_OFFSET, (byte)VirtioNetHeader.F_NEEDS_CSUM);
             ring.putByte(vnet + VirtioNetHeader.GSO_TYPE_OFFSET, (byte)VirtioNetHeader.GSO_UDP_L4);
             ring.putShort(vnet + VirtioNetHeader.HDR_LEN_OFFSET, (short)HEADER_LENGTH, ByteOrder.LITTLE_ENDIAN);
@@ -279,19 +280,5 @@ final class UdpSegmentBatcher
     private int identification(final int frame)
     {
         return ring.getShort(frame + L3 + Ipv4Header.IDENTIFICATION_OFFSET, BIG_ENDIAN) & 0xFFFF;
-    }
-
-    private int pseudoHeaderSum(final int frame, final int udpLength)
-    {
-        final UnsafeBuffer ring = this.ring;
-        final int src = frame + L3 + Ipv4Header.SRC_OFFSET;
-        long sum = (ring.getShort(src, BIG_ENDIAN) & 0xFFFF) + (ring.getShort(src + 2, BIG_ENDIAN) & 0xFFFF) +
-            (ring.getShort(src + 4, BIG_ENDIAN) & 0xFFFF) + (ring.getShort(src + 6, BIG_ENDIAN) & 0xFFFF) +
-            Ipv4Header.PROTOCOL_UDP + udpLength;
-        while ((sum >>> 16) != 0)
-        {
-            sum = (sum & 0xFFFF) + (sum >>> 16);
-        }
-        return (int)sum;
     }
 }

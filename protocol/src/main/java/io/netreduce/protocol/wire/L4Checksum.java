@@ -103,17 +103,7 @@ public final class L4Checksum
     {
         final int udpLength = UdpHeader.length(buffer, udpOffset);
         buffer.putShort(udpOffset + UdpHeader.CHECKSUM_OFFSET, (short)0);
-        long sum;
-        if (Ipv4Header.version(buffer, l3Offset) == 4)
-        {
-            sum = sum(buffer, l3Offset + Ipv4Header.SRC_OFFSET, 8, 0);
-        }
-        else
-        {
-            sum = sum(buffer, l3Offset + Ipv6Header.SRC_OFFSET, 32, 0);
-        }
-        sum += Ipv4Header.PROTOCOL_UDP + udpLength;
-        sum = sum(buffer, udpOffset, udpLength, sum);
+        final long sum = sum(buffer, udpOffset, udpLength, udpPseudoHeaderSum(buffer, l3Offset, udpLength));
         int checksum = ~fold(sum) & 0xFFFF;
         if (checksum == 0)
         {
@@ -132,11 +122,31 @@ public final class L4Checksum
             return true;
         }
         final int udpLength = UdpHeader.length(buffer, udpOffset);
-        long sum = Ipv4Header.version(buffer, l3Offset) == 4 ?
+        return fold(sum(buffer, udpOffset, udpLength, udpPseudoHeaderSum(buffer, l3Offset, udpLength))) == 0xFFFF;
+    }
+
+    /**
+     * Store in the UDP checksum field the folded, not complemented, sum of the pseudo-header alone, as a
+     * checksum left for offload (CHECKSUM_PARTIAL) carries it: the kernel or the NIC finishes it over the datagram.
+     *
+     * @param l3Offset  start of the IP header.
+     * @param udpOffset start of the UDP header; the UDP length field must be right.
+     */
+    public static void writeUdpPartial(final MutableDirectBuffer buffer, final int l3Offset, final int udpOffset)
+    {
+        final int udpLength = UdpHeader.length(buffer, udpOffset);
+        buffer.putShort(udpOffset + UdpHeader.CHECKSUM_OFFSET,
+            (short)fold(udpPseudoHeaderSum(buffer, l3Offset, udpLength)), BIG_ENDIAN);
+    }
+
+    /**
+     * @return the unfolded sum of the UDP pseudo-header (addresses, protocol, UDP length) of an IPv4 or IPv6 datagram.
+     */
+    private static long udpPseudoHeaderSum(final DirectBuffer buffer, final int l3Offset, final int udpLength)
+    {
+        final long addresses = Ipv4Header.version(buffer, l3Offset) == 4 ?
             sum(buffer, l3Offset + Ipv4Header.SRC_OFFSET, 8, 0) : sum(buffer, l3Offset + Ipv6Header.SRC_OFFSET, 32, 0);
-        sum += Ipv4Header.PROTOCOL_UDP + udpLength;
-        sum = sum(buffer, udpOffset, udpLength, sum);
-        return fold(sum) == 0xFFFF;
+        return addresses + Ipv4Header.PROTOCOL_UDP + udpLength;
     }
 
     private static long sum(final DirectBuffer buffer, final int from, final int length, final long initial)
