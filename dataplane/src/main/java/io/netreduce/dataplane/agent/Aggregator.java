@@ -110,7 +110,6 @@ final class Aggregator
             return;
         }
         ringPackets.incrementRelease();
-        ring.progress(arriving.batchNs());
         final long bit = 1L << rank;
         if (!ring.isLeaf())
         {
@@ -163,6 +162,12 @@ final class Aggregator
         if ((arrived & bit) != 0)
         {
             duplicatesPending.incrementRelease();
+        }
+        else
+        {
+            // Only a new contribution is progress: a rank whose peers are gone resends its window for ever, and
+            // if its duplicates counted, the abandoned run would never let the next job in.
+            ring.progress(arriving.batchNs());
         }
         memory.putBytes(region.payloadOffset(agg, rank), buffer, gradient, ring.gradientLength(position));
         final long nowArrived = arrived | bit;

@@ -56,6 +56,7 @@ final class Sequencer
     private int placedMsgId;
     private final AtomicCounter ringRestarts;
     private final AtomicCounter connectionsReplaced;
+    private final AtomicCounter abandonedPartialsDiscarded;
     private final AtomicCounter cltInserts;
     private final AtomicCounter cltUpdates;
     private final AtomicCounter cltForeign;
@@ -76,6 +77,7 @@ final class Sequencer
         this.aggregator = aggregator;
         ringRestarts = counters.counter(DataplaneCounter.RING_RESTARTS);
         connectionsReplaced = counters.counter(DataplaneCounter.RING_CONNECTIONS_REPLACED);
+        abandonedPartialsDiscarded = counters.counter(DataplaneCounter.RING_ABANDONED_PARTIALS_DISCARDED);
         cltInserts = counters.counter(DataplaneCounter.CLT_INSERTS);
         cltUpdates = counters.counter(DataplaneCounter.CLT_UPDATES);
         cltForeign = counters.counter(DataplaneCounter.CLT_FOREIGN);
@@ -530,13 +532,18 @@ final class Sequencer
     private int connect(
         final ArrivingFrame arriving, final Ring ring, final int slot, final int rank, final int msgId, final int psn)
     {
-        final int outcome = ring.connect(rank);
+        final int outcome = ring.connect(rank, arriving.batchNs());
         clt.setRing(slot, ring.id(), rank, msgId, psn, ring.generation(rank));
         if (outcome == Ring.JOINED)
         {
             return 0;
         }
         ring.region().freeAll();
+        if (outcome == Ring.JOINED_ABANDONED)
+        {
+            abandonedPartialsDiscarded.incrementRelease();
+            return 0;
+        }
         if (outcome == Ring.NEW_RUN)
         {
             ringRestarts.incrementRelease();

@@ -20,6 +20,7 @@ public enum DataplaneCounter
     AGGREGATORS_RELEASED("aggregators freed one window later"),
     RING_RESTARTS("ring restarts: a rank connected again, the previous run's aggregators discarded"),
     RING_CONNECTIONS_REPLACED("a rank's connection replaced by another before its run's first completed sum (the run's partial sums discarded, its other connections kept)"),
+    RING_ABANDONED_PARTIALS_DISCARDED("a rank joined a run stalled for the abandoned-run time with no completed sum (its partial sums discarded, as a killed job's may be)"),
     UP_PACKETS("leaf: rack partial sums sent up on the rack's leaving cross-rack connection"),
     UP_REPEATED("leaf: partial sums sent up again for a rank's retransmission (the spine answers from its stored result)"),
     DOWN_RESULTS("leaf: spine results received on the entering cross-rack connection and translated onto the rack's connections"),

@@ -32,7 +32,7 @@ import java.util.Arrays;
  * <p>
  * A ring is used by a sequence of <em>runs</em>: each run is one connection per rank (workers make new QPs for
  * each all-reduce, and MsgIDs start again at 0). A rank that connects again while its current connection already
- * belongs to the current run begins a new run: the previous run is over (see {@link #connect(int)}), and its
+ * belongs to the current run begins a new run: the previous run is over (see {@link #connect(int, long)}), and its
  * aggregators must be discarded, or the results it kept for retransmissions would answer, or block, the new
  * run's messages with the same MsgID.
  * <p>
@@ -110,16 +110,23 @@ public final class Ring implements AutoCloseable
      */
     public static final int MAC_BINDING_SUMS = 8;
 
-    /** {@link #connect(int)}: the connection joins the current run (the rank had no connection in it). */
+    /** {@link #connect(int, long)}: the connection joins the current run (the rank had no connection in it). */
     public static final int JOINED = 0;
-    /** {@link #connect(int)}: the connection begins a new run; the caller must discard the ring's aggregators. */
+    /** {@link #connect(int, long)}: the connection begins a new run; the caller must discard the ring's aggregators. */
     public static final int NEW_RUN = 1;
     /**
-     * {@link #connect(int)}: the connection takes its rank over within a run that has completed no sum; the caller
+     * {@link #connect(int, long)}: the connection takes its rank over within a run that has completed no sum; the caller
      * must discard the run's partial sums (they may hold the displaced connection's gradients) and not sum the
      * packet in hand: the rank's next packets are summed.
      */
     public static final int REPLACED = 2;
+    /**
+     * {@link #connect(int, long)}: the connection joins a run that has completed no sum and made no progress for
+     * the abandoned-run time; the caller must discard the run's partial sums (they may be a killed job's) and sum
+     * the packet in hand. The run's other connections stay: if they are alive, their go-back-N resends put their
+     * contributions back.
+     */
+    public static final int JOINED_ABANDONED = 3;
 
     private final long[] boundMac;
     private final long[] candidateMac;
@@ -524,7 +531,8 @@ public final class Ring implements AutoCloseable
     }
 
     /**
-     * A ring packet was accepted for aggregation at {@code nowNs}.
+     * A ring packet added a rank's contribution to an aggregator at {@code nowNs} (not a duplicate, and not a
+     * retransmission answered from a stored result).
      */
     public void progress(final long nowNs)
     {
@@ -590,9 +598,12 @@ public final class Ring implements AutoCloseable
      * finished (every result delivered and acknowledged): after that, no packet of the old run can need an
      * aggregator.
      *
-     * @return {@link #JOINED}, {@link #REPLACED} or {@link #NEW_RUN}.
+     * A rank that joins a run stalled for the abandoned-run time joins it with its partial sums discarded
+     * ({@link #JOINED_ABANDONED}).
+     *
+     * @return {@link #JOINED}, {@link #JOINED_ABANDONED}, {@link #REPLACED} or {@link #NEW_RUN}.
      */
-    public int connect(final int rank)
+    public int connect(final int rank, final long nowNs)
     {
         generation[rank]++;
         Arrays.fill(slotMsg, rank * slots, (rank + 1) * slots, -1);
@@ -600,7 +611,9 @@ public final class Ring implements AutoCloseable
         {
             rankRun[rank] = run;
             runFirstGeneration[rank] = generation[rank];
-            return JOINED;
+            // A rank joins only a run with no sum (a sum needs every rank in the run). If the run has stalled, its
+            // partial sums may be a killed job's, and this connection's first packet would complete them.
+            return region.incomplete() != 0 && nowNs - lastProgressNs > abandonedRunNs ? JOINED_ABANDONED : JOINED;
         }
         if (!runHasSum)
         {

@@ -210,6 +210,85 @@ class RingRestartTest
     }
 
     @Test
+    void shouldNotSumTheFirstMessageOfANewJobWithTheHalfSentMessageOfAKilledJob() throws InterruptedException
+    {
+        // Job A is killed while ranks 0 and 2 have sent message 0 and rank 1 has sent nothing: the run has no
+        // completed sum and holds their partial sums. Job B's rank 1 connects first; before the fix it joined
+        // that run and its first message completed A's partial sums (a wrong result, silently delivered), and its
+        // duplicates then kept the run "in progress" so that B's ranks 0 and 2 were refused for ever (found by
+        // the frame path fuzz, case seed -6810655045036370938).
+        final long abandonedNs = 50_000_000L;
+        final RingDefinition config = Rings.ring(1, 3, ElementType.INT32, 2, 2, 64);
+        try (DataplaneHarness harness = new DataplaneHarness(1, false, 1L << 30, 0.0, 0, abandonedNs))
+        {
+            harness.install(config);
+            final Random data = new Random(41);
+            final RingWorker[] jobA = workers(config, 0x300, data);
+            final RingWorker[] jobB = workers(config, 0x400, data);
+            for (final int r : new int[] { 0, 2 })
+            {
+                for (final byte[] packet : jobA[r].message(0, Gradients.random(config.elementType(),
+                    jobA[r].gradientBytes(), data)))
+                {
+                    assertThat(harness.process(packet)).isEmpty();
+                }
+            }
+            Thread.sleep(2 * abandonedNs / 1_000_000);
+
+            final byte[][] gradients = new byte[3][];
+            for (int r = 0; r < 3; r++)
+            {
+                gradients[r] = Gradients.random(config.elementType(), jobB[r].gradientBytes(), data);
+            }
+            for (final byte[] packet : jobB[1].message(0, gradients[1]))
+            {
+                assertThat(harness.process(packet)).as("no result made of the killed job's partial sums").isEmpty();
+            }
+            assertThat(harness.counter(DataplaneCounter.RING_ABANDONED_PARTIALS_DISCARDED)).isEqualTo(1);
+
+            // Ranks 0 and 2 take their ranks over within the run (their first packets dropped), then every rank's
+            // go-back-N resends message 0.
+            final List<List<byte[]>> results = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+            final RoceFrame frame = new RoceFrame();
+            for (final int[] order : new int[][] { { 0, 2 }, { 1, 0, 2 } })
+            {
+                for (final int r : order)
+                {
+                    for (final byte[] packet : jobB[r].message(0, gradients[r]))
+                    {
+                        for (final byte[] out : harness.process(packet))
+                        {
+                            frame.wrap(new UnsafeBuffer(out), 0, out.length);
+                            results.get((frame.destQp() - 0x400 + 2) % 3).add(out);
+                        }
+                    }
+                }
+            }
+            final byte[] sum = Gradients.referenceSum(config.elementType(), gradients);
+            for (int r = 0; r < 3; r++)
+            {
+                assertThat(results.get(r)).as("result packets of connection %d", r).hasSize(2);
+                assertThat(Results.payloads(results.get(r), 0, 2)).as("connection %d", r)
+                    .isEqualTo(Results.expected(config, r, 0, sum));
+            }
+            // and job B goes on
+            assertDeliversTheSum(RingSimulation.lossless(harness, config, 5, 43).run(), config);
+        }
+    }
+
+    private static RingWorker[] workers(final RingDefinition config, final int receiveQpBase, final Random data)
+    {
+        final RingWorker[] workers = new RingWorker[config.worldSize()];
+        for (int r = 0; r < workers.length; r++)
+        {
+            final int successor = (r + 1) % workers.length;
+            workers[r] = new RingWorker(config, r, receiveQpBase + successor, data.nextInt(1 << 24),
+                RingWorker.macOf(r), RingWorker.macOf(successor));
+        }
+        return workers;
+    }
+
+    @Test
     void shouldDeliverEveryRunExactlyWhateverIsLostAcrossRestarts()
     {
         SeededCases.run("restarted ring", 25, (random, index) -> checkRestarts(random));
