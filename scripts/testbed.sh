@@ -114,10 +114,12 @@ redirect_roce() { # dev [ns]: UDP 4791 (IPv4 and IPv6) arriving on dev goes to t
   redirect_roce_into "${2:-$sw}" "$1" sw-app
 }
 
-shape() { # ns dev: tbf at $rate on dev's egress
+shape() { # ns dev: tbf at $rate on dev's egress; what dev receives (from its peer's tbf: both ends of a link are
+           # shaped) stays in order (in_order_rx, scripts/lib/emulation.sh)
   local ns="$1" dev="$2"
   [ -n "$rate" ] || return 0
   ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst 512kb latency 20ms
+  [ "${NETREDUCE_BED_REORDERING:-0}" = 1 ] || in_order_rx "$ns" "$dev"
 }
 
 up() {
