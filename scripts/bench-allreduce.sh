@@ -27,7 +27,7 @@
 #                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
 #                                   [--window N (default 8)] [--msg-len L (default 16)]
 #                                   [--offload on|off (default on): segmentation offload on the workers (--segmentation-offload)]
-#                                   [--appliance-offload on|off (default off): on the appliance's port too
+#                                   [--appliance-offload on|off (default on): on the appliance's port too
 #                                    (segmentation_offload: results leave batched; see docs/performance.md)]
 #                                   [--trace-dir DIR: per-call timelines of the netreduce ranks, DIR/RATE-wW-SIZE-rR.csv]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
@@ -52,7 +52,7 @@ cpu_load=0
 rto_us=400000
 trace_dir=""
 offload=on
-appliance_offload=off
+appliance_offload=on
 
 while [ $# -gt 0 ]; do
   case "$1" in

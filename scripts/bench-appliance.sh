@@ -83,10 +83,11 @@ echo "world,payload,msg_len,window,mode,repeat,ok,rate_gbps,gradient_gbps_in,mpp
 for world in $workers_list; do
   for payload in $payloads; do
     msg_len=16   # a window of 8 such messages per rank stays within the appliance's receive ring
+    # Offload off: per-frame forwarding against the kernel bridge, and the loadgen's sinks read wire frames.
     write_config() {   # $1: dataplane settings, "KEY: VALUE, ..." or empty; $2: port type
     {
       echo "appliance:"
-      echo "  ports: [ { name: eth0, mtu: 9000, type: ${2:-af_packet} } ]"
+      echo "  ports: [ { name: eth0, mtu: 9000, type: ${2:-af_packet}$([ "${2:-af_packet}" = af_packet ] && echo ", segmentation_offload: false") } ]"
       [ -n "$1" ] && echo "  dataplane: { $1 }"
       echo "  memoryBudget: 512MiB"
       echo "  api: { listen: \"unix:$work/api.sock\" }"

@@ -170,6 +170,8 @@ up() {
     ip netns exec "$out" ip link set eth0 address "$out_mac" mtu "$mtu" up
     ip netns exec "$out" ip addr add 10.77.0.100/24 dev eth0
     ip netns exec "$out" ip link set lo up
+    # As the workers: what it sends leaves as wire frames, not offload frames that veth would carry whole.
+    ip netns exec "$out" ethtool -K eth0 tx off >/dev/null 2>&1 || true
     ip netns exec "$sw" ip link set sw-out master br0 mtu "$mtu" up
     ip netns exec "$sw" bridge fdb replace "$out_mac" dev sw-out master static
     redirect_roce sw-out
@@ -273,6 +275,7 @@ up_racks() {
     ip netns exec "$out" ip link set eth0 address "$out_mac" up
     ip netns exec "$out" ip addr add 10.77.0.100/24 dev eth0
     ip netns exec "$out" ip link set lo up
+    ip netns exec "$out" ethtool -K eth0 tx off >/dev/null 2>&1 || true
     ip netns exec "${prefix}-sw0" bridge fdb replace "$out_mac" dev sw-out master static
     ip netns exec "$spine_sw" bridge fdb replace "$out_mac" dev dn0 master static
     for k in $(seq 1 $(( racks - 1 ))); do

@@ -193,7 +193,10 @@ public final class PacketDataplane implements DataplaneAttachment
             configuration = configuration.withTxRing(
                 AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
         }
-        return configuration.withSegmentationOffload(port.segmentationOffload());
+        // The appliance's neighbours send wire frames (NICs; the bed's workers segment in their own kernels): its
+        // offload is on the transmit side, and its receive ring keeps MTU-sized slots, as many as without offload.
+        return port.segmentationOffload() ? configuration.withSegmentationOffload(true).withRxForWireFrames() :
+            configuration;
     }
 
     /**

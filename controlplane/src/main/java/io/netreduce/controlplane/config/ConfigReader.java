@@ -118,13 +118,14 @@ final class ConfigReader
                 if (isObject(portNode, portPath, "a port mapping with keys name, mtu, type and segmentation_offload"))
                 {
                     checkKeys(portNode, portPath, PORT_KEYS);
+                    final PortType type = named(portNode.get("type"), child(portPath, "type"),
+                        PortConfig.DEFAULT_TYPE, PortType::fromConfigName, "af_packet or af_xdp");
                     ports.add(new PortConfig(
                         string(required(portNode, portPath, "name"), child(portPath, "name"), ""),
                         integer(portNode.get("mtu"), child(portPath, "mtu"), PortConfig.DEFAULT_MTU),
-                        named(portNode.get("type"), child(portPath, "type"), PortConfig.DEFAULT_TYPE,
-                            PortType::fromConfigName, "af_packet or af_xdp"),
+                        type,
                         bool(portNode.get("segmentation_offload"), child(portPath, "segmentation_offload"),
-                            PortConfig.DEFAULT_SEGMENTATION_OFFLOAD)));
+                            PortConfig.defaultSegmentationOffload(type))));
                 }
             }
         }

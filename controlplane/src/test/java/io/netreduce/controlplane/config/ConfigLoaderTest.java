@@ -140,20 +140,21 @@ class ConfigLoaderTest
     }
 
     @Test
-    void shouldReadEachPortsSegmentationOffloadOffUnlessConfigured() throws ConfigException
+    void shouldReadEachPortsSegmentationOffloadOnForAfPacketAndOffForAfXdpUnlessConfigured() throws ConfigException
     {
         final NetreduceConfig config = ConfigLoader.parse(BASE.replace("    - name: eth1\n",
             "    - name: eth1\n      segmentation_offload: true\n" +
             "    - { name: eth2, type: af_packet, segmentation_offload: false }\n" +
-            "    - { name: eth3, mtu: 9000 }\n"));
+            "    - { name: eth3, mtu: 9000 }\n" +
+            "    - { name: eth4, type: af_xdp }\n"));
 
         assertThat(config.appliance().ports()).containsExactly(
             new PortConfig("eth1", PortConfig.DEFAULT_MTU, PortType.AF_PACKET, true),
             new PortConfig("eth2", PortConfig.DEFAULT_MTU, PortType.AF_PACKET, false),
-            new PortConfig("eth3", 9000, PortType.AF_PACKET, false));
-        assertThat(config.appliance().ports()).extracting(PortConfig::segmentationOffload)
-            .containsExactly(true, false, PortConfig.DEFAULT_SEGMENTATION_OFFLOAD);
-        assertThat(PortConfig.DEFAULT_SEGMENTATION_OFFLOAD).isFalse();
+            new PortConfig("eth3", 9000, PortType.AF_PACKET, true),
+            new PortConfig("eth4", PortConfig.DEFAULT_MTU, PortType.AF_XDP, false));
+        assertThat(new PortConfig("eth5", 1500).segmentationOffload()).isTrue();
+        assertThat(new PortConfig("eth6", 1500, PortType.AF_XDP).segmentationOffload()).isFalse();
     }
 
     static Stream<Arguments> brokenConfigs()
