@@ -141,6 +141,7 @@ up() {
   ip netns exec "$app" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1
   ip netns exec "$sw" ip link set sw-app master br0 mtu "$mtu" up
   ip netns exec "$sw" bridge link set dev sw-app learning off
+  wire_frames_to "$sw" sw-app
 
   for i in $(seq 0 $(( workers - 1 ))); do
     local ns; ns="$(worker_ns "$i")"
@@ -214,6 +215,7 @@ new_appliance() { # ns mac switch_ns: the appliance namespace's eth0 on the swit
   ip netns exec "$ns" ip link set lo up
   ip netns exec "$ns" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1
   ip netns exec "$swns" bridge link set dev sw-app learning off
+  wire_frames_to "$swns" sw-app
   # No flooding to the appliance either: it passes on what it does not aggregate, so a flooded frame (broadcast,
   # multicast, unknown unicast) it re-emitted would be flooded again, up to the spine switch, down to every rack
   # switch, into every leaf, and round again forever (the re-emission defeats the bridge's split horizon). It

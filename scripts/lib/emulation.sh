@@ -55,3 +55,12 @@ in_order_rx() {
     ip netns exec "$ns" sh -c "echo $mask > $q/rps_cpus"
   done
 }
+
+# wire_frames_to NS DEV: what leaves DEV are wire frames, as on a link from a NIC. veth carries a UDP segmentation
+# offload frame (a batch of RoCE packets from a port with segmentation offload) whole, where a NIC would have cut
+# it into packets on the wire; with DEV's UDP segmentation off, the kernel cuts it when it leaves DEV. Used on the
+# switch ports that face appliances: an appliance's receive ring is sized for wire frames (a leaf's batches to the
+# spine, the spine's to a leaf, would otherwise arrive whole and be counted rx_truncated).
+wire_frames_to() {
+  ip netns exec "$1" ethtool -K "$2" tx-udp-segmentation off >/dev/null
+}
