@@ -3,7 +3,7 @@
 #
 # For every link rate (tbf on every worker link, both directions; "none" = unshaped), one test bed with the
 # largest W, one appliance daemon (no job at start). For every W and tensor size:
-#   netreduce: `ctl add-job` a ring of ranks 0..W-1 (fp32, window 8, MsgLen 16, payload 4096 = PMTU), run W
+#   netreduce: `ctl add-job` a ring of ranks 0..W-1 (fp32, window 16, MsgLen 16, payload 4096 = PMTU), run W
 #              `netreduce worker allreduce --mode netreduce` processes, `ctl remove-job`;
 #   ring:      no ring installed, run W `netreduce worker allreduce --mode ring` processes over the same kind of
 #              RC connections. The switch's redirect stays in place, so ring traffic takes the same path through
@@ -19,13 +19,14 @@
 # Measured per run: per call the slowest rank's time; over the calls after the first (warm-up): median, p90 and
 # mean, and best; every call's time is kept in the CSV (call_ms, ';'-separated); goodput
 # (tensor bytes / best time), RDMA payload and wire bytes sent per worker per call, retransmissions, and the
-# appliance's CPU time (utime + stime of the daemon from /proc/PID/stat) during the run.
+# appliance's CPU time (utime + stime of the daemon from /proc/PID/stat) during the run, and the workers' (all
+# ranks, user + system, start-up and JIT included; GNU time, where installed).
 #
 # usage: scripts/bench-allreduce.sh [--rates "none 1gbit 5gbit"] [--workers "2 4 8"] [--sizes-mib "1 4 16 64"]
 #                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
 #                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
 #                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
-#                                   [--window N (default 8)] [--msg-len L (default 16)]
+#                                   [--window N (default 16)] [--msg-len L (default 16)]
 #                                   [--offload on|off (default on): segmentation offload on the workers (--segmentation-offload)]
 #                                   [--appliance-offload on|off (default on): on the appliance's port too
 #                                    (segmentation_offload: results leave batched; see docs/performance.md)]
@@ -44,7 +45,7 @@ out="docs/bench/allreduce.csv"
 build=1
 prefix=nrb
 ring_path=appliance
-window=8
+window=16
 msg_len=16
 payload=4096
 modes_opt=""
@@ -129,7 +130,7 @@ if [ "$build" -eq 1 ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,call_ms" > "$out"
+echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,call_ms" > "$out"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
 hz="$(getconf CLK_TCK)"
@@ -196,14 +197,18 @@ run_one() { # rate world mode size
   t0="$(date +%s%N)"
   worker_pids=()
   for i in $(seq 0 $(( world - 1 ))); do
+    # Each worker's CPU time (user + system, its JVM's compiler and GC threads included), where GNU time is there.
+    local cpu_time=()
+    rm -f "$work/w$i.cpu"
+    [ -x /usr/bin/time ] && cpu_time=(/usr/bin/time -f "%U %S" -o "$work/w$i.cpu")
     if [ "$mode" = gloo ]; then
       timeout --signal=TERM --kill-after=10 900 \
-        ip netns exec "${prefix}-w$i" "$NETREDUCE_PYTHON" scripts/bench/gloo_allreduce.py --rank "$i" \
+        ip netns exec "${prefix}-w$i" "${cpu_time[@]}" "$NETREDUCE_PYTHON" scripts/bench/gloo_allreduce.py --rank "$i" \
           --world "$world" --master 10.77.0.1 --size "$size" --iterations "$iterations" \
           > "$work/w$i.log" 2>&1 &
     else
       timeout --signal=TERM --kill-after=10 900 \
-        ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
+        ip netns exec "${prefix}-w$i" "${cpu_time[@]}" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
           --ring-id 1 --mode "$cli_mode" --type fp32 --size "$size" --iterations "$iterations" --window "$window" \
           --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us "$rto_us" --json \
           $([ "$offload" = on ] && echo --segmentation-offload || echo --no-segmentation-offload) \
@@ -265,9 +270,18 @@ steady = sorted(calls[1:] if len(calls) > 1 else calls)
 def quantile(q):
     return steady[min(len(steady) - 1, int(q * len(steady)))] if steady else 0.0
 median, p90 = (steady[len(steady) // 2] if steady else 0.0), quantile(0.9)
+workers_cpu = ""
+try:
+    cpu = 0.0
+    for rank in range(world):
+        with open(os.path.join(work, f"w{rank}.cpu")) as times:
+            cpu += sum(float(v) for v in times.read().split()[-2:])
+    workers_cpu = f"{cpu:.2f}"
+except (OSError, ValueError):
+    pass
 print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{median:.2f},{p90:.2f},{mean:.2f},"
       f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{rx_dropped},{ticks / hz:.2f},"
-      f"{wall_ms / 1e3:.1f},{';'.join(f'{c:.1f}' for c in calls)}")
+      f"{wall_ms / 1e3:.1f},{workers_cpu},{';'.join(f'{c:.1f}' for c in calls)}")
 EOF
   tail -n 1 "$out"
   if tail -n 1 "$out" | grep -q ',false,'; then
@@ -299,7 +313,7 @@ echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cols = ["rate", "world", "mode", "cpu_load", "size_bytes", "ok", "median_ms", "p90_ms", "best_ms", "goodput_gbps",
-        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s"]
+        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s"]
 print("| " + " | ".join(cols) + " |")
 print("|" + "---|" * len(cols))
 for r in rows:

@@ -5,7 +5,7 @@
 #   2. brings the namespace test bed up (scripts/testbed.sh: W workers, switch with the UDP 4791 redirect,
 #      appliance namespace; MTU 9000 so that 4096-byte RoCE payloads fit),
 #   3. starts the daemon in the appliance namespace with a generated configuration (one ring of the W workers'
-#      addresses 10.77.0.1..W, fp32, window 8, MsgLen 16, payload 4096 = PMTU),
+#      addresses 10.77.0.1..W, fp32, window 16, MsgLen 16, payload 4096 = PMTU),
 #   4. runs W `netreduce worker allreduce` processes, one per worker namespace, each all-reducing a 64 MiB fp32
 #      tensor ITERATIONS times and checking every result against the exact rank-order sum,
 #   5. prints per-worker goodput and bytes on the wire, the appliance's counters and CPU time, and a summary,
@@ -39,7 +39,7 @@ build=1
 timeout=600
 idle=""
 worker_idle=""
-window=8
+window=16
 msg_len=16
 payload=4096
 ring_id=1

@@ -6,7 +6,7 @@
 #      python3-sklearn and python3-matplotlib if missing (the data set ships in python3-sklearn: no download),
 #   2. brings the namespace test bed up (scripts/testbed.sh: W workers, MTU 9000, links shaped to RATE),
 #   3. starts the daemon in the appliance namespace with one fp32 ring of the W workers' addresses
-#      (window 8, MsgLen 16, payload 4096), as scripts/demo.sh does,
+#      (window 16, MsgLen 16, payload 4096), as scripts/demo.sh does,
 #   4. runs W ranks of scripts/train/ddp_train.py --mode netreduce, one per worker namespace (each starts its
 #      `netreduce worker serve` sidecar through netreduce.Session), then W ranks of --mode gloo (DDP's own
 #      all-reduce over the same gloo process group), then the same training simulated in one process with the
@@ -48,7 +48,7 @@ results=/tmp/netreduce-train
 prefix=nrtrain
 build=1
 timeout=300
-window=8
+window=16
 msg_len=16
 payload=4096
 ring_id=1

@@ -57,7 +57,7 @@ class Session:
     """
 
     def __init__(self, *, device: Optional[str] = None, transport="sidecar", ring_id: int = 1,
-                 element_type: str = "fp32", window: int = 8, msg_len: int = 16, payload_size: int = 4096,
+                 element_type: str = "fp32", window: int = 16, msg_len: int = 16, payload_size: int = 4096,
                  inet_tag: str = "NRED", result_tag: str = "NRES", appliance: Optional[str] = None,
                  token_file: Optional[str] = None, install: bool = False, job_name: Optional[str] = None,
                  process_group=None, fallback: bool = False, timeout: float = 30.0,

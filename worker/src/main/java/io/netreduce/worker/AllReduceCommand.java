@@ -96,8 +96,17 @@ public final class AllReduceCommand implements Callable<Integer>
     @Option(names = "--iterations", description = "All-reduce calls (default ${DEFAULT-VALUE}).")
     int iterations = 5;
 
-    @Option(names = "--window", description = "NetReduce window N, messages in flight (default ${DEFAULT-VALUE}).")
-    int window = 8;
+    /**
+     * 16: with MsgLen 16 and 4 KiB packets, 1 MiB in flight per rank, 8.4 ms at 1 Gbit/s. The bed's round trip is
+     * well under a millisecond, but a worker that shares its cores with a trainer is off the CPU for milliseconds at
+     * a time, and the pipeline must not drain meanwhile: on the bed (64 MiB, W = 4, 1 Gbit/s, a busy process beside
+     * each worker) window 8 took 1147 ms per call and 16 took 829 ms, with the quiet case unchanged (568-571 ms) and
+     * W = 8 faster (735 to 677 ms). 32 (2 MiB) overflowed the bed's 1 Gbit/s tbf queues (20 ms, about 3 MB, shared
+     * with the ACKs) and resent 49 000 packets a run.
+     */
+    @Option(names = "--window", description = "NetReduce window N, messages in flight (default ${DEFAULT-VALUE}; " +
+        "it must match the ring's window on the appliance).")
+    int window = 16;
 
     @Option(names = "--msg-len", description = "NetReduce MsgLen, packets per message (default ${DEFAULT-VALUE}).")
     int msgLen = 16;

@@ -69,6 +69,8 @@ public record AfPacketConfiguration(
     public static final int SEGMENTATION_TX_FRAME_SIZE = 69632;
     public static final int SEGMENTATION_RX_BLOCK_SIZE = 1 << 20;
     public static final int SEGMENTATION_RX_BLOCK_COUNT = 64;
+    /** Receive blocks of {@link #withRxForWireFrames}. */
+    public static final int WIRE_FRAMES_RX_BLOCK_COUNT = 128;
     /** Longest frame a port with segmentation offload receives whole: Ethernet, a VLAN tag, a 64 KiB IP datagram. */
     public static final int SEGMENTATION_MAX_FRAME_LENGTH = LinuxPacketAbi.ETH_HLEN + LinuxPacketAbi.VLAN_HLEN + 0xFFFF;
 
@@ -189,17 +191,19 @@ public record AfPacketConfiguration(
     }
 
     /**
-     * @return this configuration with the default receive ring ({@value #DEFAULT_RX_BLOCK_COUNT} blocks of
-     *         {@value #DEFAULT_RX_BLOCK_SIZE} bytes) and receive slots sized for MTU frames behind the virtio header:
-     *         for a port with segmentation offload whose neighbours send wire frames (a NIC; the test bed's workers,
-     *         whose own kernels segment what they send). 64 KiB slots would cut the ring to 960 frames, fewer than
-     *         the packets eight ranks may have in flight with window 8 and MsgLen 16 (1024): measured, 7431 frames
-     *         dropped at the appliance's ring in one run of ten 64 MiB all-reduces at W = 8. A frame longer than the
-     *         MTU (a neighbour's offload frame) is counted truncated and dropped.
+     * @return this configuration with a receive ring of {@value #WIRE_FRAMES_RX_BLOCK_COUNT} blocks of
+     *         {@value #DEFAULT_RX_BLOCK_SIZE} bytes (32 MiB) and receive slots sized for MTU frames behind the virtio
+     *         header: for a port with segmentation offload whose neighbours send wire frames (a NIC; the test bed's
+     *         workers, whose own kernels segment what they send), such as the appliance's. 64 KiB slots would cut
+     *         the ring to 960 frames, fewer than the packets eight ranks may have in flight with window 8 and
+     *         MsgLen 16 (1024): measured, 7431 frames dropped at the appliance's ring in one run of ten 64 MiB
+     *         all-reduces at W = 8. 32 MiB holds 3584 frames at MTU 9000: eight ranks' windows of 16 messages of 16
+     *         packets (2048) and their ACKs. A frame longer than the MTU (a neighbour's offload frame) is counted
+     *         truncated and dropped.
      */
     public AfPacketConfiguration withRxForWireFrames()
     {
-        return new AfPacketConfiguration(interfaceName, rxRingVersion, DEFAULT_RX_BLOCK_SIZE, DEFAULT_RX_BLOCK_COUNT,
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, DEFAULT_RX_BLOCK_SIZE, WIRE_FRAMES_RX_BLOCK_COUNT,
             rxBlockTimeoutMs, AUTO_RX_FRAME_SIZE, txFrameSize, txFrameCount, promiscuous, qdiscBypass,
             segmentationOffload);
     }
