@@ -33,8 +33,10 @@
 #
 # What the namespaces must not do that the hardware they stand for does not (scripts/lib/emulation.sh): a worker's
 # eth0 consumes RoCEv2 as an RDMA NIC would (the software endpoint's AF_PACKET tap still sees every frame; the
-# namespace's IP stack does not, so it makes no ICMP port-unreachable attempt per frame), and a switch does not
-# run the host's br_netfilter on what it bridges.
+# namespace's IP stack does not, so it makes no ICMP port-unreachable attempt per frame), a switch does not
+# run the host's br_netfilter on what it bridges, a shaped link does not reorder a flow (what a shaped device
+# receives is steered to one CPU's backlog; NETREDUCE_BED_REORDERING=1 turns that off), and an appliance's port
+# receives wire frames, not a neighbour's segmentation offload batches (the switch port facing it segments them).
 #
 # usage: scripts/testbed.sh up   [-w WORKERS] [--racks R] [--mtu 1500|9000] [--rate RATE] [--prefix P] [--outsider]
 #        scripts/testbed.sh down [--prefix P]
