@@ -20,6 +20,11 @@ import java.util.function.ToLongFunction;
  * <pre>
  * ring traffic dropped: 1532 first packet lost, 12 bad icrc in the last 1.0 s
  * </pre>
+ * and, for the ports' own losses (the kernel's receive ring full, frames too long for a receive slot, offload frames
+ * that cannot be split), a second line:
+ * <pre>
+ * port traffic dropped: 7431 eth0 rx_dropped (receive ring full) in the last 1.0 s
+ * </pre>
  * At most one line per interval however often {@link #tick()} is called, never per packet; nothing when nothing
  * was dropped. The dataplane is not involved: counters are read from their shared buffers.
  */
@@ -31,11 +36,20 @@ public final class DropBurstWatcher implements AutoCloseable
     private static final Logger LOG = LoggerFactory.getLogger(DropBurstWatcher.class);
     private static final DataplaneCounter[] DROPS = dropReasons();
 
+    /**
+     * A port's drop counter: {@code what} names it in the line (port and counter), {@code value} reads it.
+     */
+    public record PortDrop(String what, LongSupplier value)
+    {
+    }
+
     private final ToLongFunction<DataplaneCounter> counters;
+    private final List<PortDrop> portDrops;
     private final LongSupplier nanoClock;
     private final long intervalNs;
     private final Consumer<String> warn;
     private final long[] baseline = new long[DROPS.length];
+    private final long[] portBaseline;
     private long lastCheckNs;
     private ScheduledExecutorService scheduler;
 
@@ -47,6 +61,19 @@ public final class DropBurstWatcher implements AutoCloseable
      */
     public DropBurstWatcher(
         final ToLongFunction<DataplaneCounter> counters,
+        final LongSupplier nanoClock,
+        final long intervalNs,
+        final Consumer<String> warn)
+    {
+        this(counters, List.of(), nanoClock, intervalNs, warn);
+    }
+
+    /**
+     * @param portDrops the ports' drop counters, watched as the dataplane's are (a line of their own).
+     */
+    public DropBurstWatcher(
+        final ToLongFunction<DataplaneCounter> counters,
+        final List<PortDrop> portDrops,
         final LongSupplier nanoClock,
         final long intervalNs,
         final Consumer<String> warn)
@@ -63,15 +90,21 @@ public final class DropBurstWatcher implements AutoCloseable
         {
             baseline[i] = counters.applyAsLong(DROPS[i]);
         }
+        this.portDrops = List.copyOf(portDrops);
+        portBaseline = new long[this.portDrops.size()];
+        for (int i = 0; i < portBaseline.length; i++)
+        {
+            portBaseline[i] = this.portDrops.get(i).value().getAsLong();
+        }
         lastCheckNs = nanoClock.getAsLong();
     }
 
     /**
      * Watch the counters every second on a daemon thread, warning through this class's logger.
      */
-    public static DropBurstWatcher start(final ToLongFunction<DataplaneCounter> counters)
+    public static DropBurstWatcher start(final ToLongFunction<DataplaneCounter> counters, final List<PortDrop> ports)
     {
-        final DropBurstWatcher watcher = new DropBurstWatcher(counters, System::nanoTime, DEFAULT_INTERVAL_NS,
+        final DropBurstWatcher watcher = new DropBurstWatcher(counters, ports, System::nanoTime, DEFAULT_INTERVAL_NS,
             LOG::warn);
         watcher.scheduler = Executors.newSingleThreadScheduledExecutor(runnable ->
         {
@@ -87,7 +120,8 @@ public final class DropBurstWatcher implements AutoCloseable
     /**
      * Check the counters if an interval has passed since the last check; warn if any drop reason increased.
      *
-     * @return the line written, or null if none was.
+     * @return the lines written (two, the dataplane's and the ports', joined by a newline, when both dropped), or
+     *         null if none was.
      */
     public synchronized String tick()
     {
@@ -99,6 +133,38 @@ public final class DropBurstWatcher implements AutoCloseable
             return null;
         }
         lastCheckNs = now;
+        final String ring = ringLine(elapsed);
+        final String ports = portLine(elapsed);
+        if (ring != null)
+        {
+            warn.accept(ring);
+        }
+        if (ports != null)
+        {
+            warn.accept(ports);
+        }
+        return ring == null ? ports : ports == null ? ring : ring + "\n" + ports;
+    }
+
+    private String portLine(final long elapsed)
+    {
+        final StringBuilder line = new StringBuilder();
+        for (int i = 0; i < portBaseline.length; i++)
+        {
+            final long value = portDrops.get(i).value().getAsLong();
+            if (value > portBaseline[i])
+            {
+                line.append(line.isEmpty() ? "port traffic dropped: " : ", ").append(value - portBaseline[i])
+                    .append(' ').append(portDrops.get(i).what());
+            }
+            portBaseline[i] = value;
+        }
+        return line.isEmpty() ? null :
+            line.append(String.format(Locale.ROOT, " in the last %.1f s", elapsed / 1e9)).toString();
+    }
+
+    private String ringLine(final long elapsed)
+    {
         final List<long[]> increased = new ArrayList<>();
         for (int i = 0; i < DROPS.length; i++)
         {
@@ -122,9 +188,7 @@ public final class DropBurstWatcher implements AutoCloseable
                 .append(DROPS[(int)entry[1]].reason().replace('_', ' '));
         }
         line.append(String.format(Locale.ROOT, " in the last %.1f s", elapsed / 1e9));
-        final String text = line.toString();
-        warn.accept(text);
-        return text;
+        return line.toString();
     }
 
     private void tickSafely()

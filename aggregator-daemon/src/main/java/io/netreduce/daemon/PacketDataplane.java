@@ -268,7 +268,7 @@ public final class PacketDataplane implements DataplaneAttachment
         awaitWarmUp();
         captures = new CaptureManager(proxy, portsOfLane0.stream().map(PacketPort::name).toList(),
             Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
-        dropWatcher = DropBurstWatcher.start(proxy::counter);
+        dropWatcher = DropBurstWatcher.start(proxy::counter, portDrops());
         tagReporter = ForeignTagReporter.start(proxy, installedRings::values);
         LOG.info("dataplane started: {} port(s) {} ({}), {} lane(s), batch {}, idle {}{}",
             portsOfLane0.size(), portsOfLane0.stream().map(PacketPort::name).toList(),
@@ -660,6 +660,31 @@ public final class PacketDataplane implements DataplaneAttachment
             }
         }
         return samples;
+    }
+
+    /**
+     * Each port's (each lane socket's) own losses, for the drop watcher: the kernel found the receive ring full,
+     * a frame was longer than a receive slot, an offload frame could not be split.
+     */
+    private List<DropBurstWatcher.PortDrop> portDrops()
+    {
+        final List<DropBurstWatcher.PortDrop> drops = new ArrayList<>();
+        final boolean perLane = lanePorts.size() > 1;
+        for (int lane = 0; lane < lanePorts.size(); lane++)
+        {
+            for (final PacketPort port : lanePorts.get(lane))
+            {
+                final String where = port.name() + (perLane ? " lane " + lane : "");
+                final PortCounters counters = port.counters();
+                drops.add(new DropBurstWatcher.PortDrop(where + " rx_dropped (receive ring full)",
+                    () -> counters.get(PortCounters.RX_DROPPED)));
+                drops.add(new DropBurstWatcher.PortDrop(where + " rx_truncated (frame longer than a receive slot)",
+                    () -> counters.get(PortCounters.RX_TRUNCATED)));
+                drops.add(new DropBurstWatcher.PortDrop(where + " rx_gso_unsupported (offload frame not split)",
+                    () -> counters.get(PortCounters.RX_GSO_UNSUPPORTED)));
+            }
+        }
+        return drops;
     }
 
     private static String capitalise(final String text)

@@ -80,4 +80,31 @@ class DropBurstWatcherTest
 
         assertThat(watcher.tick()).isEqualTo("ring traffic dropped: 4 spoofed, 4 injected in the last 3.5 s");
     }
+
+    @Test
+    void shouldWarnOfAFullReceiveRingOnALineOfItsOwnBesideTheDataplanesDrops()
+    {
+        final long[] rxDropped = { 3 };
+        final long[] truncated = { 0 };
+        final DropBurstWatcher watcher = new DropBurstWatcher(counter -> counters.getOrDefault(counter, 0L),
+            List.of(new DropBurstWatcher.PortDrop("eth0 rx_dropped (receive ring full)", () -> rxDropped[0]),
+                new DropBurstWatcher.PortDrop("eth0 rx_truncated (frame longer than a receive slot)",
+                    () -> truncated[0])),
+            () -> now, SECOND, lines::add);
+        rxDropped[0] += 7431;
+        add(DataplaneCounter.DROP_FIRST_PACKET_LOST, 242);
+        now += SECOND;
+
+        assertThat(watcher.tick()).isEqualTo("ring traffic dropped: 242 first packet lost in the last 1.0 s\n" +
+            "port traffic dropped: 7431 eth0 rx_dropped (receive ring full) in the last 1.0 s");
+        assertThat(lines).containsExactly("ring traffic dropped: 242 first packet lost in the last 1.0 s",
+            "port traffic dropped: 7431 eth0 rx_dropped (receive ring full) in the last 1.0 s");
+
+        truncated[0] += 2;
+        now += SECOND;
+        assertThat(watcher.tick())
+            .isEqualTo("port traffic dropped: 2 eth0 rx_truncated (frame longer than a receive slot) in the last 1.0 s");
+        now += SECOND;
+        assertThat(watcher.tick()).isNull();
+    }
 }
