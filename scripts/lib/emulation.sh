@@ -52,7 +52,8 @@ in_order_rx() {
   mask="$(printf '%x' $((1 << (_in_order_rx_next % $(nproc)))))"
   _in_order_rx_next=$((_in_order_rx_next + 1))
   for q in $(ip netns exec "$ns" sh -c "ls -d /sys/class/net/$dev/queues/rx-* 2>/dev/null"); do
-    ip netns exec "$ns" sh -c "echo $mask > $q/rps_cpus"
+    ip netns exec "$ns" sh -c "echo $mask > $q/rps_cpus" 2>/dev/null ||
+      echo "testbed: warning: cannot steer $ns $dev to one CPU (rps_cpus): its frames may be reordered" >&2
   done
 }
 
@@ -62,5 +63,8 @@ in_order_rx() {
 # switch ports that face appliances: an appliance's receive ring is sized for wire frames (a leaf's batches to the
 # spine, the spine's to a leaf, would otherwise arrive whole and be counted rx_truncated).
 wire_frames_to() {
-  ip netns exec "$1" ethtool -K "$2" tx-udp-segmentation off >/dev/null
+  ip netns exec "$1" ethtool -K "$2" tx-udp-segmentation off >/dev/null || {
+    echo "testbed: cannot turn UDP segmentation off on $1 $2 (ethtool; scripts/setup.sh installs it)" >&2
+    return 1
+  }
 }
