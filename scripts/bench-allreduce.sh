@@ -20,7 +20,8 @@
 # mean, and best; every call's time is kept in the CSV (call_ms, ';'-separated); goodput
 # (tensor bytes / best time), RDMA payload and wire bytes sent per worker per call, retransmissions, and the
 # appliance's CPU time (utime + stime of the daemon from /proc/PID/stat) during the run, and the workers' (all
-# ranks, user + system, start-up and JIT included; GNU time, where installed).
+# ranks, user + system, start-up and JIT included; GNU time, where installed), and a rank's CPU time during a call
+# (its process's, threads included; the ranks' mean, median over the calls after the first).
 #
 # usage: scripts/bench-allreduce.sh [--rates "none 1gbit 5gbit"] [--workers "2 4 8"] [--sizes-mib "1 4 16 64"]
 #                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
@@ -130,7 +131,7 @@ if [ "$build" -eq 1 ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,call_ms" > "$out"
+echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,call_ms" > "$out"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
 hz="$(getconf CLK_TCK)"
@@ -270,6 +271,14 @@ steady = sorted(calls[1:] if len(calls) > 1 else calls)
 def quantile(q):
     return steady[min(len(steady) - 1, int(q * len(steady)))] if steady else 0.0
 median, p90 = (steady[len(steady) // 2] if steady else 0.0), quantile(0.9)
+# Per call, the ranks' mean CPU time during the call (each process's own count, threads included); the median over
+# the calls after the first.
+per_rank_cpu = [r.get("cpu_ms", []) for r in done]
+cpu_per_call = ""
+if per_rank_cpu and all(per_rank_cpu):
+    mean_cpu = [sum(c) / len(c) for c in zip(*per_rank_cpu)]
+    steady_cpu = sorted(mean_cpu[1:] if len(mean_cpu) > 1 else mean_cpu)
+    cpu_per_call = f"{steady_cpu[len(steady_cpu) // 2]:.1f}"
 workers_cpu = ""
 try:
     cpu = 0.0
@@ -281,7 +290,7 @@ except (OSError, ValueError):
     pass
 print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{median:.2f},{p90:.2f},{mean:.2f},"
       f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{rx_dropped},{ticks / hz:.2f},"
-      f"{wall_ms / 1e3:.1f},{workers_cpu},{';'.join(f'{c:.1f}' for c in calls)}")
+      f"{wall_ms / 1e3:.1f},{workers_cpu},{cpu_per_call},{';'.join(f'{c:.1f}' for c in calls)}")
 EOF
   tail -n 1 "$out"
   if tail -n 1 "$out" | grep -q ',false,'; then
@@ -313,7 +322,7 @@ echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cols = ["rate", "world", "mode", "cpu_load", "size_bytes", "ok", "median_ms", "p90_ms", "best_ms", "goodput_gbps",
-        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s"]
+        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s", "worker_cpu_ms_per_call"]
 print("| " + " | ".join(cols) + " |")
 print("|" + "---|" * len(cols))
 for r in rows:

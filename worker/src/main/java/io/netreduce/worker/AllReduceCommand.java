@@ -537,6 +537,9 @@ public final class AllReduceCommand implements Callable<Integer>
             socket.refreshKernelStatistics();
         }
         final long rxDroppedBefore = endpoint.port().counters().get(PortCounters.RX_DROPPED);
+        final com.sun.management.OperatingSystemMXBean processCpu =
+            (com.sun.management.OperatingSystemMXBean)java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        final StringBuilder cpuMs = new StringBuilder();
         for (int iteration = 0; iteration < iterations; iteration++)
         {
             TensorPattern.fill(tensor, seed, rank, iteration);
@@ -545,6 +548,7 @@ public final class AllReduceCommand implements Callable<Integer>
             // the cores the others' calls need) stretched the others' timed calls.
             barrier(endpoint, idle, toSuccessor, fromPredecessor, iteration);
             trace.record(endpoint.nanoTime(), TraceRecorder.CALL_STARTED, 0, iteration);
+            final long cpuStart = processCpu.getProcessCpuTime();
             final long start = System.nanoTime();
             try
             {
@@ -557,8 +561,11 @@ public final class AllReduceCommand implements Callable<Integer>
                 break;
             }
             final double seconds = (System.nanoTime() - start) / 1e9;
+            // The whole process's CPU during the call (its compiler and GC threads too), as gloo's rusage counts.
+            final double cpuMillis = (processCpu.getProcessCpuTime() - cpuStart) / 1e6;
             trace.record(endpoint.nanoTime(), TraceRecorder.CALL_DONE, 0, iteration);
             callMs.append(callMs.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", seconds * 1e3));
+            cpuMs.append(cpuMs.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", cpuMillis));
             totalSeconds += seconds;
             completed++;
             bestSeconds = Math.min(bestSeconds, seconds);
@@ -616,13 +623,13 @@ public final class AllReduceCommand implements Callable<Integer>
             out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
                 "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
                 "\"rdma_bytes_sent\":%d,\"wire_bytes_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
-                "\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s]}%n", rank, world,
+                "\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s],\"cpu_ms\":[%s]}%n", rank, world,
                 netreduce ? "netreduce" : "ring",
                 elementType.cliName(), bytes, iterations, matched, ok,
                 meanMs(totalSeconds, completed), bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
                 totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted, wire,
                 send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error), rxDropped,
-                callMs);
+                callMs, cpuMs);
         }
         return ok ? 0 : 1;
     }
