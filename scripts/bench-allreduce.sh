@@ -16,7 +16,7 @@
 # (in its namespace) for every mode: the trainer a real worker shares its host with.
 # Every worker checks its results against the exact sum; a run that is not exact is reported (ok=false).
 #
-# Measured per run: per call the slowest rank's time; over the calls after the first (warm-up): median, p90 and
+# Measured per run: per call the slowest rank's time; over the calls after the first (--warmup): median, p90 and
 # mean, and best; every call's time is kept in the CSV (call_ms, ';'-separated); goodput
 # (tensor bytes / best time), RDMA payload and wire bytes sent per worker per call, retransmissions, and the
 # appliance's CPU time (utime + stime of the daemon from /proc/PID/stat) during the run, and the workers' (all
@@ -32,6 +32,8 @@
 #                                   [--appliance-offload on|off (default on): on the appliance's port too
 #                                    (segmentation_offload: results leave batched; see docs/performance.md)]
 #                                   [--trace-dir DIR: per-call timelines of the netreduce ranks, DIR/RATE-wW-SIZE-rR.csv]
+#                                   [--warmup N (default 1): calls of every mode left out of the statistics, which are
+#                                    over the ITERATIONS - N calls after them; every call stays in call_ms]
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 # (time vs size) or scripts/bench/plot_calls.py OUT.png CSV... (per-call boxes per mode).
 set -euo pipefail
@@ -55,6 +57,7 @@ rto_us=400000
 trace_dir=""
 offload=on
 appliance_offload=on
+warmup=1
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -74,6 +77,7 @@ while [ $# -gt 0 ]; do
     --msg-len) msg_len="$2"; shift 2 ;;
     --offload) offload="$2"; shift 2 ;;
     --appliance-offload) appliance_offload="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -131,7 +135,7 @@ if [ "$build" -eq 1 ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,call_ms" > "$out"
+echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,warmup,call_ms" > "$out"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
 hz="$(getconf CLK_TCK)"
@@ -205,7 +209,7 @@ run_one() { # rate world mode size
     if [ "$mode" = gloo ]; then
       timeout --signal=TERM --kill-after=10 900 \
         ip netns exec "${prefix}-w$i" "${cpu_time[@]}" "$NETREDUCE_PYTHON" scripts/bench/gloo_allreduce.py --rank "$i" \
-          --world "$world" --master 10.77.0.1 --size "$size" --iterations "$iterations" \
+          --world "$world" --master 10.77.0.1 --size "$size" --iterations "$iterations" --warmup 0 \
           > "$work/w$i.log" 2>&1 &
     else
       timeout --signal=TERM --kill-after=10 900 \
@@ -242,10 +246,11 @@ run_one() { # rate world mode size
     bash scripts/testbed.sh redirect on --prefix "$prefix" >/dev/null
   fi
   "$NETREDUCE_PYTHON" - "$work" "$rate" "$world" "$mode" "$size" "$iterations" "$wall_ms" "$cpu_ticks_used" "$hz" \
-      "$cpu_load" >> "$out" <<'EOF'
+      "$cpu_load" "$warmup" >> "$out" <<'EOF'
 import json, os, sys
-work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load = sys.argv[1:]
+work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load, warmup = sys.argv[1:]
 world, size, iterations, wall_ms, ticks, hz = int(world), int(size), int(iterations), int(wall_ms), int(ticks), int(hz)
+warmup = int(warmup)
 runs = []
 for rank in range(world):
     summary = None
@@ -264,10 +269,11 @@ wire = sum(r["wire_bytes_sent"] for r in done) / max(len(done), 1) / iterations
 retx = sum(r["retransmitted_packets"] for r in runs if r is not None)
 timeouts = sum(r.get("timeouts", 0) for r in runs if r is not None)
 rx_dropped = sum(r.get("rx_ring_dropped", 0) for r in runs if r is not None)
-# Per call, the slowest rank's time; the statistics skip the first call (JIT and connection warm-up).
+# Per call, the slowest rank's time; the statistics skip the first WARMUP calls (JIT and connection warm-up), the
+# same number for every mode (gloo_allreduce.py runs no untimed call of its own: --warmup 0).
 per_rank = [r.get("call_ms", []) for r in done]
 calls = [max(times) for times in zip(*per_rank)] if per_rank else []
-steady = sorted(calls[1:] if len(calls) > 1 else calls)
+steady = sorted(calls[warmup:] if len(calls) > warmup else calls)
 def quantile(q):
     return steady[min(len(steady) - 1, int(q * len(steady)))] if steady else 0.0
 median, p90 = (steady[len(steady) // 2] if steady else 0.0), quantile(0.9)
@@ -277,7 +283,7 @@ per_rank_cpu = [r.get("cpu_ms", []) for r in done]
 cpu_per_call = ""
 if per_rank_cpu and all(per_rank_cpu):
     mean_cpu = [sum(c) / len(c) for c in zip(*per_rank_cpu)]
-    steady_cpu = sorted(mean_cpu[1:] if len(mean_cpu) > 1 else mean_cpu)
+    steady_cpu = sorted(mean_cpu[warmup:] if len(mean_cpu) > warmup else mean_cpu)
     cpu_per_call = f"{steady_cpu[len(steady_cpu) // 2]:.1f}"
 workers_cpu = ""
 try:
@@ -290,7 +296,7 @@ except (OSError, ValueError):
     pass
 print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{median:.2f},{p90:.2f},{mean:.2f},"
       f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{rx_dropped},{ticks / hz:.2f},"
-      f"{wall_ms / 1e3:.1f},{workers_cpu},{cpu_per_call},{';'.join(f'{c:.1f}' for c in calls)}")
+      f"{wall_ms / 1e3:.1f},{workers_cpu},{cpu_per_call},{warmup},{';'.join(f'{c:.1f}' for c in calls)}")
 EOF
   tail -n 1 "$out"
   if tail -n 1 "$out" | grep -q ',false,'; then
