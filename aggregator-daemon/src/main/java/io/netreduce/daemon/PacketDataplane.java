@@ -194,7 +194,7 @@ public final class PacketDataplane implements DataplaneAttachment
                 AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
         }
         // The appliance's neighbours send wire frames (NICs; the bed's workers segment in their own kernels): its
-        // offload is on the transmit side, and its receive ring keeps MTU-sized slots, as many as without offload.
+        // offload is on the transmit side, and its receive ring has MTU-sized slots, 32 MiB of them (withRxForWireFrames).
         return port.segmentationOffload() ? configuration.withSegmentationOffload(true).withRxForWireFrames() :
             configuration;
     }

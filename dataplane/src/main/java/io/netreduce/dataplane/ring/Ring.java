@@ -115,9 +115,9 @@ public final class Ring implements AutoCloseable
     /** {@link #connect(int, long)}: the connection begins a new run; the caller must discard the ring's aggregators. */
     public static final int NEW_RUN = 1;
     /**
-     * {@link #connect(int, long)}: the connection takes its rank over within a run that has completed no sum; the caller
-     * must discard the run's partial sums (they may hold the displaced connection's gradients) and not sum the
-     * packet in hand: the rank's next packets are summed.
+     * {@link #connect(int, long)}: the connection takes its rank over within a run that has completed no sum; the
+     * caller must discard the run's partial sums (they may hold the displaced connection's gradients) and not sum
+     * the packet in hand: the rank's next packets are summed.
      */
     public static final int REPLACED = 2;
     /**

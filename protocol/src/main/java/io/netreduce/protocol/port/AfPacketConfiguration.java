@@ -203,7 +203,8 @@ public record AfPacketConfiguration(
      */
     public AfPacketConfiguration withRxForWireFrames()
     {
-        return new AfPacketConfiguration(interfaceName, rxRingVersion, DEFAULT_RX_BLOCK_SIZE, WIRE_FRAMES_RX_BLOCK_COUNT,
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, DEFAULT_RX_BLOCK_SIZE,
+            WIRE_FRAMES_RX_BLOCK_COUNT,
             rxBlockTimeoutMs, AUTO_RX_FRAME_SIZE, txFrameSize, txFrameCount, promiscuous, qdiscBypass,
             segmentationOffload);
     }
