@@ -204,9 +204,8 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxForWireFrames()
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, DEFAULT_RX_BLOCK_SIZE,
-            WIRE_FRAMES_RX_BLOCK_COUNT,
-            rxBlockTimeoutMs, AUTO_RX_FRAME_SIZE, txFrameSize, txFrameCount, promiscuous, qdiscBypass,
-            segmentationOffload);
+            WIRE_FRAMES_RX_BLOCK_COUNT, rxBlockTimeoutMs, AUTO_RX_FRAME_SIZE, txFrameSize, txFrameCount, promiscuous,
+            qdiscBypass, segmentationOffload);
     }
 
     public AfPacketConfiguration withPromiscuous(final boolean promiscuous)
