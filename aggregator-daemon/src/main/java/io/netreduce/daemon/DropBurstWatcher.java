@@ -160,7 +160,7 @@ public final class DropBurstWatcher implements AutoCloseable
             portBaseline[i] = value;
         }
         return line.isEmpty() ? null :
-            line.append(String.format(Locale.ROOT, " in the last %.1f s", elapsed / 1e9)).toString();
+            line.append(inTheLast(elapsed)).toString();
     }
 
     private String ringLine(final long elapsed)
@@ -187,8 +187,13 @@ public final class DropBurstWatcher implements AutoCloseable
             line.append(i == 0 ? "" : ", ").append(entry[0]).append(' ')
                 .append(DROPS[(int)entry[1]].reason().replace('_', ' '));
         }
-        line.append(String.format(Locale.ROOT, " in the last %.1f s", elapsed / 1e9));
+        line.append(inTheLast(elapsed));
         return line.toString();
+    }
+
+    private static String inTheLast(final long elapsedNs)
+    {
+        return String.format(Locale.ROOT, " in the last %.1f s", elapsedNs / 1e9);
     }
 
     private void tickSafely()

@@ -194,7 +194,8 @@ public final class PacketDataplane implements DataplaneAttachment
                 AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
         }
         // The appliance's neighbours send wire frames (NICs; the bed's workers segment in their own kernels): its
-        // offload is on the transmit side, and its receive ring has MTU-sized slots, 32 MiB of them (withRxForWireFrames).
+        // offload is on the transmit side, and its receive ring has MTU-sized slots, 32 MiB of them
+        // (withRxForWireFrames).
         return port.segmentationOffload() ? configuration.withSegmentationOffload(true).withRxForWireFrames() :
             configuration;
     }
@@ -676,15 +677,19 @@ public final class PacketDataplane implements DataplaneAttachment
             {
                 final String where = port.name() + (perLane ? " lane " + lane : "");
                 final PortCounters counters = port.counters();
-                drops.add(new DropBurstWatcher.PortDrop(where + " rx_dropped (receive ring full)",
-                    () -> counters.get(PortCounters.RX_DROPPED)));
-                drops.add(new DropBurstWatcher.PortDrop(where + " rx_truncated (frame longer than a receive slot)",
-                    () -> counters.get(PortCounters.RX_TRUNCATED)));
-                drops.add(new DropBurstWatcher.PortDrop(where + " rx_gso_unsupported (offload frame not split)",
-                    () -> counters.get(PortCounters.RX_GSO_UNSUPPORTED)));
+                drops.add(portDrop(where, counters, PortCounters.RX_DROPPED, "receive ring full"));
+                drops.add(portDrop(where, counters, PortCounters.RX_TRUNCATED, "frame longer than a receive slot"));
+                drops.add(portDrop(where, counters, PortCounters.RX_GSO_UNSUPPORTED, "offload frame not split"));
             }
         }
         return drops;
+    }
+
+    private static DropBurstWatcher.PortDrop portDrop(
+        final String where, final PortCounters counters, final int id, final String meaning)
+    {
+        return new DropBurstWatcher.PortDrop(where + " " + PortCounters.name(id) + " (" + meaning + ")",
+            () -> counters.get(id));
     }
 
     private static String capitalise(final String text)

@@ -359,7 +359,6 @@ public final class AfPacketPort implements PollablePort
             throw new IllegalStateException("commit without a claim on " + name());
         }
         claimLength = 0;
-        final UnsafeBuffer ring = txRing;
         final int slot = txHead;
         final int slotOffset = txSlotOffsets[slot];
         final UdpSegmentBatcher batcher = this.batcher;
@@ -378,9 +377,7 @@ public final class AfPacketPort implements PollablePort
         }
         else
         {
-            ring.putInt(slotOffset + TPACKET2_HDR_LEN_OFFSET, length);
-            // Release store: the kernel must see the frame bytes before the status that hands the slot over.
-            ring.putIntRelease(slotOffset + TPACKET2_HDR_STATUS_OFFSET, TP_STATUS_SEND_REQUEST);
+            LinuxPacketAbi.requestSend(txRing, slotOffset, length);
         }
         txSlotLengths[slot] = length;
         txSlotFrames[slot] = 1;

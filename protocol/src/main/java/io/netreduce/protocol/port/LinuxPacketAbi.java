@@ -1,5 +1,7 @@
 package io.netreduce.protocol.port;
 
+import org.agrona.concurrent.UnsafeBuffer;
+
 /**
  * Linux constants and struct layouts used by {@link AfPacketPort}, checked against
  * {@code /usr/include/linux/if_packet.h}, {@code linux/if_ether.h}, {@code bits/socket.h} and {@code sys/mman.h}
@@ -259,6 +261,19 @@ final class LinuxPacketAbi
 
     private LinuxPacketAbi()
     {
+    }
+
+    /**
+     * Hand a filled TPACKET_V2 transmit slot to the kernel: the frame's length, then its status SEND_REQUEST with a
+     * release store, since the kernel must see the frame bytes (and the length) before the status.
+     *
+     * @param slotHeader  offset of the slot (its tpacket2_hdr) in {@code ring}.
+     * @param frameLength bytes the kernel sends from the slot's data (a virtio header included where there is one).
+     */
+    static void requestSend(final UnsafeBuffer ring, final int slotHeader, final int frameLength)
+    {
+        ring.putInt(slotHeader + TPACKET2_HDR_LEN_OFFSET, frameLength);
+        ring.putIntRelease(slotHeader + TPACKET2_HDR_STATUS_OFFSET, TP_STATUS_SEND_REQUEST);
     }
 
     /**

@@ -4,13 +4,11 @@ import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.Ipv4Header;
 import io.netreduce.protocol.wire.L4Checksum;
 import io.netreduce.protocol.wire.UdpHeader;
+import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteOrder;
 
-import static io.netreduce.protocol.port.LinuxPacketAbi.TPACKET2_HDR_LEN_OFFSET;
-import static io.netreduce.protocol.port.LinuxPacketAbi.TPACKET2_HDR_STATUS_OFFSET;
-import static io.netreduce.protocol.port.LinuxPacketAbi.TP_STATUS_SEND_REQUEST;
 import static java.nio.ByteOrder.BIG_ENDIAN;
 
 /**
@@ -61,7 +59,6 @@ final class UdpSegmentBatcher
     private final int[] nextIdentification = new int[MAX_OPEN];
     private final long[] destination = new long[MAX_OPEN];
     private int open;
-    private long batchesSent;
 
     /** Set by {@link #tryAppend}: the ring slot of the batch the frame joined. */
     private int appendedSlot;
@@ -137,8 +134,7 @@ final class UdpSegmentBatcher
         if (!eligible(frame, length))
         {
             ring.setMemory(frame - VirtioNetHeader.LENGTH, VirtioNetHeader.LENGTH, (byte)0);
-            ring.putInt(slotHeader + TPACKET2_HDR_LEN_OFFSET, VirtioNetHeader.LENGTH + length);
-            ring.putIntRelease(slotHeader + TPACKET2_HDR_STATUS_OFFSET, TP_STATUS_SEND_REQUEST);
+            LinuxPacketAbi.requestSend(ring, slotHeader, VirtioNetHeader.LENGTH + length);
             return;
         }
         if (open == MAX_OPEN)
@@ -165,19 +161,6 @@ final class UdpSegmentBatcher
         {
             close(open - 1);
         }
-    }
-
-    /**
-     * @return batches of two or more frames handed over so far.
-     */
-    long batchesSent()
-    {
-        return batchesSent;
-    }
-
-    int openBatches()
-    {
-        return open;
     }
 
     private int find(final long dst)
@@ -207,11 +190,7 @@ final class UdpSegmentBatcher
         }
         else
         {
-            final int ipTotal = length - L3;
-            final int udpLength = ipTotal - Ipv4Header.MIN_LENGTH;
-            ring.putShort(start + L3 + Ipv4Header.TOTAL_LENGTH_OFFSET, (short)ipTotal, BIG_ENDIAN);
-            Ipv4Header.updateChecksum(ring, start + L3);
-            ring.putShort(start + L4 + UdpHeader.LENGTH_OFFSET, (short)udpLength, BIG_ENDIAN);
+            writeLengths(ring, start, length - HEADER_LENGTH);
             // CHECKSUM_PARTIAL: the kernel finishes the checksum per segment.
             L4Checksum.writeUdpPartial(ring, start + L3, start + L4);
             ring.putByte(vnet + VirtioNetHeader.FLAGS_OFFSET, (byte)VirtioNetHeader.F_NEEDS_CSUM);
@@ -221,13 +200,9 @@ final class UdpSegmentBatcher
             ring.putShort(vnet + VirtioNetHeader.CSUM_START_OFFSET, (short)L4, ByteOrder.LITTLE_ENDIAN);
             ring.putShort(vnet + VirtioNetHeader.CSUM_OFFSET_OFFSET, (short)UdpHeader.CHECKSUM_OFFSET,
                 ByteOrder.LITTLE_ENDIAN);
-            batchesSent++;
             counters.add(PortCounters.TX_GSO_FRAMES, 1);
         }
-        final int header = slotHeader[b];
-        ring.putInt(header + TPACKET2_HDR_LEN_OFFSET, VirtioNetHeader.LENGTH + length);
-        // Release store: the kernel must see the frame bytes before the status that hands the slot over.
-        ring.putIntRelease(header + TPACKET2_HDR_STATUS_OFFSET, TP_STATUS_SEND_REQUEST);
+        LinuxPacketAbi.requestSend(ring, slotHeader[b], VirtioNetHeader.LENGTH + length);
 
         final int last = --open;
         if (b != last)
@@ -272,9 +247,23 @@ final class UdpSegmentBatcher
             ring.getInt(a + 8) == ring.getInt(b + 8) &&
             ring.getShort(a + 12) == ring.getShort(b + 12) &&
             ring.getShort(a + L3) == ring.getShort(b + L3) &&
-            ring.getInt(a + L3 + Ipv4Header.FLAGS_FRAGMENT_OFFSET) == ring.getInt(b + L3 + Ipv4Header.FLAGS_FRAGMENT_OFFSET) &&
+            ring.getInt(a + L3 + Ipv4Header.FLAGS_FRAGMENT_OFFSET) ==
+                ring.getInt(b + L3 + Ipv4Header.FLAGS_FRAGMENT_OFFSET) &&
             ring.getLong(a + L3 + Ipv4Header.SRC_OFFSET) == ring.getLong(b + L3 + Ipv4Header.SRC_OFFSET) &&
             ring.getInt(a + L4) == ring.getInt(b + L4);
+    }
+
+    /**
+     * Write the IPv4 total length, the IPv4 checksum and the UDP length of the untagged IPv4 UDP frame (no IP
+     * options) at {@code frame} for {@code payload} bytes of UDP payload: a batch's headers for the kernel, a
+     * segment's as {@link UdpSegmentSplitter} restores it (after its identification, which the checksum covers).
+     */
+    static void writeLengths(final MutableDirectBuffer buffer, final int frame, final int payload)
+    {
+        buffer.putShort(frame + L3 + Ipv4Header.TOTAL_LENGTH_OFFSET,
+            (short)(Ipv4Header.MIN_LENGTH + UdpHeader.LENGTH + payload), BIG_ENDIAN);
+        Ipv4Header.updateChecksum(buffer, frame + L3);
+        buffer.putShort(frame + L4 + UdpHeader.LENGTH_OFFSET, (short)(UdpHeader.LENGTH + payload), BIG_ENDIAN);
     }
 
     private int identification(final int frame)

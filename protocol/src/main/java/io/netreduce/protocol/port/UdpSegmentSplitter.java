@@ -59,7 +59,8 @@ final class UdpSegmentSplitter implements FrameHandler
             handler.onFrame(buffer, offset, length, flags);
             return;
         }
-        final int segmentLength = buffer.getShort(vnet + VirtioNetHeader.GSO_SIZE_OFFSET, ByteOrder.LITTLE_ENDIAN) & 0xFFFF;
+        final int segmentLength =
+            buffer.getShort(vnet + VirtioNetHeader.GSO_SIZE_OFFSET, ByteOrder.LITTLE_ENDIAN) & 0xFFFF;
         if (gsoType != VirtioNetHeader.GSO_UDP_L4 ||
             segmentLength == 0 ||
             length <= HEADER_LENGTH ||
@@ -85,11 +86,9 @@ final class UdpSegmentSplitter implements FrameHandler
             final int payload = Math.min(segmentLength, payloadLength - k * segmentLength);
             final int frame = offset + k * segmentLength;
             buffer.putBytes(frame, header, 0, HEADER_LENGTH);
-            buffer.putShort(frame + L3 + Ipv4Header.TOTAL_LENGTH_OFFSET,
-                (short)(Ipv4Header.MIN_LENGTH + UdpHeader.LENGTH + payload), BIG_ENDIAN);
-            buffer.putShort(frame + L3 + Ipv4Header.IDENTIFICATION_OFFSET, (short)(firstIdentification + k), BIG_ENDIAN);
-            Ipv4Header.updateChecksum(buffer, frame + L3);
-            buffer.putShort(frame + L4 + UdpHeader.LENGTH_OFFSET, (short)(UdpHeader.LENGTH + payload), BIG_ENDIAN);
+            buffer.putShort(frame + L3 + Ipv4Header.IDENTIFICATION_OFFSET, (short)(firstIdentification + k),
+                BIG_ENDIAN);
+            UdpSegmentBatcher.writeLengths(buffer, frame, payload);
             buffer.putShort(frame + L4 + UdpHeader.CHECKSUM_OFFSET, (short)0);
             handler.onFrame(buffer, frame, HEADER_LENGTH + payload, 0);
         }
