@@ -41,7 +41,7 @@ plain_switch() {
 # CPU its timer or the next enqueue runs, and veth queues each frame on the backlog of the CPU that sent it
 # (netif_rx); each CPU drains its own backlog, and when one CPU's softirq work is deferred to ksoftirqd (which
 # competes with the busy processes), frames on the other CPU overtake it. RoCE's go-back-N takes every overtaking
-# as a loss (a NAK, and a resend of everything from the gap): on the 1 Gbit/s bed, 3000-8000 packets per run of
+# as a loss (a NAK, and a resend of everything from the gap): on the 1 Gbit/s bed, 2774-7598 packets per run of
 # ten 64 MiB all-reduces were resent with none lost. Receive packet steering to one CPU puts everything arriving
 # on DEV on one backlog, in order (0 resent in the same runs); devices are spread over the CPUs round robin. Only
 # behind shapers: it costs an inter-processor interrupt per backlog run, which unshaped (CPU-bound) beds cannot
