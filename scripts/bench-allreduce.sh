@@ -34,6 +34,12 @@
 #                                   [--trace-dir DIR: per-call timelines of the netreduce ranks, DIR/RATE-wW-SIZE-rR.csv]
 #                                   [--warmup N (default 1): calls of every mode left out of the statistics, which are
 #                                    over the ITERATIONS - N calls after them; every call stays in call_ms]
+#                                   [--nice N: the workers' endpoint threads at nice N (--endpoint-nice; default theirs, -10)]
+#                                   [--lane-nice N: the appliance's lanes at nice N (dataplane.laneNice; default -10)]
+#                                   [--gloo-nice N: gloo's processes under `nice -n N` (default: not reniced, 0)]
+# The CSV's nice column is what the mode's workers' packet work ran at (lane_nice: the appliance's); load_cpu_s is the CPU the --cpu-load processes (the
+# stand-in trainers) got during the run, load_cores_in_calls the cores they got during the timed calls (after the
+# warm-up): what a mode's priority took from them.
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 # (time vs size) or scripts/bench/plot_calls.py OUT.png CSV... (per-call boxes per mode).
 set -euo pipefail
@@ -58,6 +64,9 @@ trace_dir=""
 offload=on
 appliance_offload=on
 warmup=1
+nice=""
+lane_nice=""
+gloo_nice=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -78,6 +87,9 @@ while [ $# -gt 0 ]; do
     --offload) offload="$2"; shift 2 ;;
     --appliance-offload) appliance_offload="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
+    --nice) nice="$2"; shift 2 ;;
+    --lane-nice) lane_nice="$2"; shift 2 ;;
+    --gloo-nice) gloo_nice="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -135,7 +147,7 @@ if [ "$build" -eq 1 ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,warmup,call_ms" > "$out"
+echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,warmup,nice,lane_nice,load_cpu_s,load_cores_in_calls,call_ms" > "$out"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
 hz="$(getconf CLK_TCK)"
@@ -153,6 +165,7 @@ appliance:
   metrics:
     listen: 127.0.0.1:0
 EOF
+  [ -n "$lane_nice" ] && printf '  dataplane:\n    laneNice: %s\n' "$lane_nice" >> "$work/netreduce.yaml"
   rm -f "$work/api.sock"
   ip netns exec "${prefix}-app" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
   daemon_pid=$!
@@ -191,12 +204,15 @@ run_one() { # rate world mode size
     cli_mode=ring
     bash scripts/testbed.sh redirect off --prefix "$prefix" >/dev/null
   fi
-  local before t0 load_pids=()
+  local before t0 load_pids=() sampler_pid=""
+  rm -f "$work/load.samples"
   if [ "$cpu_load" -eq 1 ]; then
     for i in $(seq 0 $(( world - 1 ))); do
       ip netns exec "${prefix}-w$i" sh -c 'while :; do :; done' &
       load_pids+=($!)
     done
+    "$NETREDUCE_PYTHON" scripts/bench/cpu_sampler.py "$work/load.samples" 20 "${load_pids[@]}" &
+    sampler_pid=$!
   fi
   before="$(cpu_ticks)"
   t0="$(date +%s%N)"
@@ -208,7 +224,7 @@ run_one() { # rate world mode size
     [ -x /usr/bin/time ] && cpu_time=(/usr/bin/time -f "%U %S" -o "$work/w$i.cpu")
     if [ "$mode" = gloo ]; then
       timeout --signal=TERM --kill-after=10 900 \
-        ip netns exec "${prefix}-w$i" "${cpu_time[@]}" "$NETREDUCE_PYTHON" scripts/bench/gloo_allreduce.py --rank "$i" \
+        ip netns exec "${prefix}-w$i" "${cpu_time[@]}" ${gloo_nice:+nice -n "$gloo_nice"} "$NETREDUCE_PYTHON" scripts/bench/gloo_allreduce.py --rank "$i" \
           --world "$world" --master 10.77.0.1 --size "$size" --iterations "$iterations" --warmup 0 \
           > "$work/w$i.log" 2>&1 &
     else
@@ -218,13 +234,21 @@ run_one() { # rate world mode size
           --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us "$rto_us" --json \
           $([ "$offload" = on ] && echo --segmentation-offload || echo --no-segmentation-offload) \
           ${trace_dir:+--trace "$trace_dir/$rate-w$world-$size-$mode-r$i.csv"} \
+          ${nice:+--endpoint-nice "$nice"} \
           > "$work/w$i.log" 2>&1 &
     fi
     worker_pids+=($!)
   done
   for pid in "${worker_pids[@]}"; do wait "$pid" || true; done
   worker_pids=()
-  for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # The stand-in trainers' CPU during the run (utime + stime), then stop them.
+  local load_ticks=0 mode_nice
+  for pid in "${load_pids[@]}"; do
+    load_ticks=$(( load_ticks + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0) ))
+    kill "$pid" 2>/dev/null || true
+  done
+  if [ -n "$sampler_pid" ]; then kill -TERM "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
+  if [ "$mode" = gloo ]; then mode_nice="${gloo_nice:-0}"; else mode_nice="${nice:--10}"; fi
   local wall_ms cpu_ticks_used
   wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   cpu_ticks_used=$(( $(cpu_ticks) - before ))
@@ -246,9 +270,9 @@ run_one() { # rate world mode size
     bash scripts/testbed.sh redirect on --prefix "$prefix" >/dev/null
   fi
   "$NETREDUCE_PYTHON" - "$work" "$rate" "$world" "$mode" "$size" "$iterations" "$wall_ms" "$cpu_ticks_used" "$hz" \
-      "$cpu_load" "$warmup" >> "$out" <<'EOF'
+      "$cpu_load" "$warmup" "$mode_nice" "${lane_nice:--10}" "$load_ticks" >> "$out" <<'EOF'
 import json, os, sys
-work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load, warmup = sys.argv[1:]
+work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load, warmup, mode_nice, lane_nice, load_ticks = sys.argv[1:]
 world, size, iterations, wall_ms, ticks, hz = int(world), int(size), int(iterations), int(wall_ms), int(ticks), int(hz)
 warmup = int(warmup)
 runs = []
@@ -294,9 +318,27 @@ try:
     workers_cpu = f"{cpu:.2f}"
 except (OSError, ValueError):
     pass
+# With --cpu-load: the cores the stand-in trainers got, on average, during the timed calls after the warm-up (their
+# CPU time, sampled every 20 ms, interpolated at each call's start and end; rank 0's starts, the slowest rank's time).
+load_cores = ""
+try:
+    samples = [tuple(map(int, line.split())) for line in open(os.path.join(work, "load.samples"))]
+    def load_at(t):
+        for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+            if t0 <= t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / max(t1 - t0, 1)
+        raise ValueError("call outside the samples")
+    starts = done[0]["call_start_ns"] if done else []
+    windows = [(s0, s0 + c * 1e6) for s0, c in zip(starts, calls)][warmup:]
+    used = sum(load_at(b) - load_at(a) for a, b in windows)
+    span = sum(b - a for a, b in windows)
+    load_cores = f"{used / span:.2f}" if span > 0 else ""
+except (OSError, ValueError, KeyError, IndexError):
+    pass
 print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{median:.2f},{p90:.2f},{mean:.2f},"
       f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{rx_dropped},{ticks / hz:.2f},"
-      f"{wall_ms / 1e3:.1f},{workers_cpu},{cpu_per_call},{warmup},{';'.join(f'{c:.1f}' for c in calls)}")
+      f"{wall_ms / 1e3:.1f},{workers_cpu},{cpu_per_call},{warmup},{mode_nice},{lane_nice},"
+      f"{(int(load_ticks) / hz if cpu_load == '1' else 0):.2f},{load_cores},{';'.join(f'{c:.1f}' for c in calls)}")
 EOF
   tail -n 1 "$out"
   if tail -n 1 "$out" | grep -q ',false,'; then
@@ -328,7 +370,7 @@ echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cols = ["rate", "world", "mode", "cpu_load", "size_bytes", "ok", "median_ms", "p90_ms", "best_ms", "goodput_gbps",
-        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s", "worker_cpu_ms_per_call"]
+        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s", "worker_cpu_ms_per_call", "nice", "lane_nice", "load_cores_in_calls"]
 print("| " + " | ".join(cols) + " |")
 print("|" + "---|" * len(cols))
 for r in rows:

@@ -52,6 +52,9 @@ class Session:
     * ``fallback``: when a call through the appliance fails, run the process group's own ``all_reduce`` for that
       call (all ranks agree on it), log once and count it in :attr:`fallback_calls`, instead of raising.
     * ``timeout``: seconds without progress before a call fails.
+    * ``endpoint_nice``: nice value of the sidecar's endpoint thread (default: the sidecar's, -10, so frames get a
+      core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE, and without it the sidecar
+      warns in its log and keeps its value).
     * ``shm_bytes``: the shared memory a call works in; larger tensors go through in pieces of what it holds (for
       the sidecar: half of it, less 8 bytes of every MsgLen x payload_size, as input and output areas of messages).
     """
@@ -62,7 +65,7 @@ class Session:
                  token_file: Optional[str] = None, install: bool = False, job_name: Optional[str] = None,
                  process_group=None, fallback: bool = False, timeout: float = 30.0,
                  shm_bytes: int = DEFAULT_SHM_BYTES, ip: Optional[str] = None, sidecar_command=None,
-                 rto_us: int = 400_000):
+                 rto_us: int = 400_000, endpoint_nice: Optional[int] = None):
         torch, dist = _torch()
         if element_type not in _TORCH_DTYPES:
             raise SetupError(f"element_type must be one of {', '.join(_TORCH_DTYPES)}: {element_type!r}")
@@ -91,13 +94,15 @@ class Session:
                      "timeoutMs": int(timeout * 1000)}
         if self.world_size < 2:
             raise SetupError("a netreduce ring needs at least 2 ranks")
+        if endpoint_nice is not None and not -20 <= endpoint_nice <= 19:
+            raise SetupError(f"endpoint_nice must be -20..19: {endpoint_nice}")
 
         if transport == "sidecar":
             if device is None:
                 raise SetupError("the sidecar transport needs device= (the interface to the switch)")
             from .sidecar import SidecarTransport  # noqa: PLC0415
             self.transport = SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
-                                              rto_us=rto_us)
+                                              rto_us=rto_us, endpoint_nice=endpoint_nice)
         elif transport == "verbs":
             if device is None:
                 raise SetupError("the verbs transport needs device= (the RDMA device, e.g. mlx5_0 or rxe0)")

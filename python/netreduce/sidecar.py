@@ -40,7 +40,8 @@ class SidecarTransport:
     name = "sidecar"
 
     def __init__(self, device: str, shm_bytes: int, pmtu: int, ip: Optional[str] = None,
-                 command: Optional[list] = None, rto_us: int = 400_000, start_timeout: float = 60.0):
+                 command: Optional[list] = None, rto_us: int = 400_000, start_timeout: float = 60.0,
+                 endpoint_nice: Optional[int] = None):
         self.shm_bytes = shm_bytes
         self.layout: Optional[dict] = None  # set by open(): messages, messageBytes, input, output
         self._dir = tempfile.mkdtemp(prefix="netreduce-")  # 0700: only this user reaches the socket and memory
@@ -57,6 +58,8 @@ class SidecarTransport:
             "--rto-us", str(rto_us), "--accept-timeout", str(int(start_timeout))]
         if ip:
             argv += ["--ip", ip]
+        if endpoint_nice is not None:
+            argv += ["--endpoint-nice", str(endpoint_nice)]
         self._log = open(os.path.join(self._dir, "sidecar.log"), "w+b")
         try:
             self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)

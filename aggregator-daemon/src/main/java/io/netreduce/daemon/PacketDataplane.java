@@ -46,6 +46,7 @@ import io.netreduce.protocol.port.ClassicBpfProgram;
 import io.netreduce.protocol.port.LaneSteeringProgram;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortCounters;
+import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.agent.AggregatorUsage;
@@ -73,6 +74,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiFunction;
@@ -264,18 +266,35 @@ public final class PacketDataplane implements DataplaneAttachment
             final AgentRunner runner = new AgentRunner(idleStrategy(settings.idleStrategy(), poller),
                 this::onDataplaneError, null, lanes.agent(lane));
             runners.add(runner);
-            AgentRunner.startOnThread(runner);
+            AgentRunner.startOnThread(runner, laneThreads(settings.laneNice(), lane));
         }
         awaitWarmUp();
         captures = new CaptureManager(proxy, portsOfLane0.stream().map(PacketPort::name).toList(),
             Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
         dropWatcher = DropBurstWatcher.start(proxy::counter, portDrops());
         tagReporter = ForeignTagReporter.start(proxy, installedRings::values);
-        LOG.info("dataplane started: {} port(s) {} ({}), {} lane(s), batch {}, idle {}{}",
+        LOG.info("dataplane started: {} port(s) {} ({}), {} lane(s) at nice {}, batch {}, idle {}{}",
             portsOfLane0.size(), portsOfLane0.stream().map(PacketPort::name).toList(),
-            portsOfLane0.size() == 2 ? "bump in the wire" : "one-armed", laneCount, settings.batchSize(),
-            settings.idleStrategy().configName(),
+            portsOfLane0.size() == 2 ? "bump in the wire" : "one-armed", laneCount, settings.laneNice(),
+            settings.batchSize(), settings.idleStrategy().configName(),
             settings.dropProbability() > 0 ? ", FAULT INJECTION drop probability " + settings.dropProbability() : "");
+    }
+
+    /**
+     * Lane threads that first take the configured nice value (dataplane.laneNice), or say why they keep theirs.
+     */
+    private static ThreadFactory laneThreads(final int nice, final int lane)
+    {
+        return task -> new Thread(() ->
+        {
+            final String refusal = ThreadNice.applyToCurrentThread(nice);
+            if (refusal != null)
+            {
+                LOG.warn("lane {} keeps its nice value, so its rings slow down when the box's cores are busy: {}",
+                    lane, refusal);
+            }
+            task.run();
+        });
     }
 
     /**

@@ -127,6 +127,33 @@ class PacketDataplaneTest
     }
 
     @Test
+    void shouldRunTheLaneThreadAtTheConfiguredNiceValue(@TempDir final Path dir) throws Exception
+    {
+        final Path file = dir.resolve("netreduce.yaml");
+        // Raising the nice value needs no privilege, so this runs as any user.
+        Files.writeString(file, CONFIG.replace("  memoryBudget: 64MiB", "  memoryBudget: 64MiB\n  dataplane: { laneNice: 5 }"));
+        final NetreduceConfig config = ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY);
+
+        try (Daemon daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY),
+            ValidationOptions.DOCUMENT_ONLY, new PacketDataplane(portConfig -> port)))
+        {
+            final List<Integer> laneNices = new ArrayList<>();
+            try (var tasks = Files.list(Path.of("/proc/self/task")))
+            {
+                for (final Path task : tasks.toList())
+                {
+                    if (Files.readString(task.resolve("comm")).strip().equals("netreduce-datap"))
+                    {
+                        final String stat = Files.readString(task.resolve("stat"));
+                        laneNices.add(Integer.parseInt(stat.substring(stat.lastIndexOf(')') + 2).split(" ")[16]));
+                    }
+                }
+            }
+            assertThat(laneNices).as("the lane thread's nice value (field 19 of its stat)").contains(5);
+        }
+    }
+
+    @Test
     void shouldKeepAnotherRingsInFlightAggregationAcrossAReloadThatChangesOneRing(@TempDir final Path dir)
         throws Exception
     {

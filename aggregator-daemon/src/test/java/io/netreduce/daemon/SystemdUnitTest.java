@@ -81,7 +81,7 @@ class SystemdUnitTest
         assertThat(level.find()).as(output).isTrue();
         assertThat(Double.parseDouble(level.group(1))).as("exposure (10 = unprotected)").isLessThanOrEqualTo(2.5);
         final String text = Files.readString(UNIT);
-        assertThat(text).contains("SystemCallFilter=@system-service", "ProcSubset=pid", "PrivateMounts=yes",
+        assertThat(text).contains("SystemCallFilter=@system-service", "SystemCallFilter=setpriority", "ProcSubset=pid", "PrivateMounts=yes",
             "IPAddressDeny=any", "IPAddressAllow=localhost");
     }
 
@@ -94,6 +94,7 @@ class SystemdUnitTest
         assertThat(lines).contains(
             "AmbientCapabilities=CAP_NET_RAW CAP_NET_ADMIN",
             "CapabilityBoundingSet=CAP_NET_RAW CAP_NET_ADMIN",
+            "LimitNICE=-10",
             "NoNewPrivileges=yes",
             "ProtectSystem=strict",
             "RestrictAddressFamilies=AF_PACKET AF_INET AF_INET6 AF_UNIX AF_NETLINK",

@@ -3,6 +3,7 @@ package io.netreduce.worker;
 import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.protocol.port.PortCounters;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.allreduce.AllReduce;
@@ -108,6 +109,9 @@ public final class AllReduceCommand implements Callable<Integer>
         "it must match the ring's window on the appliance).")
     int window = 16;
 
+    @Option(names = "--endpoint-nice", description = EndpointNice.DESCRIPTION)
+    int endpointNice = EndpointNice.DEFAULT;
+
     @Option(names = "--msg-len", description = "NetReduce MsgLen, packets per message (default ${DEFAULT-VALUE}).")
     int msgLen = 16;
 
@@ -182,6 +186,10 @@ public final class AllReduceCommand implements Callable<Integer>
     int localWorkers = 1;
 
     private final PrintStream out = System.out;
+
+    /** Where the work between calls runs ({@link #offEndpointThread}); its thread keeps the process's nice value. */
+    private final java.util.concurrent.ExecutorService checker = java.util.concurrent.Executors.newSingleThreadExecutor(
+        Thread.ofPlatform().daemon().name("allreduce-check").factory());
 
     /** The first rank of each rack (--racks), or null for a flat ring. */
     private int[] rackFirst;
@@ -312,6 +320,7 @@ public final class AllReduceCommand implements Callable<Integer>
                 .faultSeed(seed * 1_000_003L + rank);
             nr = new NetReduceConfig(ringId, window, msgLen, payloadSize, TimeUnit.SECONDS.toNanos(timeoutSeconds),
                 tag("--inet-tag", inetTag), tag("--result-tag", resultTag));
+            ThreadNice.validate(endpointNice);
             if (netreduce && payloadSize != pmtu)
             {
                 throw new IllegalArgumentException("--payload must equal --pmtu for netreduce (each packet carries " +
@@ -335,6 +344,7 @@ public final class AllReduceCommand implements Callable<Integer>
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);
             final long localMac = ConnectionInfo.macFromBytes(packetPort.macAddress());
             final RcEndpoint endpoint = new RcEndpoint(packetPort, rc, SystemNanoClock.INSTANCE, localIp, localMac);
+            EndpointNice.apply(endpointNice, "allreduce", System.err); // this thread drives the endpoint
             final int n = localWorkers;
             final RingLink[] links = new RingLink[n];
             for (int i = 0; i < n; i++)
@@ -540,9 +550,12 @@ public final class AllReduceCommand implements Callable<Integer>
         final com.sun.management.OperatingSystemMXBean processCpu =
             (com.sun.management.OperatingSystemMXBean)java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         final StringBuilder cpuMs = new StringBuilder();
+        // Each call's start on CLOCK_MONOTONIC, so the bench can tell what else ran on the host during the calls.
+        final StringBuilder callStartNs = new StringBuilder();
         for (int iteration = 0; iteration < iterations; iteration++)
         {
-            TensorPattern.fill(tensor, seed, rank, iteration);
+            final int filled = iteration;
+            offEndpointThread(() -> TensorPattern.fill(tensor, seed, rank, filled));
             // Every rank has checked its last result and filled its next input before any rank times the call, as
             // gloo's benchmark does with dist.barrier(): without it a rank still checking (a scalar reference sum, on
             // the cores the others' calls need) stretched the others' timed calls.
@@ -566,10 +579,13 @@ public final class AllReduceCommand implements Callable<Integer>
             trace.record(endpoint.nanoTime(), TraceRecorder.CALL_DONE, 0, iteration);
             callMs.append(callMs.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", seconds * 1e3));
             cpuMs.append(cpuMs.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", cpuMillis));
+            callStartNs.append(callStartNs.isEmpty() ? "" : ",").append(start);
             totalSeconds += seconds;
             completed++;
             bestSeconds = Math.min(bestSeconds, seconds);
-            final String mismatch = check(tensor, elementType, netreduce, chunkElements, iteration);
+            final int checked = iteration;
+            final String mismatch = offEndpointThread(
+                () -> check(tensor, elementType, netreduce, chunkElements, checked));
             if (mismatch == null)
             {
                 matched++;
@@ -623,14 +639,15 @@ public final class AllReduceCommand implements Callable<Integer>
             out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
                 "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
                 "\"rdma_bytes_sent\":%d,\"wire_bytes_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
-                "\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s],\"cpu_ms\":[%s]}%n",
+                "\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s],\"cpu_ms\":[%s]," +
+                "\"call_start_ns\":[%s]}%n",
                 rank, world,
                 netreduce ? "netreduce" : "ring",
                 elementType.cliName(), bytes, iterations, matched, ok,
                 meanMs(totalSeconds, completed), bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
                 totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted, wire,
                 send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error), rxDropped,
-                callMs, cpuMs);
+                callMs, cpuMs, callStartNs);
         }
         return ok ? 0 : 1;
     }
@@ -638,6 +655,37 @@ public final class AllReduceCommand implements Callable<Integer>
     private static double meanMs(final double totalSeconds, final int count)
     {
         return count > 0 ? totalSeconds * 1e3 / count : 0.0;
+    }
+
+    /**
+     * Run the benchmark's own work between calls (filling the next input, checking a result against a reference sum
+     * recomputed from every rank's pattern: 64 MiB of scalar work) on a thread at the process's nice value, while the
+     * endpoint's thread waits: at --endpoint-nice it would take the trainer's CPU for work a trainer does not do.
+     */
+    private <T> T offEndpointThread(final java.util.concurrent.Callable<T> work)
+    {
+        try
+        {
+            return checker.submit(work).get();
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", ex);
+        }
+        catch (final java.util.concurrent.ExecutionException ex)
+        {
+            throw ex.getCause() instanceof RuntimeException runtime ? runtime : new IllegalStateException(ex.getCause());
+        }
+    }
+
+    private void offEndpointThread(final Runnable work)
+    {
+        offEndpointThread(() ->
+        {
+            work.run();
+            return null;
+        });
     }
 
     /**

@@ -6,6 +6,7 @@ import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.Doorbell;
+import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.worker.sidecar.SidecarRunner;
 import org.agrona.concurrent.SystemNanoClock;
 import picocli.CommandLine.Command;
@@ -51,6 +52,9 @@ public final class ServeCommand implements Callable<Integer>
         "--segmentation-offload; default ${DEFAULT-VALUE}).")
     boolean segmentationOffload = true;
 
+    @Option(names = "--endpoint-nice", description = EndpointNice.DESCRIPTION)
+    int endpointNice = EndpointNice.DEFAULT;
+
     @Option(names = "--accept-timeout", description = "Seconds to wait for the trainer to connect (default " +
         "${DEFAULT-VALUE}).")
     int acceptTimeoutSeconds = 60;
@@ -62,6 +66,7 @@ public final class ServeCommand implements Callable<Integer>
         try
         {
             rc = new RcConfig().pmtu(pmtu).retransmitTimeoutNs(rtoMicros * 1000);
+            ThreadNice.validate(endpointNice);
         }
         catch (final IllegalArgumentException ex)
         {
@@ -78,6 +83,7 @@ public final class ServeCommand implements Callable<Integer>
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
             final RcEndpoint endpoint = new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                 ConnectionInfo.macFromBytes(port.macAddress()));
+            EndpointNice.apply(endpointNice, "serve", System.err); // the runner drives the endpoint on this thread
             return SidecarRunner.run(endpoint, doorbell, socket, acceptTimeoutSeconds);
         }
         catch (final IllegalArgumentException ex)

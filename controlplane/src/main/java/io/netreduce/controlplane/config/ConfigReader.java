@@ -27,7 +27,7 @@ final class ConfigReader
         Set.of("name", "ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory");
     private static final Set<String> PORT_KEYS = Set.of("name", "mtu", "type", "segmentation_offload");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
-        "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed", "lanes");
+        "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed", "lanes", "laneNice");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
     private static final Set<String> API_KEYS = Set.of("listen", "tokenFile");
     private static final Set<String> LOGGING_KEYS = Set.of("level");
@@ -148,7 +148,9 @@ final class ConfigReader
                     DataplaneConfig.DEFAULT_DROP_PROBABILITY),
                 longInteger(dataplaneNode.get("dropSeed"), child(dataplanePath, "dropSeed"),
                     DataplaneConfig.DEFAULT_DROP_SEED),
-                integer(dataplaneNode.get("lanes"), child(dataplanePath, "lanes"), DataplaneConfig.DEFAULT_LANES));
+                integer(dataplaneNode.get("lanes"), child(dataplanePath, "lanes"), DataplaneConfig.DEFAULT_LANES),
+                integer(dataplaneNode.get("laneNice"), child(dataplanePath, "laneNice"),
+                    DataplaneConfig.DEFAULT_LANE_NICE));
         }
 
         final long memoryBudget = size(node.get("memoryBudget"), child(path, "memoryBudget"),

@@ -197,6 +197,8 @@ public final class ConfigValidator
         final String dataplanePath = child(path, "dataplane");
         range(dataplane.batchSize(), 1, DataplaneConfig.MAX_BATCH_SIZE, child(dataplanePath, "batchSize"));
         range(dataplane.lanes(), 1, DataplaneConfig.MAX_LANES, child(dataplanePath, "lanes"));
+        range(dataplane.laneNice(), DataplaneConfig.MIN_LANE_NICE, DataplaneConfig.MAX_LANE_NICE,
+            child(dataplanePath, "laneNice"));
         if (dataplane.lanes() > 1)
         {
             for (final PortConfig port : appliance.ports())

@@ -14,6 +14,7 @@ import io.netreduce.dataplane.agent.DataplaneContext;
  * @param lanes                 dataplane agents, each on its own thread and the single writer of its share of the
  *                              rings; every port is opened once per lane as an AF_PACKET fanout group, and the kernel
  *                              steers each ring's frames to its lane (docs/architecture.md, "Lanes").
+ * @param laneNice              nice value of every lane's thread, -20..19 ({@link #DEFAULT_LANE_NICE}).
  */
 public record DataplaneConfig(
     IdleStrategyKind idleStrategy,
@@ -21,7 +22,8 @@ public record DataplaneConfig(
     int commandQueueCapacity,
     double dropProbability,
     long dropSeed,
-    int lanes)
+    int lanes,
+    int laneNice)
 {
     /**
      * Default lanes: one. A lane is a core spent polling (or blocked in poll); more lanes pay only when one core
@@ -33,7 +35,23 @@ public record DataplaneConfig(
     public static final int MAX_LANES = 64;
 
     /**
-     * One lane.
+     * Default lane nice value: -10. A lane blocks in poll(2) when idle and is woken by each frame; on a box whose
+     * cores also run other work (the test bed's workers and trainers), a woken lane of equal weight waits behind
+     * busy threads for milliseconds while every rank of its rings waits for its results. -10 lets a wake-up take a
+     * core at once and still leaves the lane only the CPU its frames need. Lowering the value needs RLIMIT_NICE (the
+     * systemd unit sets LimitNICE=-10) or CAP_SYS_NICE; without either the lane keeps its value and the daemon logs a
+     * warning. Measured with
+     * the workers' endpoints at -10 too (docs/performance.md): 588 and 601 ms calls against 659 and 615 with the lane
+     * at 0, under a busy process per worker.
+     */
+    public static final int DEFAULT_LANE_NICE = -10;
+    /** Lowest lane nice value (highest priority). */
+    public static final int MIN_LANE_NICE = -20;
+    /** Highest lane nice value. */
+    public static final int MAX_LANE_NICE = 19;
+
+    /**
+     * One lane at the default nice value.
      */
     public DataplaneConfig(
         final IdleStrategyKind idleStrategy,
@@ -42,7 +60,8 @@ public record DataplaneConfig(
         final double dropProbability,
         final long dropSeed)
     {
-        this(idleStrategy, batchSize, commandQueueCapacity, dropProbability, dropSeed, DEFAULT_LANES);
+        this(idleStrategy, batchSize, commandQueueCapacity, dropProbability, dropSeed, DEFAULT_LANES,
+            DEFAULT_LANE_NICE);
     }
 
     /** Default drop probability: no fault injection (the dataplane's own default). */
@@ -71,6 +90,7 @@ public record DataplaneConfig(
     public static DataplaneConfig defaults()
     {
         return new DataplaneConfig(DEFAULT_IDLE_STRATEGY, DEFAULT_BATCH_SIZE,
-            DEFAULT_COMMAND_QUEUE_CAPACITY, DEFAULT_DROP_PROBABILITY, DEFAULT_DROP_SEED, DEFAULT_LANES);
+            DEFAULT_COMMAND_QUEUE_CAPACITY, DEFAULT_DROP_PROBABILITY, DEFAULT_DROP_SEED, DEFAULT_LANES,
+            DEFAULT_LANE_NICE);
     }
 }

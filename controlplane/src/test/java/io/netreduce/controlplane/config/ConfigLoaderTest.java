@@ -105,6 +105,15 @@ class ConfigLoaderTest
     }
 
     @Test
+    void shouldReadTheLanesNiceValue() throws ConfigException
+    {
+        final NetreduceConfig config = ConfigLoader.parse(BASE.replace("  memoryBudget: 64MiB",
+            "  memoryBudget: 64MiB\n  dataplane: { laneNice: 0 }"));
+
+        assertThat(config.appliance().dataplane().laneNice()).isZero();
+    }
+
+    @Test
     void shouldLoadBaseWithDefaults() throws ConfigException
     {
         final NetreduceConfig config = ConfigLoader.parse(BASE);
@@ -113,6 +122,7 @@ class ConfigLoaderTest
         assertThat(appliance.ports()).containsExactly(new PortConfig("eth1", PortConfig.DEFAULT_MTU));
         assertThat(appliance.ports().get(0).type()).isEqualTo(PortType.AF_PACKET);
         assertThat(appliance.dataplane()).isEqualTo(new DataplaneConfig(IdleStrategyKind.POLL, 64, 1024, 0.0, 1));
+        assertThat(appliance.dataplane().laneNice()).isEqualTo(-10);
         assertThat(appliance.memoryBudget()).isEqualTo(64L << 20);
         assertThat(appliance.api()).as("a Unix socket by default").isEqualTo(
             ListenAddress.parse("unix:/run/netreduce/api.sock"));
@@ -230,7 +240,10 @@ class ConfigLoaderTest
             arguments("unknown dataplane key", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { lane: 2 }"),
                 "appliance.dataplane.lane", "unknown key (expected one of batchSize, commandQueueCapacity, " +
-                    "dropProbability, dropSeed, idleStrategy, lanes)"),
+                    "dropProbability, dropSeed, idleStrategy, laneNice, lanes)"),
+            arguments("lane nice above 19", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  dataplane: { laneNice: 20 }"),
+                "appliance.dataplane.laneNice", "20 is not in -20..19"),
             arguments("tag of three characters", BASE.replace("elementType: fp16", "elementType: fp16\n        inetTag: ABC"),
                 "jobs[1].rings[0].inetTag", "'ABC' is not 4 printable ASCII characters (the InetTag is 4 bytes, e.g. NRED)"),
             arguments("result tag with a space", BASE.replace("elementType: fp16",

@@ -61,6 +61,9 @@ final class Libc
         symbol("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
     private static final MethodHandle GETPAGESIZE = LINKER.downcallHandle(
         symbol("getpagesize"), FunctionDescriptor.of(JAVA_INT));
+    private static final MethodHandle GETTID = LINKER.downcallHandle(symbol("gettid"), FunctionDescriptor.of(JAVA_INT));
+    private static final MethodHandle SETPRIORITY = errnoCall(
+        "setpriority", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
 
     /** Longest C string strerror is trusted to return. */
     private static final long STRERROR_MAX = 256;
@@ -340,6 +343,31 @@ final class Libc
         try
         {
             return (int)GETPAGESIZE.invokeExact();
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    /** The calling thread's kernel task id (gettid(2)). */
+    static int gettid()
+    {
+        try
+        {
+            return (int)GETTID.invokeExact();
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int setpriority(final MemorySegment errnoState, final int which, final int who, final int prio)
+    {
+        try
+        {
+            return (int)SETPRIORITY.invokeExact(errnoState, which, who, prio);
         }
         catch (final Throwable t)
         {
