@@ -403,16 +403,14 @@ final class Aggregator
         final int headerLength = memory.getShort(meta + AggregatorRegion.META_HEADER_LENGTH);
         final int length = ring.gradientLength(position);
         final int arrivalPort = memory.getByte(meta + AggregatorRegion.META_PORT);
-        final int header = region.headerOffset(agg, rank);
-        final int index = output.claim(arrivalPort, headerLength + length + RoceFrame.ICRC_LENGTH,
-            EthernetHeader.dstMac(memory, header));
+        final int index = output.claim(arrivalPort, headerLength + length + RoceFrame.ICRC_LENGTH);
         if (index < 0)
         {
             // Counted as a full transmit ring; the rank's retransmission is answered from the stored result.
             return false;
         }
         final MutableDirectBuffer tx = output.claimBuffer(arrivalPort);
-        tx.putBytes(index, memory, header, headerLength);
+        tx.putBytes(index, memory, region.headerOffset(agg, rank), headerLength);
         tx.putBytes(index + headerLength, memory, payload, length);
         final int icrc = Crc32Combine.combineWithOperator(memory.getInt(meta + AggregatorRegion.META_HEADER_CRC),
             payloadCrc, ring.shiftOperator(position));

@@ -87,17 +87,14 @@ final class FrameOutput
     }
 
     /**
-     * Claim a transmit slot for a frame of {@code length} bytes to {@code destinationMac} (as
-     * {@code EthernetHeader.dstMac} reads it) leaving towards the peer of {@code arrivalPort}; a port that batches
-     * for segmentation offload may place it straight in the open batch to that destination
-     * ({@link PacketPort#tryClaim(int, long)}).
+     * Claim a transmit slot for a frame of {@code length} bytes leaving towards the peer of {@code arrivalPort}.
      *
      * @return the index in {@link #claimBuffer(int)} to write the frame at, or -1 (counted) when the port
      *         cannot take it.
      */
-    int claim(final int arrivalPort, final int length, final long destinationMac)
+    int claim(final int arrivalPort, final int length)
     {
-        final int index = ports[peers[arrivalPort]].tryClaim(length, destinationMac);
+        final int index = ports[peers[arrivalPort]].tryClaim(length);
         if (index < 0)
         {
             txFull.incrementRelease();

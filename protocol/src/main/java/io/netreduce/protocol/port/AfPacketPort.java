@@ -82,8 +82,6 @@ public final class AfPacketPort implements PollablePort
     private int txPendingStart;
     private int txPendingCount;
     private int claimLength;
-    /** Whether the open claim was placed behind an open offload batch ({@link #tryClaim(int, long)}). */
-    private boolean claimBehindBatch;
 
     private boolean closed;
 
@@ -329,15 +327,6 @@ public final class AfPacketPort implements PollablePort
     @Override
     public int tryClaim(final int length)
     {
-        if (claimBehindBatch)
-        {
-            // The open claim was not committed: the batch it was placed behind gets its payload back.
-            claimBehindBatch = false;
-            if (!closed)
-            {
-                batcher.abandonClaim();
-            }
-        }
         claimLength = 0;
         if (closed || length < ETH_HLEN || length > maxTxFrameLength)
         {
@@ -353,29 +342,6 @@ public final class AfPacketPort implements PollablePort
         }
         claimLength = length;
         return slotOffset + TPACKET2_TX_DATA_OFFSET + vnetHeaderLength;
-    }
-
-    /**
-     * As {@link #tryClaim(int)}, but with segmentation offload the frame may be placed behind the open batch to
-     * {@code destinationMac}, its payload written straight where it joins the batch (see
-     * {@link UdpSegmentBatcher#claimBehind}). The slot of its own stays claimed (checked free) in case the frame
-     * turns out not to join.
-     */
-    @Override
-    public int tryClaim(final int length, final long destinationMac)
-    {
-        final int index = tryClaim(length);
-        if (index < 0 || batcher == null)
-        {
-            return index;
-        }
-        final int behind = batcher.claimBehind(destinationMac, length);
-        if (behind < 0)
-        {
-            return index;
-        }
-        claimBehindBatch = true;
-        return behind;
     }
 
     @Override
@@ -399,9 +365,7 @@ public final class AfPacketPort implements PollablePort
         if (batcher != null)
         {
             final int frame = slotOffset + TPACKET2_TX_DATA_OFFSET + VirtioNetHeader.LENGTH;
-            final boolean behind = claimBehindBatch;
-            claimBehindBatch = false;
-            if (behind ? batcher.commitBehind(length, frame) : batcher.tryAppend(frame, length))
+            if (batcher.tryAppend(frame, length))
             {
                 // Copied into an open batch's slot; this slot stays free for the next claim.
                 final int batchSlot = batcher.appendedSlot();
@@ -436,11 +400,6 @@ public final class AfPacketPort implements PollablePort
         }
         if (batcher != null)
         {
-            if (claimBehindBatch)
-            {
-                claimBehindBatch = false;
-                batcher.abandonClaim();
-            }
             batcher.closeAll();
         }
 

@@ -55,18 +55,6 @@ public interface PacketPort extends AutoCloseable
     int tryClaim(int length);
 
     /**
-     * {@link #tryClaim(int)} for a frame whose Ethernet destination (as {@code EthernetHeader.dstMac} reads it) the
-     * caller already knows: a port that coalesces frames to one destination into offload batches may then place
-     * the frame where its payload lands straight in the open batch to that destination, saving a copy of the
-     * payload. The frame must be written at the returned index and carry that destination; the rest of the
-     * contract is {@link #tryClaim(int)}'s. By default, the same as {@link #tryClaim(int)}.
-     */
-    default int tryClaim(final int length, final long destinationMac)
-    {
-        return tryClaim(length);
-    }
-
-    /**
      * @return the buffer that the last successful {@link #tryClaim} points into.
      */
     MutableDirectBuffer claimBuffer();

@@ -44,6 +44,7 @@ final class UdpSegmentBatcher
     /** Ethernet, IPv4 without options and UDP: the header every segment carries. */
     static final int HEADER_LENGTH = L4 + UdpHeader.LENGTH;
     private static final int MAX_IP_TOTAL_LENGTH = 0xFFFF;
+    private static final long MAC_MASK = 0xFFFF_FFFF_FFFFL;
     private static final int ROCE_V2_PORT = UdpHeader.ROCE_V2_PORT;
 
     private final UnsafeBuffer ring;
@@ -59,15 +60,8 @@ final class UdpSegmentBatcher
     private final long[] destination = new long[MAX_OPEN];
     private int open;
 
-    /** Set by {@link #tryAppend} and {@link #commitBehind}: the ring slot of the batch the frame joined. */
+    /** Set by {@link #tryAppend}: the ring slot of the batch the frame joined. */
     private int appendedSlot;
-
-    /** The open batch an in-place claim ({@link #claimBehind}) writes behind, or -1. */
-    private int claimBatch = -1;
-    /** Where that claim's frame starts: over the last {@link #HEADER_LENGTH} bytes of the batch's payload. */
-    private int claimFrame;
-    /** Those bytes, put back when the claim is committed or given up. */
-    private final UnsafeBuffer claimSaved = new UnsafeBuffer(new byte[HEADER_LENGTH]);
 
     private final PortCounters counters;
 
@@ -92,7 +86,7 @@ final class UdpSegmentBatcher
     boolean tryAppend(final int frame, final int length)
     {
         final UnsafeBuffer ring = this.ring;
-        final long dst = EthernetHeader.dstMac(ring, frame);
+        final long dst = ring.getLong(frame) & MAC_MASK;
         final int b = find(dst);
         if (b < 0)
         {
@@ -124,82 +118,7 @@ final class UdpSegmentBatcher
     }
 
     /**
-     * Place a frame of {@code length} bytes to {@code destinationMac} where its payload lands straight behind the
-     * open batch to that destination, so that joining the batch needs no copy of the payload: the frame's headers
-     * overwrite the last {@link #HEADER_LENGTH} bytes of the batch's payload, which are saved here and put back by
-     * {@link #commitBehind} or {@link #abandonClaim}. Whether the frame may join is only known once it is written;
-     * {@link #commitBehind} decides.
-     *
-     * @return the frame's index in the ring, or -1 if no open batch to that destination has room for it (the caller
-     *         claims a slot of its own).
-     */
-    int claimBehind(final long destinationMac, final int length)
-    {
-        final int b = find(destinationMac);
-        final int payload = length - HEADER_LENGTH;
-        if (b < 0 || payload <= 0 || payload > segmentLength[b] || segments[b] >= MAX_SEGMENTS ||
-            frameEnd[b] + payload - frameStart[b] > maxBatchLength)
-        {
-            return -1;
-        }
-        final int frame = frameEnd[b] - HEADER_LENGTH;
-        claimSaved.putBytes(0, ring, frame, HEADER_LENGTH);
-        claimBatch = b;
-        claimFrame = frame;
-        return frame;
-    }
-
-    /**
-     * Commit the frame written at {@link #claimBehind}'s index: it joins its batch if {@link #tryAppend} would have
-     * let it (same flow, next identification, eligible), else it is moved to {@code ownFrame}, in the caller's own
-     * claimed slot, and its destination's batch is closed so that it leaves after it. Either way the batch's
-     * payload is whole again.
-     *
-     * @return true if the frame joined (see {@link #appendedSlot()}); false if the caller must queue it at
-     *         {@code ownFrame}.
-     */
-    boolean commitBehind(final int length, final int ownFrame)
-    {
-        final UnsafeBuffer ring = this.ring;
-        final int b = claimBatch;
-        final int frame = claimFrame;
-        claimBatch = -1;
-        if (!(eligible(frame, length) &&
-            sameFlow(frameStart[b], frame) &&
-            identification(frame) == nextIdentification[b]))
-        {
-            ring.putBytes(ownFrame, ring, frame, length);
-            ring.putBytes(frame, claimSaved, 0, HEADER_LENGTH);
-            close(b);
-            return false;
-        }
-        ring.putBytes(frame, claimSaved, 0, HEADER_LENGTH);
-        final int payload = length - HEADER_LENGTH;
-        frameEnd[b] += payload;
-        segments[b]++;
-        nextIdentification[b] = (nextIdentification[b] + 1) & 0xFFFF;
-        appendedSlot = slotIndex[b];
-        if (payload < segmentLength[b] || frameEnd[b] + segmentLength[b] - frameStart[b] > maxBatchLength)
-        {
-            close(b);
-        }
-        return true;
-    }
-
-    /**
-     * Give up an in-place claim that was not committed: the batch's payload is whole again. No effect without one.
-     */
-    void abandonClaim()
-    {
-        if (claimBatch >= 0)
-        {
-            ring.putBytes(claimFrame, claimSaved, 0, HEADER_LENGTH);
-            claimBatch = -1;
-        }
-    }
-
-    /**
-     * @return the ring slot of the batch the last successful {@link #tryAppend} or {@link #commitBehind} used.
+     * @return the ring slot of the batch the last successful {@link #tryAppend} used.
      */
     int appendedSlot()
     {
@@ -230,7 +149,7 @@ final class UdpSegmentBatcher
         segmentLength[b] = length - HEADER_LENGTH;
         segments[b] = 1;
         nextIdentification[b] = (identification(frame) + 1) & 0xFFFF;
-        destination[b] = EthernetHeader.dstMac(ring, frame);
+        destination[b] = ring.getLong(frame) & MAC_MASK;
     }
 
     /**

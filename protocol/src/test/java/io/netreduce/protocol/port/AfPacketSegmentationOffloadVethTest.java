@@ -89,22 +89,6 @@ class AfPacketSegmentationOffloadVethTest
     @EnumSource(RxRingVersion.class)
     void shouldDeliverEveryFrameBitForBitWhenBatchedAcrossVeth(final RxRingVersion version)
     {
-        deliverEveryFrameBitForBit(version, AfPacketSegmentationOffloadVethTest::send);
-    }
-
-    /**
-     * The same frames claimed with their destination ({@link PacketPort#tryClaim(int, long)}), as the dataplane
-     * emits results: each frame that joins is written straight behind its batch's last payload, no copy; the same
-     * batches leave and arrive.
-     */
-    @Test
-    void shouldDeliverEveryFrameBitForBitWhenClaimedStraightBehindTheOpenBatch()
-    {
-        deliverEveryFrameBitForBit(RxRingVersion.V2, AfPacketSegmentationOffloadVethTest::claimEachForItsDestination);
-    }
-
-    private void deliverEveryFrameBitForBit(final RxRingVersion version, final Sender sending)
-    {
         final AfPacketPort sender = open(veth.namespaceA, VethPair.DEVICE_A, true);
         final AfPacketPort receiver = open(veth.namespaceB, AfPacketConfiguration.defaults(VethPair.DEVICE_B)
             .withRxRingVersion(version).withSegmentationOffload(true));
@@ -122,7 +106,7 @@ class AfPacketSegmentationOffloadVethTest
             sent.add(write(toSecond, write, 5000 + i, i == 49 ? 1000 : PAYLOAD));
         }
 
-        sending.send(sender, sent);
+        send(sender, sent);
         final List<Received> received = receive(receiver, sent.size());
 
         assertDeliveredUnchangedInOrderPerDestination(sent, received);
@@ -149,50 +133,6 @@ class AfPacketSegmentationOffloadVethTest
      */
     @Test
     void shouldKeepPerDestinationOrderWhenFramesCannotJoinTheOpenBatch()
-    {
-        keepPerDestinationOrder(AfPacketSegmentationOffloadVethTest::send);
-    }
-
-    /**
-     * The same, claimed with their destinations: the ACK, the out-of-sequence packet and the retransmission are
-     * each written behind the open batch, found not to join it, moved to a slot of their own, and the batch gets
-     * the payload bytes their headers covered back.
-     */
-    @Test
-    void shouldKeepPerDestinationOrderWhenAFrameClaimedBehindABatchCannotJoinIt()
-    {
-        keepPerDestinationOrder(AfPacketSegmentationOffloadVethTest::claimEachForItsDestination);
-    }
-
-    /**
-     * A claim placed behind an open batch and written but never committed, given up by the next claim: the batch
-     * leaves as if the claim had not been made.
-     */
-    @Test
-    void shouldLeaveTheBatchWholeWhenAClaimBehindItIsGivenUp()
-    {
-        final AfPacketPort sender = open(veth.namespaceA, VethPair.DEVICE_A, true);
-        final AfPacketPort receiver = open(veth.namespaceB, VethPair.DEVICE_B, true);
-        final RoceFrameWriter data = writer(DESTINATION_1, 0x0A4D_0101, 0xC001, 0x101);
-        final List<byte[]> sent = new ArrayList<>();
-        for (int psn = 0; psn < 4; psn++)
-        {
-            sent.add(write(data, Opcode.SEND_MIDDLE, psn, PAYLOAD));
-        }
-        claimEachForItsDestination(sender, sent.subList(0, 2), false);
-
-        final byte[] givenUp = write(data, Opcode.SEND_MIDDLE, 2, PAYLOAD);
-        final int index = sender.tryClaim(givenUp.length, DESTINATION_1);
-        assertThat(index).isNotNegative();
-        sender.claimBuffer().setMemory(index, givenUp.length, (byte)0x5A); // written, then not committed
-        claimEachForItsDestination(sender, sent.subList(2, 4), true);
-        final List<Received> received = receive(receiver, sent.size());
-
-        assertDeliveredUnchangedInOrderPerDestination(sent, received);
-        assertThat(sender.counters().get(PortCounters.TX_GSO_FRAMES)).isEqualTo(1);
-    }
-
-    private void keepPerDestinationOrder(final Sender sending)
     {
         final AfPacketPort sender = open(veth.namespaceA, VethPair.DEVICE_A, true);
         final AfPacketPort receiver = open(veth.namespaceB, VethPair.DEVICE_B, true);
@@ -225,7 +165,7 @@ class AfPacketSegmentationOffloadVethTest
             sent.add(write(other, Opcode.SEND_MIDDLE, 100 + i, PAYLOAD));
         }
 
-        sending.send(sender, sent);
+        send(sender, sent);
         final List<Received> received = receive(receiver, sent.size());
 
         assertDeliveredUnchangedInOrderPerDestination(sent, received);
@@ -381,47 +321,6 @@ class AfPacketSegmentationOffloadVethTest
 
     private record Received(byte[] frame, int flags)
     {
-    }
-
-    @FunctionalInterface
-    private interface Sender
-    {
-        void send(AfPacketPort port, List<byte[]> frames);
-    }
-
-    /**
-     * As {@link #send}, but each frame claimed with its destination and written in place, as the dataplane does.
-     */
-    private static void claimEachForItsDestination(final AfPacketPort port, final List<byte[]> frames)
-    {
-        claimEachForItsDestination(port, frames, true);
-    }
-
-    private static void claimEachForItsDestination(
-        final AfPacketPort port, final List<byte[]> frames, final boolean flushAll)
-    {
-        final long deadline = System.nanoTime() + 5_000_000_000L;
-        final long before = port.counters().txFrames();
-        for (final byte[] frame : frames)
-        {
-            final UnsafeBuffer buffer = new UnsafeBuffer(frame);
-            int index;
-            while ((index = port.tryClaim(frame.length, EthernetHeader.dstMac(buffer, 0))) < 0)
-            {
-                port.flush();
-                assertThat(System.nanoTime()).as("transmit ring still full").isLessThan(deadline);
-            }
-            port.claimBuffer().putBytes(index, buffer, 0, frame.length);
-            port.commit();
-        }
-        if (flushAll)
-        {
-            PacketPortVethContract.awaitCondition(() ->
-            {
-                port.flush();
-                return port.counters().txFrames() >= before + frames.size();
-            });
-        }
     }
 
     private RoceFrameWriter writer(final long destination, final int dstIp, final int udpSrcPort, final int qp)
