@@ -154,8 +154,7 @@ up() {
     ip netns exec "$ns" ip link set eth0 address "$(worker_mac "$i")" mtu "$mtu" up
     ip netns exec "$ns" ip addr add "$(worker_ip "$i")/24" dev eth0
     ip netns exec "$ns" ip link set lo up
-    # Ordinary-socket traffic leaves with a partial checksum otherwise, which a raw re-emitter cannot fix up.
-    ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null 2>&1 || true
+    worker_tx_offload "$ns" eth0
     ip netns exec "$sw" ip link set "sw-w$i" master br0 mtu "$mtu" up
     ip netns exec "$sw" bridge fdb replace "$(worker_mac "$i")" dev "sw-w$i" master static
     redirect_roce "sw-w$i"
@@ -255,7 +254,7 @@ up_racks() {
       ip netns exec "$ns" ip link set eth0 address "$(worker_mac "$i")" up
       ip netns exec "$ns" ip addr add "$(worker_ip "$i")/24" dev eth0
       ip netns exec "$ns" ip link set lo up
-      ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null 2>&1 || true
+      worker_tx_offload "$ns" eth0
       redirect_roce "sw-w$i" "$rsw"
       roce_nic "$ns" eth0
       shape "$ns" eth0

@@ -57,6 +57,19 @@ in_order_rx() {
   done
 }
 
+# worker_tx_offload NS DEV: a worker's interface keeps veth's transmit offloads (checksum, and with it TCP and UDP
+# segmentation), as every NIC a trainer runs on has them: TCP (gloo) hands the kernel 64 KiB segments and no
+# checksum work, as it would hand a NIC. Until 2026-11-25 the bed turned them off (ethtool -K eth0 tx off, from the
+# first bed, when a raw re-emitter could not complete a partial checksum; the appliance completes them now,
+# counted as pass_through_checksum_completed), which made every worker segment and checksum its TCP in software:
+# gloo unshaped took 180 ms per 64 MiB call with them off and 131 ms with them on (docs/performance.md).
+# NETREDUCE_BED_WORKER_TX=off keeps the old bed.
+worker_tx_offload() {
+  if [ "${NETREDUCE_BED_WORKER_TX:-on}" = off ]; then
+    ip netns exec "$1" ethtool -K "$2" tx off >/dev/null 2>&1 || true
+  fi
+}
+
 # wire_frames_to NS DEV: what leaves DEV are wire frames, as on a link from a NIC. veth carries a UDP segmentation
 # offload frame (a batch of RoCE packets from a port with segmentation offload) whole, where a NIC would have cut
 # it into packets on the wire; with DEV's UDP segmentation off, the kernel cuts it when it leaves DEV. Used on the
