@@ -47,20 +47,27 @@ class CaptureSystemTest
     {
         Assumptions.assumeTrue(TestBed.isRoot(), "system tests need root (network namespaces)");
         bed = TestBed.up('c', WORLD, 9000, false);
-        // The appliance sends each worker's results as segmentation offload batches, which veth carries whole; a
-        // capture on the switch port should hold what a wire carries, so the port segments them in software.
+        // The appliance sends each worker's results as segmentation offload batches, and each worker sends its
+        // gradient the same way; veth carries both whole. A capture on the switch port should hold what a wire
+        // carries, so both ends of the worker's link segment them in software, as a NIC cuts them for the wire.
         for (int r = 0; r < WORLD; r++)
         {
-            try
-            {
-                final int status = new ProcessBuilder("ip", "netns", "exec", bed.switchNamespace(), "ethtool", "-K",
-                    "sw-w" + r, "tx-udp-segmentation", "off").inheritIO().start().waitFor();
-                Assumptions.assumeTrue(status == 0, "ethtool -K sw-w" + r + " tx-udp-segmentation off");
-            }
-            catch (final java.io.IOException | InterruptedException ex)
-            {
-                throw new IllegalStateException(ex);
-            }
+            segmentUdpLeaving(bed.switchNamespace(), "sw-w" + r);
+            segmentUdpLeaving(bed.workerNamespace(r), "eth0");
+        }
+    }
+
+    private static void segmentUdpLeaving(final String namespace, final String device)
+    {
+        try
+        {
+            final int status = new ProcessBuilder("ip", "netns", "exec", namespace, "ethtool", "-K", device,
+                "tx-udp-segmentation", "off").inheritIO().start().waitFor();
+            Assumptions.assumeTrue(status == 0, "ethtool -K " + device + " tx-udp-segmentation off in " + namespace);
+        }
+        catch (final java.io.IOException | InterruptedException ex)
+        {
+            throw new IllegalStateException(ex);
         }
     }
 
