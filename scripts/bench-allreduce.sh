@@ -37,9 +37,9 @@
 #                                   [--nice N: the workers' endpoint threads at nice N (--endpoint-nice; default theirs, -10)]
 #                                   [--lane-nice N: the appliance's lanes at nice N (dataplane.laneNice; default -10)]
 #                                   [--gloo-nice N: gloo's processes under `nice -n N` (default: not reniced, 0)]
-# The CSV's nice column is what the mode's workers' packet work ran at (lane_nice: the appliance's); load_cpu_s is the CPU the --cpu-load processes (the
-# stand-in trainers) got during the run, load_cores_in_calls the cores they got during the timed calls (after the
-# warm-up): what a mode's priority took from them.
+# The CSV's nice column is what the mode's workers' packet work ran at (lane_nice: the appliance's); load_cpu_s is
+# the CPU the --cpu-load processes (the stand-in trainers) got during the run, load_cores_in_calls the cores they got
+# during the timed calls (after the warm-up): what a mode's priority took from them.
 # Needs root. Writes the CSV and prints a table; plot with /usr/bin/python3 scripts/bench/plot_allreduce.py OUT.png CSV...
 # (time vs size) or scripts/bench/plot_calls.py OUT.png CSV... (per-call boxes per mode).
 set -euo pipefail
@@ -90,7 +90,7 @@ while [ $# -gt 0 ]; do
     --nice) nice="$2"; shift 2 ;;
     --lane-nice) lane_nice="$2"; shift 2 ;;
     --gloo-nice) gloo_nice="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
 done
