@@ -11,6 +11,7 @@ trainer puts a bucket into the input area's data parts, the sidecar sends every 
 the appliance's sums land in the output area's data parts, where the trainer reads them: no copy in the sidecar.
 """
 import json
+import logging
 import mmap
 import os
 import shutil
@@ -21,6 +22,8 @@ import threading
 from typing import Optional
 
 from .errors import SetupError, TransportError
+
+log = logging.getLogger("netreduce")
 
 
 def _default_command() -> list:
@@ -67,6 +70,11 @@ class SidecarTransport:
             self._cleanup_files()
             raise SetupError(f"cannot start the sidecar ({' '.join(argv)}): {error}") from error
         self._wait_listening(start_timeout)
+        # What the sidecar warned about while starting (an endpoint thread that could not take its nice value, and
+        # so will be slow while the trainer keeps the cores busy) goes to the trainer's log, not only to a file.
+        for line in self.log_tail().splitlines():
+            if "warning:" in line:
+                log.warning("sidecar: %s", line.strip())
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(self._socket_path)
         self._reader = self._sock.makefile("rb")
