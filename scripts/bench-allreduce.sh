@@ -241,14 +241,9 @@ run_one() { # rate world mode size
   done
   for pid in "${worker_pids[@]}"; do wait "$pid" || true; done
   worker_pids=()
-  # The stand-in trainers' CPU during the run (utime + stime), then stop them.
-  local load_ticks=0 mode_nice
-  for pid in "${load_pids[@]}"; do
-    load_ticks=$(( load_ticks + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0) ))
-    kill "$pid" 2>/dev/null || true
-  done
+  # Stop sampling the stand-in trainers' CPU, then them.
   if [ -n "$sampler_pid" ]; then kill -TERM "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
-  if [ "$mode" = gloo ]; then mode_nice="${gloo_nice:-0}"; else mode_nice="${nice:--10}"; fi
+  for pid in "${load_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   local wall_ms cpu_ticks_used
   wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   cpu_ticks_used=$(( $(cpu_ticks) - before ))
@@ -270,9 +265,9 @@ run_one() { # rate world mode size
     bash scripts/testbed.sh redirect on --prefix "$prefix" >/dev/null
   fi
   "$NETREDUCE_PYTHON" - "$work" "$rate" "$world" "$mode" "$size" "$iterations" "$wall_ms" "$cpu_ticks_used" "$hz" \
-      "$cpu_load" "$warmup" "$mode_nice" "${lane_nice:--10}" "$load_ticks" >> "$out" <<'EOF'
-import json, os, sys
-work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load, warmup, mode_nice, lane_nice, load_ticks = sys.argv[1:]
+      "$cpu_load" "$warmup" "$gloo_nice" >> "$out" <<'EOF'
+import json, os, re, sys
+work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load, warmup, gloo_nice = sys.argv[1:]
 world, size, iterations, wall_ms, ticks, hz = int(world), int(size), int(iterations), int(wall_ms), int(ticks), int(hz)
 warmup = int(warmup)
 runs = []
@@ -318,11 +313,24 @@ try:
     workers_cpu = f"{cpu:.2f}"
 except (OSError, ValueError):
     pass
-# With --cpu-load: the cores the stand-in trainers got, on average, during the timed calls after the warm-up (their
-# CPU time, sampled every 20 ms, interpolated at each call's start and end; rank 0's starts, the slowest rank's time).
-load_cores = ""
+# The nice values the packet work ran at, as they took effect: the ranks' endpoint threads (their JSON; null when the
+# kernel refused) or gloo's processes (as the bench started them), and the appliance's lanes (its log).
+if mode == "gloo":
+    mode_nice = gloo_nice or "0"
+else:
+    applied = {r.get("endpoint_nice") for r in runs if r is not None}
+    mode_nice = "refused" if None in applied else ";".join(str(v) for v in sorted(applied))
+with open(os.path.join(work, "daemon.log"), encoding="utf-8", errors="replace") as daemon_log:
+    text = daemon_log.read()
+lane = re.search(r"lane\(s\) at nice (-?\d+)", text)
+lane_nice = "refused" if "keeps its nice value" in text else lane.group(1) if lane else ""
+# With --cpu-load: the CPU the stand-in trainers got over the run, and the cores they got, on average, during the
+# timed calls after the warm-up (their CPU time, sampled every 20 ms, interpolated at each call's start and end;
+# rank 0's starts, the slowest rank's time).
+load_cpu, load_cores = 0.0, ""
 try:
     samples = [tuple(map(int, line.split())) for line in open(os.path.join(work, "load.samples"))]
+    load_cpu = (samples[-1][1] - samples[0][1]) / 1e9
     def load_at(t):
         for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
             if t0 <= t <= t1:
@@ -338,7 +346,7 @@ except (OSError, ValueError, KeyError, IndexError):
 print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{median:.2f},{p90:.2f},{mean:.2f},"
       f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{rx_dropped},{ticks / hz:.2f},"
       f"{wall_ms / 1e3:.1f},{workers_cpu},{cpu_per_call},{warmup},{mode_nice},{lane_nice},"
-      f"{(int(load_ticks) / hz if cpu_load == '1' else 0):.2f},{load_cores},{';'.join(f'{c:.1f}' for c in calls)}")
+      f"{load_cpu:.2f},{load_cores},{';'.join(f'{c:.1f}' for c in calls)}")
 EOF
   tail -n 1 "$out"
   if tail -n 1 "$out" | grep -q ',false,'; then

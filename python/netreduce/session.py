@@ -53,8 +53,8 @@ class Session:
       call (all ranks agree on it), log once and count it in :attr:`fallback_calls`, instead of raising.
     * ``timeout``: seconds without progress before a call fails.
     * ``endpoint_nice``: nice value of the sidecar's endpoint thread (default: the sidecar's, -10, so frames get a
-      core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE, and without it the sidecar
-      warns in its log and keeps its value).
+      core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE or RLIMIT_NICE, and without
+      either the sidecar keeps its value and its warning goes to the ``netreduce`` logger).
     * ``shm_bytes``: the shared memory a call works in; larger tensors go through in pieces of what it holds (for
       the sidecar: half of it, less 8 bytes of every MsgLen x payload_size, as input and output areas of messages).
     """

@@ -23,16 +23,16 @@ def main() -> int:
         running = False
 
     signal.signal(signal.SIGTERM, stop)
+    last = {pid: 0 for pid in pids}
     with open(out, "w", encoding="ascii") as samples:
         while running:
-            total = 0
             for pid in pids:
                 try:
                     with open(f"/proc/{pid}/schedstat", encoding="ascii") as stat:
-                        total += int(stat.read().split()[0])
+                        last[pid] = int(stat.read().split()[0])
                 except (OSError, ValueError, IndexError):
                     pass  # gone: its last sample stands
-            samples.write(f"{time.monotonic_ns()} {total}\n")
+            samples.write(f"{time.monotonic_ns()} {sum(last.values())}\n")
             time.sleep(interval_ms / 1000)
     return 0
 

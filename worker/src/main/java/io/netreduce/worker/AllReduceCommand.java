@@ -191,6 +191,9 @@ public final class AllReduceCommand implements Callable<Integer>
     private final java.util.concurrent.ExecutorService checker = java.util.concurrent.Executors.newSingleThreadExecutor(
         Thread.ofPlatform().daemon().name("allreduce-check").factory());
 
+    /** Whether the endpoint's thread runs at {@link #endpointNice} (the kernel may refuse it). */
+    private boolean endpointNiceApplied;
+
     /** The first rank of each rack (--racks), or null for a flat ring. */
     private int[] rackFirst;
 
@@ -344,7 +347,8 @@ public final class AllReduceCommand implements Callable<Integer>
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);
             final long localMac = ConnectionInfo.macFromBytes(packetPort.macAddress());
             final RcEndpoint endpoint = new RcEndpoint(packetPort, rc, SystemNanoClock.INSTANCE, localIp, localMac);
-            EndpointNice.apply(endpointNice, "allreduce", System.err); // this thread drives the endpoint
+            // This thread drives the endpoint; the JSON summary says at which nice value, if the kernel allowed it.
+            endpointNiceApplied = EndpointNice.apply(endpointNice, "allreduce", System.err);
             final int n = localWorkers;
             final RingLink[] links = new RingLink[n];
             for (int i = 0; i < n; i++)
@@ -452,10 +456,14 @@ public final class AllReduceCommand implements Callable<Integer>
         String firstMismatch = null;
         for (int iteration = 0; iteration < iterations; iteration++)
         {
-            for (int j = 0; j < n; j++)
+            final int it = iteration;
+            offEndpointThread(() ->
             {
-                TensorPattern.fill(tensors[j], seed, rank * n + j, iteration);
-            }
+                for (int j = 0; j < n; j++)
+                {
+                    TensorPattern.fill(tensors[j], seed, rank * n + j, it);
+                }
+            });
             final long start = System.nanoTime();
             try
             {
@@ -472,22 +480,8 @@ public final class AllReduceCommand implements Callable<Integer>
             calls.append(calls.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", ms));
             phases.append(phases.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "[%.3f,%.3f,%.3f]",
                 parallel.reduceScatterNs() / 1e6, parallel.ringNs() / 1e6, parallel.allGatherNs() / 1e6));
-            String mismatch = null;
-            final int it = iteration;
-            final Arithmetic.Inputs inputs = (r, index) -> TensorPattern.bits(elementType, seed, r, it, index);
-            for (int e = 0; e < elements && mismatch == null; e++)
-            {
-                final int expected = Arithmetic.hierarchicalSum(elementType, world * n, hostFirst, inputs, e);
-                for (int j = 0; j < n && mismatch == null; j++)
-                {
-                    final int actual = Arithmetic.get(tensors[j], e);
-                    if (actual != expected)
-                    {
-                        mismatch = String.format(Locale.ROOT, "local worker %d element %d: expected 0x%08x got " +
-                            "0x%08x", j, e, expected, actual);
-                    }
-                }
-            }
+            final String mismatch = offEndpointThread(
+                () -> checkParallel(tensors, elementType, elements, hostFirst, it));
             if (mismatch == null)
             {
                 matched++;
@@ -640,14 +634,14 @@ public final class AllReduceCommand implements Callable<Integer>
                 "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
                 "\"rdma_bytes_sent\":%d,\"wire_bytes_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
                 "\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s],\"cpu_ms\":[%s]," +
-                "\"call_start_ns\":[%s]}%n",
+                "\"call_start_ns\":[%s],\"endpoint_nice\":%s}%n",
                 rank, world,
                 netreduce ? "netreduce" : "ring",
                 elementType.cliName(), bytes, iterations, matched, ok,
                 meanMs(totalSeconds, completed), bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
                 totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted, wire,
                 send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error), rxDropped,
-                callMs, cpuMs, callStartNs);
+                callMs, cpuMs, callStartNs, endpointNiceApplied ? Integer.toString(endpointNice) : "null");
         }
         return ok ? 0 : 1;
     }
@@ -655,6 +649,32 @@ public final class AllReduceCommand implements Callable<Integer>
     private static double meanMs(final double totalSeconds, final int count)
     {
         return count > 0 ? totalSeconds * 1e3 / count : 0.0;
+    }
+
+    /**
+     * @return null if every local worker's tensor holds the exact hierarchical sum (one rack per host), else a
+     *         description of the first element that does not.
+     */
+    private String checkParallel(
+        final Tensor[] tensors, final ElementType elementType, final int elements, final int[] hostFirst,
+        final int iteration)
+    {
+        final int n = tensors.length;
+        final Arithmetic.Inputs inputs = (r, index) -> TensorPattern.bits(elementType, seed, r, iteration, index);
+        for (int e = 0; e < elements; e++)
+        {
+            final int expected = Arithmetic.hierarchicalSum(elementType, world * n, hostFirst, inputs, e);
+            for (int j = 0; j < n; j++)
+            {
+                final int actual = Arithmetic.get(tensors[j], e);
+                if (actual != expected)
+                {
+                    return String.format(Locale.ROOT, "local worker %d element %d: expected 0x%08x got 0x%08x", j, e,
+                        expected, actual);
+                }
+            }
+        }
+        return null;
     }
 
     /**

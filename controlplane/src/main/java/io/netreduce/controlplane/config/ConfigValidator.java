@@ -2,6 +2,7 @@ package io.netreduce.controlplane.config;
 
 import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.port.ThreadNice;
 
 import java.net.InetAddress;
 import java.io.IOException;
@@ -197,8 +198,7 @@ public final class ConfigValidator
         final String dataplanePath = child(path, "dataplane");
         range(dataplane.batchSize(), 1, DataplaneConfig.MAX_BATCH_SIZE, child(dataplanePath, "batchSize"));
         range(dataplane.lanes(), 1, DataplaneConfig.MAX_LANES, child(dataplanePath, "lanes"));
-        range(dataplane.laneNice(), DataplaneConfig.MIN_LANE_NICE, DataplaneConfig.MAX_LANE_NICE,
-            child(dataplanePath, "laneNice"));
+        range(dataplane.laneNice(), ThreadNice.MIN_NICE, ThreadNice.MAX_NICE, child(dataplanePath, "laneNice"));
         if (dataplane.lanes() > 1)
         {
             for (final PortConfig port : appliance.ports())

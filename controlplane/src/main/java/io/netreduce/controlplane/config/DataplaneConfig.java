@@ -40,15 +40,11 @@ public record DataplaneConfig(
      * busy threads for milliseconds while every rank of its rings waits for its results. -10 lets a wake-up take a
      * core at once and still leaves the lane only the CPU its frames need. Lowering the value needs RLIMIT_NICE (the
      * systemd unit sets LimitNICE=-10) or CAP_SYS_NICE; without either the lane keeps its value and the daemon logs a
-     * warning. Measured with
-     * the workers' endpoints at -10 too (docs/performance.md): 588 and 601 ms calls against 659 and 615 with the lane
-     * at 0, under a busy process per worker.
+     * warning. Measured with the workers' endpoints at -10 too, a busy process beside each worker (docs/performance.md,
+     * "Packet threads ahead of the trainer"): 606 and 601 ms calls against 855 and 943 with the lane at 0.
+     * Any value in {@code ThreadNice.MIN_NICE..MAX_NICE}.
      */
     public static final int DEFAULT_LANE_NICE = -10;
-    /** Lowest lane nice value (highest priority). */
-    public static final int MIN_LANE_NICE = -20;
-    /** Highest lane nice value. */
-    public static final int MAX_LANE_NICE = 19;
 
     /**
      * One lane at the default nice value.

@@ -13,7 +13,7 @@ import java.lang.foreign.MemorySegment;
  * rank. A lower nice value gives the packet thread more weight, so a frame's wake-up runs it at once, while it still
  * takes only the CPU its packets need (it blocks again when they are done). gloo's counterpart of this work is
  * the kernel's TCP receive path, which runs in softirq context ahead of every thread. Measured on the test bed:
- * docs/performance.md ("A busy process beside each worker").
+ * docs/performance.md ("Packet threads ahead of the trainer").
  * <p>
  * Lowering the nice value below the thread's current one needs CAP_SYS_NICE or a matching RLIMIT_NICE
  * ({@code ulimit -e}); {@link #applyToCurrentThread(int)} reports a refusal instead of throwing, so a caller can say so

@@ -2,8 +2,8 @@ package io.netreduce.protocol.port;
 
 import org.junit.jupiter.api.Test;
 
-import java.io.IOException;
-import java.nio.file.Files;
+import io.netreduce.protocol.support.ProcStat;
+
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -65,18 +65,8 @@ class ThreadNiceTest
         assertThrows(IllegalArgumentException.class, () -> ThreadNice.applyToCurrentThread(20));
     }
 
-    /** Field 19 of /proc/self/task/TID/stat, counted after the command name, which may hold spaces. */
     private static int niceOf(final int tid)
     {
-        try
-        {
-            final String stat = Files.readString(Path.of("/proc/self/task/" + tid + "/stat"));
-            final String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            return Integer.parseInt(fields[16]);
-        }
-        catch (final IOException ex)
-        {
-            throw new IllegalStateException(ex);
-        }
+        return ProcStat.nice(Path.of("/proc/self/task/" + tid));
     }
 }
