@@ -232,6 +232,10 @@ public final class NetReduceAllReduce implements AllReduce
         callEnd = posted + messages;
         lastProgressNs = link.clock().nanoTime();
         calls++;
+        // The call's first window goes out before anything that arrived is looked at: if that is a neighbour's
+        // message passed through unaggregated (the ring not installed), this rank fails on it, and its own messages,
+        // already sent, let its successor fail for the same reason at once instead of when its call times out.
+        postMessages();
         poll();
     }
 

@@ -165,6 +165,60 @@ class NetReduceApplianceTest
         }
     }
 
+    @Test
+    void shouldSendItsOwnMessagesBeforeFailingOnAnUnaggregatedMessageThatArrivedBeforeItsCall()
+    {
+        final int world = 2;
+        final int payload = 1024;
+        final NetReduceConfig config = new NetReduceConfig(RING, 2, 4, payload, 2_000_000_000L);
+        final int elements = config.dataBytesPerMessage() / Float.BYTES;
+        try (RingHarness ring = new RingHarness(world, r -> new RcConfig().pmtu(payload),
+            config.regionBytes(), config.regionBytes()))
+        {
+            final MemoryPort appliancePort = new MemoryPort("appliance", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096,
+                1 << 23);
+            final DataplaneAgent appliance = new DataplaneAgent(new DataplaneContext()
+                .ports(new ArrayList<PacketPort>(List.of(appliancePort)))
+                .memoryBudget(64L << 20));
+            ring.fabric.redirectRoceTo(ring.fabric.attach(appliancePort, 0));
+            ring.extraWork = appliance::doWork;
+            final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
+            final Tensor[] tensors = new Tensor[world];
+            for (int r = 0; r < world; r++)
+            {
+                ops[r] = new NetReduceAllReduce(ring.links[r], config);
+                tensors[r] = new Tensor(ElementType.FP32,
+                    new UnsafeBuffer(ByteBuffer.allocateDirect(elements * Float.BYTES)), 0, elements);
+                TensorPattern.fill(tensors[r], SEED, r, 0);
+            }
+            // Rank 0 calls first; its message passes the appliance unaggregated and waits, completed, at rank 1,
+            // whose trainer has not called yet.
+            ops[0].begin(tensors[0]);
+            final NetReduceAllReduce[] first = {ops[0]};
+            for (int i = 0; i < 2_000; i++)
+            {
+                ring.step(first);
+            }
+            assertThat(ops[0].isDone()).isFalse();
+
+            assertThatThrownBy(() -> ops[1].begin(tensors[1]))
+                .isInstanceOf(AllReduceException.class)
+                .hasMessageContaining("arrived unaggregated");
+            // Rank 1 sent its own message before it failed, so rank 0 fails for the same reason now, not when its
+            // call times out waiting for a result from rank 1.
+            assertThat(ops[1].messagesPosted()).isEqualTo(1);
+            assertThatThrownBy(() ->
+            {
+                for (int i = 0; i < 100_000; i++)
+                {
+                    ring.step(first);
+                }
+            })
+                .isInstanceOf(AllReduceException.class)
+                .hasMessageContaining("arrived unaggregated");
+        }
+    }
+
     private static <T> T await(final DataplaneAgent agent, final CompletableFuture<T> reply)
     {
         for (int i = 0; i < 1000 && !reply.isDone(); i++)
