@@ -54,7 +54,7 @@ run() { # name, then per process: "NAMESPACE ARGS..." as separate words after --
   done
   for p in "${pids[@]}"; do wait "$p" || status=1; done
   for j in $(seq 0 $(( i - 1 ))); do
-    grep -E '^summary' "$work/$name$j.log" || { tail -20 "$work/$name$j.log"; status=1; }
+    grep -E '^summary' "$work/$name$j.log" || { tail -n 20 "$work/$name$j.log"; status=1; }
   done
   grep -h '^{' "$work/$name"*.log > "$work/$name.json" || true
   return "$status"

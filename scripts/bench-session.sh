@@ -39,7 +39,8 @@ work="$(mktemp -d /tmp/netreduce-bench-session.XXXXXX)"
 daemon_pid=""
 trap 'bed_stop "$prefix" "$work"' EXIT
 bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix" ${rate:+--rate "$rate"} >/dev/null
-bed_ring_config "$work/netreduce.yaml" "unix:$work/api.sock" bench "$workers" 1 8 16 4096
+# window 16, MsgLen 16, 4 KiB payloads: the Session's defaults, which it checks against the ring
+bed_ring_config "$work/netreduce.yaml" "unix:$work/api.sock" bench "$workers" 1 16 16 4096
 bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "unix:$work/api.sock" "$work" bench-session >/dev/null
 pids=()
 for i in $(seq 0 $(( workers - 1 ))); do
@@ -50,5 +51,5 @@ for i in $(seq 0 $(( workers - 1 ))); do
 done
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
-if [ "$status" -ne 0 ]; then tail -20 "$work"/rank*.log >&2; exit 1; fi
+if [ "$status" -ne 0 ]; then tail -n 20 "$work"/rank*.log >&2; exit 1; fi
 grep '^{' "$work/rank0.log"
