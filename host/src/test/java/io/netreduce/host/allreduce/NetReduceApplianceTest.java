@@ -65,12 +65,7 @@ class NetReduceApplianceTest
             r -> new RcConfig().pmtu(payload).sendDropProbability(drop).faultSeed(SEED * 31 + r),
             config.regionBytes(), config.regionBytes()))
         {
-            final MemoryPort appliancePort = new MemoryPort("appliance", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096,
-                1 << 23);
-            final DataplaneAgent appliance = new DataplaneAgent(new DataplaneContext()
-                .ports(new ArrayList<PacketPort>(List.of(appliancePort)))
-                .memoryBudget(64L << 20));
-            ring.fabric.redirectRoceTo(ring.fabric.attach(appliancePort, 0));
+            final DataplaneAgent appliance = applianceWithoutRings(ring);
             final List<RingMember> members = new ArrayList<>();
             for (int r = 0; r < world; r++)
             {
@@ -79,7 +74,6 @@ class NetReduceApplianceTest
             }
             await(appliance, appliance.proxy().installRing(new RingDefinition(RING, "test",
                 type, window, msgLen, payload, members)));
-            ring.extraWork = appliance::doWork;
 
             final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
             for (int r = 0; r < world; r++)
@@ -140,22 +134,12 @@ class NetReduceApplianceTest
         try (RingHarness ring = new RingHarness(world, r -> new RcConfig().pmtu(payload),
             config.regionBytes(), config.regionBytes()))
         {
-            final MemoryPort appliancePort = new MemoryPort("appliance", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096,
-                1 << 23);
-            // The appliance runs but has no ring installed: ring traffic passes through unaggregated.
-            final DataplaneAgent appliance = new DataplaneAgent(new DataplaneContext()
-                .ports(new ArrayList<PacketPort>(List.of(appliancePort)))
-                .memoryBudget(64L << 20));
-            ring.fabric.redirectRoceTo(ring.fabric.attach(appliancePort, 0));
-            ring.extraWork = appliance::doWork;
+            final DataplaneAgent appliance = applianceWithoutRings(ring);
             final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
             for (int r = 0; r < world; r++)
             {
                 ops[r] = new NetReduceAllReduce(ring.links[r], config);
-                final Tensor tensor = new Tensor(ElementType.FP32,
-                    new UnsafeBuffer(ByteBuffer.allocateDirect(elements * Float.BYTES)), 0, elements);
-                TensorPattern.fill(tensor, SEED, r, 0);
-                ops[r].begin(tensor);
+                ops[r].begin(filledTensor(elements, r));
             }
             assertThatThrownBy(() -> ring.runToCompletion(ops, 3_000_000))
                 .isInstanceOf(AllReduceException.class)
@@ -175,21 +159,13 @@ class NetReduceApplianceTest
         try (RingHarness ring = new RingHarness(world, r -> new RcConfig().pmtu(payload),
             config.regionBytes(), config.regionBytes()))
         {
-            final MemoryPort appliancePort = new MemoryPort("appliance", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096,
-                1 << 23);
-            final DataplaneAgent appliance = new DataplaneAgent(new DataplaneContext()
-                .ports(new ArrayList<PacketPort>(List.of(appliancePort)))
-                .memoryBudget(64L << 20));
-            ring.fabric.redirectRoceTo(ring.fabric.attach(appliancePort, 0));
-            ring.extraWork = appliance::doWork;
+            applianceWithoutRings(ring);
             final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
             final Tensor[] tensors = new Tensor[world];
             for (int r = 0; r < world; r++)
             {
                 ops[r] = new NetReduceAllReduce(ring.links[r], config);
-                tensors[r] = new Tensor(ElementType.FP32,
-                    new UnsafeBuffer(ByteBuffer.allocateDirect(elements * Float.BYTES)), 0, elements);
-                TensorPattern.fill(tensors[r], SEED, r, 0);
+                tensors[r] = filledTensor(elements, r);
             }
             // Rank 0 calls first; its message passes the appliance unaggregated and waits, completed, at rank 1,
             // whose trainer has not called yet.
@@ -217,6 +193,30 @@ class NetReduceApplianceTest
                 .isInstanceOf(AllReduceException.class)
                 .hasMessageContaining("arrived unaggregated");
         }
+    }
+
+    /**
+     * An appliance on the ring's fabric, every RoCE frame redirected to it and run every step, with no ring
+     * installed yet: until one is, ring traffic passes through unaggregated.
+     */
+    private static DataplaneAgent applianceWithoutRings(final RingHarness ring)
+    {
+        final MemoryPort appliancePort = new MemoryPort("appliance", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096,
+            1 << 23);
+        final DataplaneAgent appliance = new DataplaneAgent(new DataplaneContext()
+            .ports(new ArrayList<PacketPort>(List.of(appliancePort)))
+            .memoryBudget(64L << 20));
+        ring.fabric.redirectRoceTo(ring.fabric.attach(appliancePort, 0));
+        ring.extraWork = appliance::doWork;
+        return appliance;
+    }
+
+    private static Tensor filledTensor(final int elements, final int rank)
+    {
+        final Tensor tensor = new Tensor(ElementType.FP32,
+            new UnsafeBuffer(ByteBuffer.allocateDirect(elements * Float.BYTES)), 0, elements);
+        TensorPattern.fill(tensor, SEED, rank, 0);
+        return tensor;
     }
 
     private static <T> T await(final DataplaneAgent agent, final CompletableFuture<T> reply)
