@@ -132,7 +132,8 @@ class PacketDataplaneTest
     {
         final Path file = dir.resolve("netreduce.yaml");
         // Raising the nice value needs no privilege, so this runs as any user.
-        Files.writeString(file, CONFIG.replace("  memoryBudget: 64MiB", "  memoryBudget: 64MiB\n  dataplane: { laneNice: 5 }"));
+        Files.writeString(file,
+            CONFIG.replace("  memoryBudget: 64MiB", "  memoryBudget: 64MiB\n  dataplane: { laneNice: 5 }"));
         final NetreduceConfig config = ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY);
 
         try (Daemon daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY),

@@ -81,8 +81,8 @@ class SystemdUnitTest
         assertThat(level.find()).as(output).isTrue();
         assertThat(Double.parseDouble(level.group(1))).as("exposure (10 = unprotected)").isLessThanOrEqualTo(2.5);
         final String text = Files.readString(UNIT);
-        assertThat(text).contains("SystemCallFilter=@system-service", "SystemCallFilter=setpriority", "ProcSubset=pid", "PrivateMounts=yes",
-            "IPAddressDeny=any", "IPAddressAllow=localhost");
+        assertThat(text).contains("SystemCallFilter=@system-service", "SystemCallFilter=setpriority", "ProcSubset=pid",
+            "PrivateMounts=yes", "IPAddressDeny=any", "IPAddressAllow=localhost");
     }
 
     @Test

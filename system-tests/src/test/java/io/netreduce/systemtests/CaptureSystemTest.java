@@ -87,7 +87,8 @@ class CaptureSystemTest
         final NetReduceConfig config = new NetReduceConfig(RING, 4, 4, PAYLOAD, TimeUnit.SECONDS.toNanos(10));
         final int elements = 100 * config.dataBytesPerMessage() / Float.BYTES;
         final Process tshark = new ProcessBuilder("ip", "netns", "exec", bed.switchNamespace(), "tshark", "-i",
-            "sw-w0", "-B", "64", "-c", Integer.toString(FRAMES), "-f", "udp port 4791", "-F", "pcap", "-w", capture.toString())
+            "sw-w0", "-B", "64", "-c", Integer.toString(FRAMES), "-f", "udp port 4791", "-F", "pcap", "-w",
+            capture.toString())
             .redirectErrorStream(true).redirectOutput(dir.resolve("tshark.log").toFile()).start();
         try (Appliance appliance = Appliance.start(bed, 0.0,
                 Appliance.ringJob("captured", RING, "fp32", WORLD, 4, 4, PAYLOAD));

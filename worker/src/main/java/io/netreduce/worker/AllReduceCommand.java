@@ -695,7 +695,8 @@ public final class AllReduceCommand implements Callable<Integer>
         }
         catch (final java.util.concurrent.ExecutionException ex)
         {
-            throw ex.getCause() instanceof RuntimeException runtime ? runtime : new IllegalStateException(ex.getCause());
+            throw ex.getCause() instanceof RuntimeException runtime ? runtime :
+                new IllegalStateException(ex.getCause());
         }
     }
 

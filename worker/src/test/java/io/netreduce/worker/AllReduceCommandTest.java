@@ -7,8 +7,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.assertj.core.api.Assertions.assertThat;
 
 class AllReduceCommandTest
 {
@@ -29,7 +28,7 @@ class AllReduceCommandTest
             System.setErr(stderr);
         }
 
-        assertEquals(2, exit);
-        assertTrue(err.toString(StandardCharsets.UTF_8).contains("nice must be -20..19: 20"), err.toString());
+        assertThat(exit).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("nice must be -20..19: 20");
     }
 }

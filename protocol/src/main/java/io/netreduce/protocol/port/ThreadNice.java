@@ -69,12 +69,4 @@ public final class ThreadNice
                 (nice < 0 ? " (a negative nice value needs CAP_SYS_NICE or RLIMIT_NICE, ulimit -e)" : "");
         }
     }
-
-    /**
-     * @return the calling thread's kernel task id, as {@code /proc/self/task/TID} names it.
-     */
-    public static int currentThreadId()
-    {
-        return Libc.gettid();
-    }
 }

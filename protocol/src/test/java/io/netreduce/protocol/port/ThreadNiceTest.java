@@ -7,32 +7,30 @@ import io.netreduce.protocol.support.ProcStat;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicReference;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class ThreadNiceTest
 {
     @Test
     void shouldSetTheCallingThreadsNiceValueAndLeaveTheProcesssOtherThreadsAlone() throws Exception
     {
-        final int before = niceOf(ThreadNice.currentThreadId());
+        final int before = niceOf(Libc.gettid());
         final AtomicReference<String> refusal = new AtomicReference<>("not run");
         final int[] tid = new int[1];
         final int[] seen = new int[1];
         final Thread thread = Thread.ofPlatform().start(() ->
         {
-            tid[0] = ThreadNice.currentThreadId();
+            tid[0] = Libc.gettid();
             // Raising the nice value (lowering the priority) needs no privilege.
             refusal.set(ThreadNice.applyToCurrentThread(7));
             seen[0] = niceOf(tid[0]);
         });
         thread.join();
 
-        assertNull(refusal.get());
-        assertEquals(7, seen[0]);
-        assertEquals(before, niceOf(ThreadNice.currentThreadId()));
+        assertThat(refusal.get()).isNull();
+        assertThat(seen[0]).isEqualTo(7);
+        assertThat(niceOf(Libc.gettid())).isEqualTo(before);
     }
 
     @Test
@@ -43,26 +41,26 @@ class ThreadNiceTest
         final Thread thread = Thread.ofPlatform().start(() ->
         {
             refusal.set(ThreadNice.applyToCurrentThread(-5));
-            seen[0] = niceOf(ThreadNice.currentThreadId());
+            seen[0] = niceOf(Libc.gettid());
         });
         thread.join();
 
         // Root (CI) may lower it; anyone else is refused, and told what would allow it.
         if (refusal.get() == null)
         {
-            assertEquals(-5, seen[0]);
+            assertThat(seen[0]).isEqualTo(-5);
         }
         else
         {
-            assertTrue(refusal.get().contains("CAP_SYS_NICE"), refusal.get());
+            assertThat(refusal.get()).contains("CAP_SYS_NICE");
         }
     }
 
     @Test
     void shouldRejectANiceValueOutOfRange()
     {
-        assertThrows(IllegalArgumentException.class, () -> ThreadNice.applyToCurrentThread(-21));
-        assertThrows(IllegalArgumentException.class, () -> ThreadNice.applyToCurrentThread(20));
+        assertThatThrownBy(() -> ThreadNice.applyToCurrentThread(-21)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> ThreadNice.applyToCurrentThread(20)).isInstanceOf(IllegalArgumentException.class);
     }
 
     private static int niceOf(final int tid)
