@@ -1,6 +1,6 @@
 package io.netreduce.daemon;
 
-import io.netreduce.dataplane.agent.ForeignTagEvents;
+import io.netreduce.dataplane.netreduce.ForeignTagEvents;
 import io.netreduce.dataplane.clt.FlowKey;
 import io.netreduce.dataplane.clt.IpKey;
 import io.netreduce.dataplane.ring.RingDefinition;

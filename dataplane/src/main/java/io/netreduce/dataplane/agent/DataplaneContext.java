@@ -1,6 +1,7 @@
 package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.ring.Ring;
+import io.netreduce.dataplane.ring.RingRuns;
 
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.protocol.port.PacketPort;
@@ -58,7 +59,7 @@ public final class DataplaneContext
     private double dropProbability = DEFAULT_DROP_PROBABILITY;
     private long dropSeed = DEFAULT_DROP_SEED;
     private long foreignIdleNs = DEFAULT_FOREIGN_IDLE_NS;
-    private long abandonedRunNs = Ring.DEFAULT_ABANDONED_RUN_NS;
+    private long abandonedRunNs = RingRuns.DEFAULT_ABANDONED_RUN_NS;
 
     /**
      * The ports the agent polls, by index. Default peers: one-armed (every frame leaves on its own port).

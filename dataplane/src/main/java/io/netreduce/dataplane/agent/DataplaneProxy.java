@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.agent;
 
+import io.netreduce.dataplane.netreduce.ForeignTagEvents;
 import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;

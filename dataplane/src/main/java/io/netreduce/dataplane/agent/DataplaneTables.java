@@ -8,6 +8,7 @@ import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.counters.RingCounter;
 import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.Ring;
+import io.netreduce.dataplane.ring.RingRuns;
 import io.netreduce.dataplane.ring.RingDefinition;
 import org.agrona.concurrent.status.AtomicCounter;
 
@@ -34,7 +35,7 @@ public final class DataplaneTables implements AutoCloseable
 
     public DataplaneTables(final int cltEntries, final long memoryBudget, final DataplaneCounters counters)
     {
-        this(cltEntries, memoryBudget, counters, Ring.DEFAULT_ABANDONED_RUN_NS);
+        this(cltEntries, memoryBudget, counters, RingRuns.DEFAULT_ABANDONED_RUN_NS);
     }
 
     /**
@@ -58,6 +59,23 @@ public final class DataplaneTables implements AutoCloseable
     public ConnectionTable clt()
     {
         return clt;
+    }
+
+    /**
+     * @return the ring table itself, indexed by RingID (null where no ring is installed): the packet path reads it
+     *         directly, on the dataplane thread.
+     */
+    public Ring[] rings()
+    {
+        return rings;
+    }
+
+    /**
+     * @return the address pairs every installed ring's connections run on.
+     */
+    public AddressPairSet edges()
+    {
+        return edges;
     }
 
     public long memoryUsed()
@@ -206,7 +224,7 @@ public final class DataplaneTables implements AutoCloseable
             final boolean down = clt.kind(slot) == ConnectionTable.KIND_DOWN;
             final Ring ring = foreign ? null : rings[clt.ring(slot)];
             final boolean current = down ||
-                ring != null && ring.generation(clt.rank(slot)) == clt.generation(slot);
+                ring != null && ring.runs().generation(clt.rank(slot)) == clt.generation(slot);
             // Ranks are reported as the INA header has them (global), not as the appliance indexes them.
             final int rank = foreign || ring == null ? -1 : down ? ring.incomingRank() : ring.globalRank(clt.rank(slot));
             list.add(new ConnectionEntry(

@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.agent;
 
+import io.netreduce.dataplane.netreduce.ForeignTagEvents;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import org.HdrHistogram.SingleWriterRecorder;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;

@@ -31,7 +31,7 @@ class StrangerFrameTest
     private static final int W = 3;
     private static final int QP_BASE = 0x300;
 
-    // The members' MACs are bound once each has taken part in Ring.MAC_BINDING_SUMS sums in a row (MsgLen 2:
+    // The members' MACs are bound once each has taken part in MacBinding.MAC_BINDING_SUMS sums in a row (MsgLen 2:
     // two sums per message), so the stranger comes after 4 or more messages.
 
     @Test

@@ -1,6 +1,7 @@
 package io.netreduce.dataplane.support;
 
 import io.netreduce.dataplane.ring.Ring;
+import io.netreduce.dataplane.ring.RingRuns;
 
 import io.netreduce.dataplane.agent.DataplaneAgent;
 import io.netreduce.dataplane.agent.DataplaneContext;
@@ -40,7 +41,7 @@ public final class DataplaneHarness implements AutoCloseable
         final double dropProbability,
         final long dropSeed)
     {
-        this(portCount, bumpInTheWire, memoryBudget, dropProbability, dropSeed, Ring.DEFAULT_ABANDONED_RUN_NS);
+        this(portCount, bumpInTheWire, memoryBudget, dropProbability, dropSeed, RingRuns.DEFAULT_ABANDONED_RUN_NS);
     }
 
     /**

@@ -35,6 +35,7 @@ public final class RoceFrame
     private int ipVersion;
     private int ipHeaderLength;
     private int udpOffset;
+    private int udpDstPort;
     private int udpLength;
     private int bthOffset;
     private int opcode;
@@ -58,6 +59,7 @@ public final class RoceFrame
         this.vlanCount = 0;
         this.vlanId = -1;
         this.opcode = -1;
+        this.udpDstPort = -1;
         status = parse(buffer, offset, length);
         return status;
     }
@@ -131,8 +133,10 @@ public final class RoceFrame
             // cannot identify, so it is not ours to judge.
             return NOT_ROCE;
         }
-        if (UdpHeader.dstPort(buffer, udpOffset) != UdpHeader.ROCE_V2_PORT)
+        udpDstPort = UdpHeader.dstPort(buffer, udpOffset);
+        if (udpDstPort != UdpHeader.ROCE_V2_PORT)
         {
+            // Another UDP protocol: the port is kept (with udpOffset) for a dispatch by protocol.
             return NOT_ROCE;
         }
         if (l3End > end)
@@ -248,6 +252,16 @@ public final class RoceFrame
     public int udpOffset()
     {
         return udpOffset;
+    }
+
+    /**
+     * @return the UDP destination port of an unfragmented IPv4 or IPv6 UDP datagram whose UDP header lies within the
+     *         frame (RoCEv2 or not), else -1; with {@link #udpOffset()} it lets a caller classify a frame that is
+     *         {@link #NOT_ROCE} without parsing it again.
+     */
+    public int udpDstPort()
+    {
+        return udpDstPort;
     }
 
     public int udpLength()

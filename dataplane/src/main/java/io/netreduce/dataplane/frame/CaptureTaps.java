@@ -1,4 +1,4 @@
-package io.netreduce.dataplane.agent;
+package io.netreduce.dataplane.frame;
 
 import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.counters.DataplaneCounter;
@@ -11,7 +11,7 @@ import org.agrona.concurrent.status.AtomicCounter;
  * (dropped frames with their reason). Installed and removed between batches by commands; looked at once per
  * frame and once per drop, a null check when no tap runs.
  */
-final class CaptureTaps
+public final class CaptureTaps
 {
     private final PacketPort[] ports;
     private final CaptureTap[] portTaps;
@@ -19,7 +19,7 @@ final class CaptureTaps
     private final AtomicCounter captureLost;
     private CaptureTap dropTap;
 
-    CaptureTaps(final PacketPort[] ports, final DataplaneCounters counters)
+    public CaptureTaps(final PacketPort[] ports, final DataplaneCounters counters)
     {
         this.ports = ports;
         this.portTaps = new CaptureTap[ports.length];
@@ -31,7 +31,7 @@ final class CaptureTaps
      * Show the frame in hand to its port's tap, if one runs: before anything else touches it, so the capture
      * shows the frame as received (before a checksum is completed or a tag rewritten).
      */
-    void onArrival(final ArrivingFrame arriving)
+    public void onArrival(final ArrivingFrame arriving)
     {
         final CaptureTap tap = portTaps[arriving.port()];
         if (tap != null)
@@ -43,7 +43,7 @@ final class CaptureTaps
     /**
      * Show the frame in hand, being dropped for {@code reason}, to the drop tap, if one runs.
      */
-    void onDrop(final ArrivingFrame arriving, final DataplaneCounter reason)
+    public void onDrop(final ArrivingFrame arriving, final DataplaneCounter reason)
     {
         final CaptureTap tap = dropTap;
         if (tap != null && tap.acceptsPort(arriving.port()))
@@ -69,7 +69,7 @@ final class CaptureTaps
      * @throws IllegalArgumentException if the tap's port does not exist, is already tapped, drops are already
      *                                  tapped, or a tap with the same id is installed.
      */
-    void install(final CaptureTap tap)
+    public void install(final CaptureTap tap)
     {
         if (tap.port() >= ports.length)
         {
@@ -103,7 +103,7 @@ final class CaptureTaps
      * @return the removed tap.
      * @throws IllegalArgumentException if no tap has that id.
      */
-    CaptureTap remove(final int captureId)
+    public CaptureTap remove(final int captureId)
     {
         final CaptureTap tap = find(captureId);
         if (tap == null)

@@ -1,4 +1,4 @@
-package io.netreduce.dataplane.agent;
+package io.netreduce.dataplane.frame;
 
 import java.util.SplittableRandom;
 
@@ -7,12 +7,12 @@ import java.util.SplittableRandom;
  * hosts' loss recovery ({@code appliance.dataplane.dropProbability}). Off unless configured; when off the cost is
  * one comparison per RoCEv2 frame.
  */
-final class FaultInjection
+public final class FaultInjection
 {
     private final double probability;
     private final SplittableRandom random;
 
-    FaultInjection(final double probability, final long seed)
+    public FaultInjection(final double probability, final long seed)
     {
         if (!(probability >= 0.0 && probability <= 1.0))
         {
@@ -25,7 +25,7 @@ final class FaultInjection
     /**
      * @return whether to drop the frame in hand.
      */
-    boolean shouldDrop()
+    public boolean shouldDrop()
     {
         return probability > 0.0 && random.nextDouble() < probability;
     }

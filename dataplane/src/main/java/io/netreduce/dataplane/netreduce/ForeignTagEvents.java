@@ -1,4 +1,4 @@
-package io.netreduce.dataplane.agent;
+package io.netreduce.dataplane.netreduce;
 
 import io.netreduce.dataplane.clt.FlowKey;
 import org.agrona.BitUtil;
@@ -47,7 +47,7 @@ public final class ForeignTagEvents
      *
      * @return false if the buffer was full and the event is lost.
      */
-    boolean offer(final FlowKey key, final int tag, final int ringId)
+    public boolean offer(final FlowKey key, final int tag, final int ringId)
     {
         scratch.putLong(0, key.srcHigh());
         scratch.putLong(8, key.srcLow());

@@ -1,4 +1,7 @@
-package io.netreduce.dataplane.agent;
+package io.netreduce.dataplane.netreduce;
+
+import io.netreduce.dataplane.frame.ArrivingFrame;
+import io.netreduce.dataplane.frame.FrameOutput;
 
 import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.counters.DataplaneCounter;
@@ -167,7 +170,7 @@ final class Aggregator
         {
             // Only a new contribution is progress: a rank whose peers are gone resends its window for ever, and
             // if its duplicates counted, the abandoned run would never let the next job in.
-            ring.progress(arriving.batchNs());
+            ring.runs().progress(arriving.batchNs());
         }
         memory.putBytes(region.payloadOffset(agg, rank), buffer, gradient, ring.gradientLength(position));
         final long nowArrived = arrived | bit;
@@ -218,15 +221,15 @@ final class Aggregator
             return;
         }
         region.markComplete(agg);
-        ring.onSumCompleted();
+        ring.runs().onSumCompleted();
         aggregationsCompleted.incrementRelease();
         ring.completedCounter().incrementRelease();
         for (int rank = 0; rank < ring.ranks(); rank++)
         {
-            if (!ring.isMacBound(rank))
+            if (!ring.macs().isMacBound(rank))
             {
                 // The rank's connection took part in a completed sum: evidence for binding its source MAC.
-                ring.onSumFrom(rank, EthernetHeader.srcMac(memory, region.headerOffset(agg, rank)));
+                ring.macs().onSumFrom(rank, EthernetHeader.srcMac(memory, region.headerOffset(agg, rank)));
             }
             emitResult(ring, region, agg, rank, position);
         }
@@ -243,13 +246,13 @@ final class Aggregator
     private void completePartial(final Ring ring, final AggregatorRegion region, final int agg, final int position)
     {
         region.markPartial(agg);
-        ring.onSumCompleted();
+        ring.runs().onSumCompleted();
         final UnsafeBuffer memory = region.buffer();
         for (int rank = 0; rank < ring.ranks(); rank++)
         {
-            if (!ring.isMacBound(rank))
+            if (!ring.macs().isMacBound(rank))
             {
-                ring.onSumFrom(rank, EthernetHeader.srcMac(memory, region.headerOffset(agg, rank)));
+                ring.macs().onSumFrom(rank, EthernetHeader.srcMac(memory, region.headerOffset(agg, rank)));
             }
         }
         emitUp(ring, region, agg, position);

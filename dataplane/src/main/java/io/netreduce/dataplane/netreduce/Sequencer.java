@@ -1,4 +1,8 @@
-package io.netreduce.dataplane.agent;
+package io.netreduce.dataplane.netreduce;
+
+import io.netreduce.dataplane.agent.DataplaneTables;
+import io.netreduce.dataplane.frame.ArrivingFrame;
+import io.netreduce.dataplane.frame.FrameOutput;
 
 import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.clt.AddressPairSet;
@@ -8,6 +12,7 @@ import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.Ring;
+import io.netreduce.dataplane.ring.RingRuns;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.protocol.icrc.Crc32Combine;
 import io.netreduce.protocol.icrc.Icrc;
@@ -33,7 +38,9 @@ import org.agrona.concurrent.status.AtomicCounter;
  *       floor((PSN - PSN0) / MsgLen), which must match the per-rank record of that message's PSN0, at
  *       position PSN - PSN0 within it.</li>
  * </ul>
- * Placed packets go to the {@link Aggregator}. Single-threaded and allocation-free per packet.
+ * Placed packets go to the {@link Aggregator}. A leaf's entering cross-rack connection is the
+ * {@link DownSequencer}'s; the checks both share are {@link PacketCheck}'s. Single-threaded and allocation-free per
+ * packet.
  */
 final class Sequencer
 {
@@ -46,14 +53,7 @@ final class Sequencer
     private final DataplaneCounters counters;
     private final FrameOutput output;
     private final Aggregator aggregator;
-    private final Icrc frameIcrc = new Icrc();
-    /** CRC-32 of the gradient bytes of the frame {@link #checkIcrc} last accepted. */
-    private int gradientCrc;
-    /** CRC of the headers (up to the gradient) of the frame {@link #checkIcrc} last accepted. */
-    private int checkedHeaderCrc;
-    private int placedAge;
-    private int placedPosition;
-    private int placedMsgId;
+    private final PacketCheck check;
     private final AtomicCounter ringRestarts;
     private final AtomicCounter connectionsReplaced;
     private final AtomicCounter abandonedPartialsDiscarded;
@@ -61,17 +61,18 @@ final class Sequencer
     private final AtomicCounter cltUpdates;
     private final AtomicCounter cltForeign;
     private final AtomicCounter cltFull;
-    private final AtomicCounter downConnections;
 
     Sequencer(
         final DataplaneTables tables,
         final DataplaneCounters counters,
         final FrameOutput output,
-        final Aggregator aggregator)
+        final Aggregator aggregator,
+        final PacketCheck check)
     {
-        this.rings = tables.rings;
-        this.clt = tables.clt;
-        this.edges = tables.edges;
+        this.rings = tables.rings();
+        this.clt = tables.clt();
+        this.edges = tables.edges();
+        this.check = check;
         this.counters = counters;
         this.output = output;
         this.aggregator = aggregator;
@@ -82,7 +83,6 @@ final class Sequencer
         cltUpdates = counters.counter(DataplaneCounter.CLT_UPDATES);
         cltForeign = counters.counter(DataplaneCounter.CLT_FOREIGN);
         cltFull = counters.counter(DataplaneCounter.CLT_FULL);
-        downConnections = counters.counter(DataplaneCounter.DOWN_CONNECTIONS);
     }
 
     /**
@@ -140,11 +140,11 @@ final class Sequencer
         }
         // The header CRC is computed once, before the tag is rewritten; the stored (marked) header's CRC follows
         // from it by the ring's result-tag CRC delta.
-        if (!checkIcrc(arriving, frame, gradient, ring.shiftOperator(0)))
+        if (!check.checkIcrc(arriving, frame, gradient, ring.shiftOperator(0)))
         {
             return;
         }
-        final int headerCrc = checkedHeaderCrc;
+        final int headerCrc = check.checkedHeaderCrc();
         final DataplaneCounter refusal = checkFirst(arriving, ring);
         if (refusal != null)
         {
@@ -165,7 +165,7 @@ final class Sequencer
             output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
             return;
         }
-        ring.recordMessageStart(rank, msgId, frame.psn(), gradientCrc);
+        ring.starts().recordMessageStart(rank, msgId, frame.psn(), check.gradientCrc());
         if (ring.sendsUp(rank))
         {
             // A leaf's leaving cross-rack connection carries the rack's partial sum to the spine, marked with the
@@ -179,168 +179,6 @@ final class Sequencer
         // through unaggregated. The rank's stored header (and so its header CRC) is the marked one.
         InaHeader.inetTag(buffer, ina, ring.resultTag());
         aggregator.aggregate(arriving, ring, rank, msgId, 0, age, gradient, headerCrc ^ ring.resultTagCrcDelta());
-    }
-
-    /**
-     * A leaf's first packet of a spine result (WRITE FIRST or ONLY with the ring's result tag) on what should be
-     * its entering cross-rack connection: checked like a ring's first packet (size, ICRC, MsgLen, the sender's
-     * rank, opcode, addresses and receive QP), recorded in the CLT as the connection's newest message (a first
-     * packet off the connection's PSN sequence is a new connection: the leaf's CTT entry for it is populated
-     * again), then handed to the {@link Aggregator} to be translated onto the rack's connections.
-     */
-    void onDownFirst(final ArrivingFrame arriving)
-    {
-        final RoceFrame frame = arriving.frame();
-        final MutableDirectBuffer buffer = arriving.buffer();
-        final FlowKey key = arriving.key();
-        final int ina = frame.payloadOffset();
-        final Ring ring = rings[InaHeader.ringId(buffer, ina)];
-        final int gradient = ina + InaHeader.LENGTH;
-        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
-            return;
-        }
-        if (!checkIcrc(arriving, frame, gradient, ring.shiftOperator(0)))
-        {
-            return;
-        }
-        if (InaHeader.msgLen(buffer, ina) != ring.msgLen())
-        {
-            output.drop(arriving, DataplaneCounter.DROP_WRONG_MSG_LEN);
-            return;
-        }
-        if (InaHeader.rank(buffer, ina) != ring.incomingRank())
-        {
-            output.drop(arriving, DataplaneCounter.DROP_BAD_RANK);
-            return;
-        }
-        if (Opcode.has(frame.opcode(), Opcode.IS_LAST) != (ring.msgLen() == 1))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_OPCODE_MISMATCH);
-            return;
-        }
-        if (!ring.isIncoming(key.srcHigh(), key.srcLow(), key.dstHigh(), key.dstLow(), key.qp()))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_SPOOFED);
-            return;
-        }
-        final int msgId = InaHeader.msgId(buffer, ina);
-        final int psn = frame.psn();
-        int slot = clt.find(key);
-        if (slot < 0)
-        {
-            slot = clt.insert(key, ConnectionTable.KIND_DOWN);
-            if (slot < 0)
-            {
-                cltFull.incrementRelease();
-                output.drop(arriving, DataplaneCounter.DROP_CLT_FULL);
-                return;
-            }
-            cltInserts.incrementRelease();
-            learnDown(ring, slot, msgId, psn);
-        }
-        else if (clt.kind(slot) != ConnectionTable.KIND_DOWN || clt.ring(slot) != ring.id() ||
-            !continuesPsnSequence(slot, msgId, psn, ring.msgLen()))
-        {
-            // A new QP on the entering connection, or a new job on it: its entry is populated again.
-            cltUpdates.incrementRelease();
-            learnDown(ring, slot, msgId, psn);
-        }
-        else
-        {
-            final int delta = (byte)(msgId - clt.msgId(slot));
-            if (delta > 0)
-            {
-                cltUpdates.incrementRelease();
-                clt.setLatest(slot, msgId, psn);
-            }
-            else if (delta <= -ring.slots())
-            {
-                output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
-                return;
-            }
-        }
-        ring.recordDownStart(msgId, psn);
-        aggregator.onDown(arriving, ring, msgId, 0, gradient, gradientCrc);
-    }
-
-    private void learnDown(final Ring ring, final int slot, final int msgId, final int psn)
-    {
-        clt.setDown(slot, ring.id(), msgId, psn);
-        ring.forgetDownStarts();
-        downConnections.incrementRelease();
-    }
-
-    /**
-     * The placement a middle or last packet of a connection shares, ring or down: its message (MsgID, age against
-     * the connection's newest message) and position from its PSN, with the checks that need nothing else (a lost
-     * first packet, too old, an opcode that does not fit the position, the wrong size), each a counted drop.
-     * Leaves the placement in {@link #placedAge}, {@link #placedPosition} and {@link #placedMsgId} (fields, not an
-     * object: the per-packet path allocates nothing).
-     *
-     * @return false when the packet was dropped.
-     */
-    private boolean placeByPsn(final ArrivingFrame arriving, final RoceFrame frame, final Ring ring, final int slot)
-    {
-        final int msgLen = ring.msgLen();
-        final int delta = BthHeader.psnDelta(frame.psn(), clt.psn0(slot));
-        final int age = Math.floorDiv(delta, msgLen);
-        final int position = delta - age * msgLen;
-        if (age >= 1)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_FIRST_PACKET_LOST);
-            return false;
-        }
-        if (age <= -ring.slots())
-        {
-            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
-            return false;
-        }
-        final boolean last = Opcode.has(frame.opcode(), Opcode.IS_LAST);
-        if (position == 0 || last != (position == msgLen - 1))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_OPCODE_MISMATCH);
-            return false;
-        }
-        if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_WRONG_SIZE);
-            return false;
-        }
-        placedAge = age;
-        placedPosition = position;
-        placedMsgId = (clt.msgId(slot) + age) & 0xFF;
-        return true;
-    }
-
-    /**
-     * A middle or last packet of a leaf's entering cross-rack connection (CLT slot {@code slot}): placed by PSN
-     * against the connection's newest message, as {@link #onRingPacket} places a ring connection's packets.
-     */
-    void onDownPacket(final ArrivingFrame arriving, final int slot)
-    {
-        final RoceFrame frame = arriving.frame();
-        final Ring ring = rings[clt.ring(slot)];
-        if (!placeByPsn(arriving, frame, ring, slot))
-        {
-            return;
-        }
-        final int psn = frame.psn();
-        final int position = placedPosition;
-        final int msgId = placedMsgId;
-        final int arraySlot = msgId & (ring.slots() - 1);
-        if (ring.downSlotMsg(arraySlot) != msgId || ring.downSlotPsn0(arraySlot) != BthHeader.psnAdd(psn, -position))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
-            return;
-        }
-        final int gradient = frame.payloadOffset();
-        if (!checkIcrc(arriving, frame, gradient, ring.shiftOperator(position)))
-        {
-            return;
-        }
-        aggregator.onDown(arriving, ring, msgId, position, gradient, gradientCrc);
     }
 
     /**
@@ -375,7 +213,7 @@ final class Sequencer
         {
             return DataplaneCounter.DROP_SPOOFED;
         }
-        if (ring.isMacBound(rank) && ring.boundMac(rank) != EthernetHeader.srcMac(buffer, arriving.offset()))
+        if (ring.macs().isMacBound(rank) && ring.macs().boundMac(rank) != EthernetHeader.srcMac(buffer, arriving.offset()))
         {
             // A host on the switch that is not the member, sending with its own MAC and the member's address.
             return DataplaneCounter.DROP_MAC_MISMATCH;
@@ -398,7 +236,7 @@ final class Sequencer
         int slot = clt.find(key);
         if (slot < 0)
         {
-            if (!ring.mayConnect(rank, arriving.batchNs()))
+            if (!ring.runs().mayConnect(rank, arriving.batchNs()))
             {
                 output.drop(arriving, DataplaneCounter.DROP_RUN_IN_PROGRESS);
                 return REFUSED;
@@ -414,16 +252,16 @@ final class Sequencer
             return connect(arriving, ring, slot, rank, msgId, psn);
         }
         if (clt.kind(slot) != ConnectionTable.KIND_RING || clt.ring(slot) != ring.id() ||
-            clt.rank(slot) != rank || !continuesPsnSequence(slot, msgId, psn, ring.msgLen()) ||
+            clt.rank(slot) != rank || !check.continuesPsnSequence(slot, msgId, psn, ring.msgLen()) ||
             isReusedQueuePair(slot, ring, msgId, arriving.batchNs()))
         {
             // Not this connection's PSN sequence: a new QP that got the same number as an old one (rxe hands
             // QP numbers out again) and a fresh random start PSN; or the same QP number and start PSN again.
             return reconnect(arriving, ring, slot, rank, msgId, psn);
         }
-        if (clt.generation(slot) != ring.generation(rank))
+        if (clt.generation(slot) != ring.runs().generation(rank))
         {
-            if (ring.mayTakeBack(rank, clt.generation(slot)))
+            if (ring.runs().mayTakeBack(rank, clt.generation(slot)))
             {
                 // A connection displaced before the run's first sum (by a stranger's frame, say): it takes its
                 // rank back, as any connection may until then.
@@ -446,7 +284,7 @@ final class Sequencer
             output.drop(arriving, DataplaneCounter.DROP_NOT_A_RETRANSMISSION);
             return REFUSED;
         }
-        if (!ring.inCurrentRun(rank))
+        if (!ring.runs().inCurrentRun(rank))
         {
             // A retransmission on a connection that a newer run of the ring superseded: taking it for a new
             // connection would end the new run.
@@ -474,8 +312,8 @@ final class Sequencer
     private boolean isRetransmission(final Ring ring, final int rank, final int msgId, final int psn)
     {
         final int arraySlot = msgId & (ring.slots() - 1);
-        return ring.slotMsg(rank, arraySlot) != msgId || ring.slotPsn0(rank, arraySlot) != psn ||
-            ring.slotCrc(rank, arraySlot) == gradientCrc;
+        return ring.starts().slotMsg(rank, arraySlot) != msgId || ring.starts().slotPsn0(rank, arraySlot) != psn ||
+            ring.starts().slotCrc(rank, arraySlot) == check.gradientCrc();
     }
 
     /**
@@ -485,7 +323,7 @@ final class Sequencer
     private int reconnect(
         final ArrivingFrame arriving, final Ring ring, final int slot, final int rank, final int msgId, final int psn)
     {
-        if (!ring.mayConnect(rank, arriving.batchNs()))
+        if (!ring.runs().mayConnect(rank, arriving.batchNs()))
         {
             output.drop(arriving, DataplaneCounter.DROP_RUN_IN_PROGRESS);
             return REFUSED;
@@ -504,18 +342,8 @@ final class Sequencer
      */
     private boolean isReusedQueuePair(final int slot, final Ring ring, final int msgId, final long nowNs)
     {
-        return msgId == 0 && (byte)(msgId - clt.msgId(slot)) <= -ring.slots() && ring.mayConnect(clt.rank(slot),
-            nowNs) && ring.generation(clt.rank(slot)) == clt.generation(slot);
-    }
-
-    /**
-     * Whether a tagged first packet (MsgID, PSN) lies on the PSN sequence of the connection in CLT slot
-     * {@code slot}: every message is exactly MsgLen packets, so message MsgID0 + d starts at PSN0 + d * MsgLen.
-     */
-    private boolean continuesPsnSequence(final int slot, final int msgId, final int psn, final int msgLen)
-    {
-        final int delta = (byte)(msgId - clt.msgId(slot));
-        return psn == BthHeader.psnAdd(clt.psn0(slot), delta * msgLen);
+        return msgId == 0 && (byte)(msgId - clt.msgId(slot)) <= -ring.slots() && ring.runs().mayConnect(clt.rank(slot),
+            nowNs) && ring.runs().generation(clt.rank(slot)) == clt.generation(slot);
     }
 
     /**
@@ -533,18 +361,18 @@ final class Sequencer
         final ArrivingFrame arriving, final Ring ring, final int slot, final int rank, final int msgId, final int psn)
     {
         final int outcome = ring.connect(rank, arriving.batchNs());
-        clt.setRing(slot, ring.id(), rank, msgId, psn, ring.generation(rank));
-        if (outcome == Ring.JOINED)
+        clt.setRing(slot, ring.id(), rank, msgId, psn, ring.runs().generation(rank));
+        if (outcome == RingRuns.JOINED)
         {
             return 0;
         }
         ring.region().freeAll();
-        if (outcome == Ring.JOINED_ABANDONED)
+        if (outcome == RingRuns.JOINED_ABANDONED)
         {
             abandonedPartialsDiscarded.incrementRelease();
             return 0;
         }
-        if (outcome == Ring.NEW_RUN)
+        if (outcome == RingRuns.NEW_RUN)
         {
             ringRestarts.incrementRelease();
             return 0;
@@ -562,62 +390,32 @@ final class Sequencer
         final RoceFrame frame = arriving.frame();
         final Ring ring = rings[clt.ring(slot)];
         final int rank = clt.rank(slot);
-        if (clt.generation(slot) != ring.generation(rank) || !ring.inCurrentRun(rank))
+        if (clt.generation(slot) != ring.runs().generation(rank) || !ring.runs().inCurrentRun(rank))
         {
             output.drop(arriving, DataplaneCounter.DROP_STALE_CONNECTION);
             return;
         }
-        if (!placeByPsn(arriving, frame, ring, slot))
+        if (!check.placeByPsn(arriving, frame, ring, slot))
         {
             return;
         }
         final int psn = frame.psn();
-        final int age = placedAge;
-        final int position = placedPosition;
-        final int msgId = placedMsgId;
+        final int age = check.placedAge();
+        final int position = check.placedPosition();
+        final int msgId = check.placedMsgId();
         final int arraySlot = msgId & (ring.slots() - 1);
-        if (ring.slotMsg(rank, arraySlot) != msgId ||
-            ring.slotPsn0(rank, arraySlot) != BthHeader.psnAdd(psn, -position))
+        if (ring.starts().slotMsg(rank, arraySlot) != msgId ||
+            ring.starts().slotPsn0(rank, arraySlot) != BthHeader.psnAdd(psn, -position))
         {
             output.drop(arriving, DataplaneCounter.DROP_STALE_PACKET);
             return;
         }
         final int gradient = frame.payloadOffset();
-        if (!checkIcrc(arriving, frame, gradient, ring.shiftOperator(position)))
+        if (!check.checkIcrc(arriving, frame, gradient, ring.shiftOperator(position)))
         {
             return;
         }
-        final int headerCrc = checkedHeaderCrc;
+        final int headerCrc = check.checkedHeaderCrc();
         aggregator.aggregate(arriving, ring, rank, msgId, position, age, gradient, headerCrc);
-    }
-
-    /**
-     * The checks every packet to be summed or translated ends with, first or later: its headers fit the
-     * aggregator's header slot, and its ICRC matches the CRC of its headers combined with the CRC of its gradient
-     * (shifted by {@code shiftOperator}, the packet's position). Leaves the header CRC in {@link #checkedHeaderCrc}
-     * and the gradient's in {@link #gradientCrc} (fields: the per-packet path allocates nothing).
-     *
-     * @return false when the packet was dropped (malformed, bad ICRC).
-     */
-    private boolean checkIcrc(
-        final ArrivingFrame arriving, final RoceFrame frame, final int gradient, final int shiftOperator)
-    {
-        if (gradient - arriving.offset() > AggregatorRegion.HEADER_SLOT)
-        {
-            output.drop(arriving, DataplaneCounter.DROP_MALFORMED);
-            return false;
-        }
-        final int headerCrc = frameIcrc.crcUpTo(frame, gradient);
-        final int icrcOffset = frame.icrcOffset();
-        final MutableDirectBuffer buffer = arriving.buffer();
-        final int payloadCrc = frameIcrc.crcOf(buffer, gradient, icrcOffset - gradient);
-        if (Crc32Combine.combineWithOperator(headerCrc, payloadCrc, shiftOperator) != Icrc.read(buffer, icrcOffset))
-        {
-            output.drop(arriving, DataplaneCounter.DROP_BAD_ICRC);
-            return false;
-        }
-        checkedHeaderCrc = headerCrc;
-        gradientCrc = payloadCrc;
-        return true;
     }
 }

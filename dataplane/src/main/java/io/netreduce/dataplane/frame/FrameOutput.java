@@ -1,4 +1,4 @@
-package io.netreduce.dataplane.agent;
+package io.netreduce.dataplane.frame;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
@@ -13,7 +13,7 @@ import org.agrona.concurrent.status.AtomicCounter;
  * place in a port's transmit slot (results), or dropped under a counted reason. Every frame the dataplane
  * receives ends here exactly once (a completed aggregation also sends one result per rank).
  */
-final class FrameOutput
+public final class FrameOutput
 {
     private final PacketPort[] ports;
     private final int[] peers;
@@ -28,7 +28,7 @@ final class FrameOutput
      * @param peers for each port index, the index of the port its frames leave on (itself for one-armed, the
      *              other port for bump-in-the-wire).
      */
-    FrameOutput(
+    public FrameOutput(
         final PacketPort[] ports, final int[] peers, final DataplaneCounters counters, final CaptureTaps taps)
     {
         if (peers.length != ports.length)
@@ -56,7 +56,7 @@ final class FrameOutput
     /**
      * Send the frame in hand on, unchanged but for an L4 checksum the receiving port flagged as partial.
      */
-    void forward(final ArrivingFrame arriving)
+    public void forward(final ArrivingFrame arriving)
     {
         final MutableDirectBuffer buffer = arriving.buffer();
         final int offset = arriving.offset();
@@ -80,7 +80,7 @@ final class FrameOutput
     /**
      * Drop the frame in hand: count it under its reason and show it to the drop capture, if one runs.
      */
-    void drop(final ArrivingFrame arriving, final DataplaneCounter reason)
+    public void drop(final ArrivingFrame arriving, final DataplaneCounter reason)
     {
         counters.increment(reason);
         taps.onDrop(arriving, reason);
@@ -92,7 +92,7 @@ final class FrameOutput
      * @return the index in {@link #claimBuffer(int)} to write the frame at, or -1 (counted) when the port
      *         cannot take it.
      */
-    int claim(final int arrivalPort, final int length)
+    public int claim(final int arrivalPort, final int length)
     {
         final int index = ports[peers[arrivalPort]].tryClaim(length);
         if (index < 0)
@@ -102,12 +102,12 @@ final class FrameOutput
         return index;
     }
 
-    MutableDirectBuffer claimBuffer(final int arrivalPort)
+    public MutableDirectBuffer claimBuffer(final int arrivalPort)
     {
         return ports[peers[arrivalPort]].claimBuffer();
     }
 
-    void commit(final int arrivalPort)
+    public void commit(final int arrivalPort)
     {
         ports[peers[arrivalPort]].commit();
         framesSent.incrementRelease();

@@ -1,4 +1,4 @@
-package io.netreduce.dataplane.agent;
+package io.netreduce.dataplane.frame;
 
 import io.netreduce.dataplane.clt.FlowKey;
 import io.netreduce.protocol.wire.RoceFrame;
@@ -12,7 +12,7 @@ import org.agrona.MutableDirectBuffer;
  * <p>
  * Single-threaded: owned by the dataplane thread.
  */
-final class ArrivingFrame
+public final class ArrivingFrame
 {
     private final RoceFrame frame = new RoceFrame();
     private final FlowKey key = new FlowKey();
@@ -23,7 +23,7 @@ final class ArrivingFrame
     private int port;
     private long batchNs;
 
-    void beginBatch(final int port, final long nowNs)
+    public void beginBatch(final int port, final long nowNs)
     {
         this.port = port;
         this.batchNs = nowNs;
@@ -34,7 +34,7 @@ final class ArrivingFrame
      *
      * @return the parse status, one of {@link RoceFrame}'s status codes.
      */
-    int arrive(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
+    public int arrive(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
     {
         this.buffer = buffer;
         this.offset = offset;
@@ -47,48 +47,48 @@ final class ArrivingFrame
      * Fill the connection key from the parsed addresses and destination QP (a QP of 0 when the BTH could not be
      * read: the key is then only good for address-pair look-ups).
      */
-    FlowKey key(final int qp)
+    public FlowKey key(final int qp)
     {
         return key.wrap(buffer, frame.srcAddressOffset(), frame.dstAddressOffset(), frame.addressLength(), qp);
     }
 
     /** The key last filled by {@link #key(int)}. */
-    FlowKey key()
+    public FlowKey key()
     {
         return key;
     }
 
-    RoceFrame frame()
+    public RoceFrame frame()
     {
         return frame;
     }
 
-    MutableDirectBuffer buffer()
+    public MutableDirectBuffer buffer()
     {
         return buffer;
     }
 
-    int offset()
+    public int offset()
     {
         return offset;
     }
 
-    int length()
+    public int length()
     {
         return length;
     }
 
-    int flags()
+    public int flags()
     {
         return flags;
     }
 
-    int port()
+    public int port()
     {
         return port;
     }
 
-    long batchNs()
+    public long batchNs()
     {
         return batchNs;
     }
