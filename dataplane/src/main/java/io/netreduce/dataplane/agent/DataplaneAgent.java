@@ -147,6 +147,12 @@ public final class DataplaneAgent implements Agent
                     start.reply().complete(start.tap());
                 }
                 case DataplaneCommand.StopCapture stop -> stop.reply().complete(processor.removeTap(stop.captureId()));
+                case DataplaneCommand.InstallSwitchMlJob install ->
+                    install.reply().complete(tables.switchMl().install(install.definition()));
+                case DataplaneCommand.ResetSwitchMlJob reset -> reset.reply().complete(tables.switchMl().reset(reset.job()));
+                case DataplaneCommand.RemoveSwitchMlJob remove ->
+                    remove.reply().complete(tables.switchMl().remove(remove.job()));
+                case DataplaneCommand.ListSwitchMlJobs list -> list.reply().complete(tables.switchMl().list());
             }
         }
         catch (final RuntimeException ex)

@@ -2,6 +2,8 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.ring.RingDefinition;
+import io.netreduce.dataplane.switchml.SwitchMlJobDefinition;
+import io.netreduce.dataplane.switchml.SwitchMlJobView;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -67,6 +69,36 @@ public sealed interface DataplaneCommand
      * Remove a capture tap; once the reply completes the dataplane no longer writes to its ring.
      */
     record StopCapture(int captureId, CompletableFuture<CaptureTap> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * Install a SwitchML job with a fresh slot pool. Refused if its number is in use or its pool does not fit the
+     * memory budget.
+     */
+    record InstallSwitchMlJob(SwitchMlJobDefinition definition, CompletableFuture<SwitchMlJobView> reply)
+        implements DataplaneCommand
+    {
+    }
+
+    /**
+     * Forget every slot state of a SwitchML job (the controller's reset when the job's rank 0 opens its session).
+     */
+    record ResetSwitchMlJob(int job, CompletableFuture<SwitchMlJobView> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * Remove a SwitchML job: its pool's memory goes; its packets then pass through.
+     */
+    record RemoveSwitchMlJob(int job, CompletableFuture<SwitchMlJobView> reply) implements DataplaneCommand
+    {
+    }
+
+    /**
+     * List the installed SwitchML jobs with their figures.
+     */
+    record ListSwitchMlJobs(CompletableFuture<List<SwitchMlJobView>> reply) implements DataplaneCommand
     {
     }
 }

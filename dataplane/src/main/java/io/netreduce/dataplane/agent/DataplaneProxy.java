@@ -5,6 +5,8 @@ import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.ring.RingDefinition;
+import io.netreduce.dataplane.switchml.SwitchMlJobDefinition;
+import io.netreduce.dataplane.switchml.SwitchMlJobView;
 import org.HdrHistogram.Histogram;
 
 import java.util.ArrayList;
@@ -214,6 +216,44 @@ public final class DataplaneProxy
             all.sort(Comparator.comparingInt(RingInstalled::ringId));
             return all;
         });
+    }
+
+    /**
+     * Install a SwitchML job. SwitchML jobs live on lane 0 and need a dataplane of one lane: the lanes' kernel
+     * steering places frames by ring edges, and a job's frames spread over lanes would split its slots.
+     */
+    public CompletableFuture<SwitchMlJobView> installSwitchMlJob(final SwitchMlJobDefinition definition)
+    {
+        final CompletableFuture<SwitchMlJobView> reply = new CompletableFuture<>();
+        if (lanes.length != 1)
+        {
+            reply.completeExceptionally(new IllegalArgumentException("SwitchML job " + definition.job() + " needs " +
+                "appliance.dataplane.lanes: 1 (this dataplane has " + lanes.length + " lanes; the kernel's lane " +
+                "steering knows NetReduce ring edges only)"));
+            return reply;
+        }
+        return offer(lanes[0], new DataplaneCommand.InstallSwitchMlJob(definition, reply), reply);
+    }
+
+    /**
+     * Forget every slot state of a SwitchML job.
+     */
+    public CompletableFuture<SwitchMlJobView> resetSwitchMlJob(final int job)
+    {
+        final CompletableFuture<SwitchMlJobView> reply = new CompletableFuture<>();
+        return offer(lanes[0], new DataplaneCommand.ResetSwitchMlJob(job, reply), reply);
+    }
+
+    public CompletableFuture<SwitchMlJobView> removeSwitchMlJob(final int job)
+    {
+        final CompletableFuture<SwitchMlJobView> reply = new CompletableFuture<>();
+        return offer(lanes[0], new DataplaneCommand.RemoveSwitchMlJob(job, reply), reply);
+    }
+
+    public CompletableFuture<List<SwitchMlJobView>> switchMlJobs()
+    {
+        final CompletableFuture<List<SwitchMlJobView>> reply = new CompletableFuture<>();
+        return offer(lanes[0], new DataplaneCommand.ListSwitchMlJobs(reply), reply);
     }
 
     /**

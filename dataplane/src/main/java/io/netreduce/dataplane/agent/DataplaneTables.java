@@ -1,6 +1,8 @@
 package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.aggregator.AggregatorRegion;
+import io.netreduce.dataplane.aggregator.MemoryBudget;
+import io.netreduce.dataplane.switchml.SwitchMlJobs;
 import io.netreduce.dataplane.clt.AddressPairSet;
 import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.IpKey;
@@ -30,8 +32,8 @@ public final class DataplaneTables implements AutoCloseable
     private final long abandonedRunNs;
     final AddressPairSet edges;
     private final DataplaneCounters counters;
-    private final long memoryBudget;
-    private long memoryUsed;
+    private final MemoryBudget memory;
+    private final SwitchMlJobs switchMl;
 
     public DataplaneTables(final int cltEntries, final long memoryBudget, final DataplaneCounters counters)
     {
@@ -47,7 +49,8 @@ public final class DataplaneTables implements AutoCloseable
         this.abandonedRunNs = abandonedRunNs;
         this.clt = new ConnectionTable(cltEntries);
         this.edges = new AddressPairSet(MAX_RINGS * 8);
-        this.memoryBudget = memoryBudget;
+        this.memory = new MemoryBudget(memoryBudget);
+        this.switchMl = new SwitchMlJobs(memory);
         this.counters = counters;
     }
 
@@ -80,12 +83,20 @@ public final class DataplaneTables implements AutoCloseable
 
     public long memoryUsed()
     {
-        return memoryUsed;
+        return memory.used();
+    }
+
+    /**
+     * @return the SwitchML jobs (their own package's table, drawing on the same aggregator memory budget).
+     */
+    public SwitchMlJobs switchMl()
+    {
+        return switchMl;
     }
 
     public long memoryBudget()
     {
-        return memoryBudget;
+        return memory.budget();
     }
 
     /**
@@ -103,7 +114,7 @@ public final class DataplaneTables implements AutoCloseable
         }
         final int summed = config.aggregatedRanks();
         final boolean leaf = config.hierarchy().tier() == Hierarchy.Tier.LEAF;
-        requireFits(config, memoryUsed, memoryBudget);
+        requireFits(config, memory.used(), memory.budget());
         final int aggregators = config.aggregatorCount();
         final AggregatorRegion region = AggregatorRegion.allocate(summed, aggregators, config.payloadSize(), leaf);
         final AtomicCounter completed = counters.newRingCounter(config.ringId(), RingCounter.AGGREGATIONS_COMPLETED);
@@ -122,7 +133,7 @@ public final class DataplaneTables implements AutoCloseable
                 ring.incomingDestinationLow());
         }
         rings[config.ringId()] = ring;
-        memoryUsed += region.bytes();
+        memory.take(region.bytes(), "ring " + config.ringId());
         return describe(ring);
     }
 
@@ -191,7 +202,7 @@ public final class DataplaneTables implements AutoCloseable
         }
         removeForeignOffEdges();
         final long bytes = ring.region().bytes();
-        memoryUsed -= bytes;
+        memory.release(bytes);
         ring.completedCounter().close();
         ring.resultsCounter().close();
         ring.close();
@@ -301,7 +312,8 @@ public final class DataplaneTables implements AutoCloseable
                 rings[i] = null;
             }
         }
-        memoryUsed = 0;
+        switchMl.close();
+        memory.release(memory.used());
     }
 
     private static int newer(final int current, final int candidate)
@@ -331,7 +343,7 @@ public final class DataplaneTables implements AutoCloseable
     {
         final AggregatorRegion region = ring.region();
         return new RingInstalled(ring.id(), ring.config().jobName(), region.aggregators(), region.stride(),
-            region.bytes(), memoryUsed, memoryBudget, 0);
+            region.bytes(), memory.used(), memory.budget(), 0);
     }
 
     static String bytesText(final long bytes)

@@ -2,6 +2,7 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.protocol.wire.Opcode;
 import io.netreduce.protocol.wire.RoceFrame;
+import io.netreduce.protocol.wire.SwitchMlHeader;
 
 /**
  * The protocol classes the dispatch ({@link PacketProcessor}) tells apart, decided once per frame from its parse
@@ -16,6 +17,8 @@ final class FrameClass
     static final int ROCE_WRITE = 1;
     /** Any other RoCEv2 (responses, other opcodes, truncated or malformed): NetReduce's to guard its rings. */
     static final int OTHER_ROCE = 2;
+    /** UDP to a SwitchML port (0xBEE0/0xFFF0): SwitchML's (its jobs decide; a job not installed passes through). */
+    static final int SWITCHML = 3;
 
     private FrameClass()
     {
@@ -28,7 +31,7 @@ final class FrameClass
     {
         if (status == RoceFrame.NOT_ROCE)
         {
-            return PASS_THROUGH;
+            return SwitchMlHeader.isSwitchMlPort(frame.udpDstPort()) ? SWITCHML : PASS_THROUGH;
         }
         if (status == RoceFrame.OK && isRcWrite(frame.opcode()))
         {

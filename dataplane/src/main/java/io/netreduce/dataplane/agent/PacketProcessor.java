@@ -9,6 +9,7 @@ import io.netreduce.dataplane.frame.FaultInjection;
 import io.netreduce.dataplane.frame.FrameOutput;
 import io.netreduce.dataplane.netreduce.ForeignTagEvents;
 import io.netreduce.dataplane.netreduce.NetReduceProtocol;
+import io.netreduce.dataplane.switchml.SwitchMlProtocol;
 import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.PacketPort;
 import org.HdrHistogram.SingleWriterRecorder;
@@ -22,6 +23,8 @@ import org.agrona.concurrent.status.AtomicCounter;
  *   <li>{@link FrameClass#ROCE_WRITE}, {@link FrameClass#OTHER_ROCE}: RoCEv2, NetReduce's
  *       ({@link NetReduceProtocol}: its rings, CLT and aggregators decide what is ring traffic; the rest of RoCEv2
  *       passes through);</li>
+ *   <li>{@link FrameClass#SWITCHML}: UDP to 0xBEE0/0xFFF0, SwitchML's ({@link SwitchMlProtocol}: its jobs' slot
+ *       pools);</li>
  *   <li>{@link FrameClass#PASS_THROUGH}: anything else, sent on unchanged by {@link FrameOutput} (L4 checksum
  *       completed if the port flagged it partial).</li>
  * </ul>
@@ -39,6 +42,7 @@ public final class PacketProcessor implements FrameHandler
     private final CaptureTaps taps;
     private final FrameOutput output;
     private final NetReduceProtocol netReduce;
+    private final SwitchMlProtocol switchMl;
     private final AtomicCounter framesReceived;
     private FaultInjection faults = new FaultInjection(0.0, 0);
 
@@ -62,7 +66,9 @@ public final class PacketProcessor implements FrameHandler
         this.tables = tables;
         this.taps = new CaptureTaps(ownPorts, counters);
         this.output = new FrameOutput(ownPorts, peers, counters, taps);
-        this.netReduce = new NetReduceProtocol(tables, counters, output, latency, highestLatency, foreignTags);
+        this.netReduce = new NetReduceProtocol(tables.rings(), tables.clt(), tables.edges(), counters,
+            output, latency, highestLatency, foreignTags);
+        this.switchMl = new SwitchMlProtocol(tables.switchMl(), counters, output);
         this.framesReceived = counters.counter(DataplaneCounter.FRAMES_RECEIVED);
     }
 
@@ -131,6 +137,7 @@ public final class PacketProcessor implements FrameHandler
         {
             case FrameClass.ROCE_WRITE -> netReduce.onWrite(arriving);
             case FrameClass.OTHER_ROCE -> netReduce.onOtherRoce(arriving, status);
+            case FrameClass.SWITCHML -> switchMl.onFrame(arriving);
             default -> output.forward(arriving);
         }
     }

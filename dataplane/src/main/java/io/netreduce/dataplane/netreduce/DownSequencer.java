@@ -1,6 +1,5 @@
 package io.netreduce.dataplane.netreduce;
 
-import io.netreduce.dataplane.agent.DataplaneTables;
 import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.FlowKey;
 import io.netreduce.dataplane.counters.DataplaneCounter;
@@ -37,14 +36,15 @@ final class DownSequencer
     private final AtomicCounter downConnections;
 
     DownSequencer(
-        final DataplaneTables tables,
+        final Ring[] rings,
+        final ConnectionTable clt,
         final DataplaneCounters counters,
         final FrameOutput output,
         final Aggregator aggregator,
         final PacketCheck check)
     {
-        this.rings = tables.rings();
-        this.clt = tables.clt();
+        this.rings = rings;
+        this.clt = clt;
         this.output = output;
         this.aggregator = aggregator;
         this.check = check;

@@ -1,6 +1,5 @@
 package io.netreduce.dataplane.netreduce;
 
-import io.netreduce.dataplane.agent.DataplaneTables;
 import io.netreduce.dataplane.clt.AddressPairSet;
 import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.FlowKey;
@@ -29,7 +28,7 @@ import org.agrona.concurrent.status.AtomicCounter;
  *   <li>RoCEv2 of no ring: forwarded unchanged;</li>
  *   <li>anything invalid on a ring connection: dropped, counted under its reason.</li>
  * </ol>
- * Its tables (ring table, CLT, ring edges, aggregator regions) are the lane's {@link DataplaneTables}; what it
+ * Its tables (ring table, CLT, ring edges, aggregator regions) are the lane's, installed by its commands; what it
  * shares with other protocols is the output, the counters and the captures, all through {@link FrameOutput}.
  * <p>
  * Single-threaded and allocation-free per packet. Not thread-safe.
@@ -47,25 +46,30 @@ public final class NetReduceProtocol
     private final ForeignTagEvents foreignTags;
 
     /**
+     * @param rings       the ring table, indexed by RingID (the lane's, read in place).
+     * @param clt         the connection lookup table.
+     * @param edges       the address pairs of every installed ring's connections.
      * @param latency     recorder of first-packet-in to results-out times, in nanoseconds.
      * @param foreignTags where connections on a ring edge without the ring's InetTag are reported.
      */
     public NetReduceProtocol(
-        final DataplaneTables tables,
+        final Ring[] rings,
+        final ConnectionTable clt,
+        final AddressPairSet edges,
         final DataplaneCounters counters,
         final FrameOutput output,
         final SingleWriterRecorder latency,
         final long highestLatency,
         final ForeignTagEvents foreignTags)
     {
-        this.rings = tables.rings();
-        this.clt = tables.clt();
-        this.edges = tables.edges();
+        this.rings = rings;
+        this.clt = clt;
+        this.edges = edges;
         this.output = output;
         final Aggregator aggregator = new Aggregator(output, counters, latency, highestLatency);
         final PacketCheck check = new PacketCheck(clt, output);
-        this.sequencer = new Sequencer(tables, counters, output, aggregator, check);
-        this.downSequencer = new DownSequencer(tables, counters, output, aggregator, check);
+        this.sequencer = new Sequencer(rings, clt, edges, counters, output, aggregator, check);
+        this.downSequencer = new DownSequencer(rings, clt, counters, output, aggregator, check);
         this.cltMisses = counters.counter(DataplaneCounter.CLT_MISSES);
         this.foreignTagOnRingEdge = counters.counter(DataplaneCounter.FOREIGN_TAG_ON_RING_EDGE);
         this.foreignTags = foreignTags;

@@ -1,6 +1,5 @@
 package io.netreduce.dataplane.netreduce;
 
-import io.netreduce.dataplane.agent.DataplaneTables;
 import io.netreduce.dataplane.frame.ArrivingFrame;
 import io.netreduce.dataplane.frame.FrameOutput;
 
@@ -63,15 +62,17 @@ final class Sequencer
     private final AtomicCounter cltFull;
 
     Sequencer(
-        final DataplaneTables tables,
+        final Ring[] rings,
+        final ConnectionTable clt,
+        final AddressPairSet edges,
         final DataplaneCounters counters,
         final FrameOutput output,
         final Aggregator aggregator,
         final PacketCheck check)
     {
-        this.rings = tables.rings();
-        this.clt = tables.clt();
-        this.edges = tables.edges();
+        this.rings = rings;
+        this.clt = clt;
+        this.edges = edges;
         this.check = check;
         this.counters = counters;
         this.output = output;
