@@ -37,9 +37,6 @@ public final class AfPacketPort implements PollablePort
 {
     /** {@link #receive} reads the kernel's drop statistics once per this many calls. */
     private static final int STATISTICS_INTERVAL_CALLS = 4096;
-    /** pollfd.events bit: readable. */
-    private static final short POLLIN = 0x1;
-    private static final int POLLFD_SIZE = 8;
     /** The kernel's limit on sockets in one fanout group (PACKET_FANOUT_MAX). */
     public static final int MAX_FANOUT_MEMBERS = 256;
 
@@ -48,80 +45,47 @@ public final class AfPacketPort implements PollablePort
     private final int mtu;
     private final byte[] macAddress;
     private final PortCounters counters = new PortCounters();
-    private final Arena arena;
+    private final AfPacketSockets sockets;
+    private final PortSystemCalls system;
     private final MemorySegment errnoState;
     private final MemorySegment statistics;
     private final MemorySegment statisticsLength;
     private final MemorySegment pollFd;
 
     private final int rxFd;
-    private final long rxRingAddress;
-    private final long rxRingLength;
     private final UnsafeBuffer rxRing;
     private final int rxFrameSize;
     private final RxRing rxReader;
-
-    private final int txFd;
-    private final long txRingAddress;
-    private final long txRingLength;
-    private final UnsafeBuffer txRing;
-    private final int[] txSlotOffsets;
-    private final int[] txSlotLengths;
-    /** Wire frames in each queued slot: more than one for a segmentation offload batch. */
-    private final int[] txSlotFrames;
-    private final int maxTxFrameLength;
-    /** Bytes in front of each frame in a slot: the virtio_net_hdr with segmentation offload, else none. */
-    private final int vnetHeaderLength;
-    private final UdpSegmentBatcher batcher;
     private final UdpSegmentSplitter splitter;
+
+    private final TpacketV2TxRing tx;
 
     private int receiveCalls;
     private final int fanoutGroup;
 
-    private int txHead;
-    private int txPendingStart;
-    private int txPendingCount;
-    private int claimLength;
-
     private boolean closed;
 
-    private AfPacketPort(final Builder b)
+    private AfPacketPort(final AfPacketSockets sockets)
     {
-        configuration = b.configuration;
-        ifIndex = b.ifIndex;
-        mtu = b.mtu;
-        macAddress = b.macAddress;
-        arena = b.arena;
-        errnoState = b.errnoState;
-        statistics = arena.allocate(TPACKET_STATS_V3_SIZE, 8);
-        statisticsLength = arena.allocate(ValueLayout.JAVA_INT);
-        pollFd = arena.allocate(POLLFD_SIZE, 8);
-        rxFd = b.rxFd;
-        fanoutGroup = b.fanoutGroup;
-        rxRingAddress = b.rxRingAddress;
-        rxRingLength = b.rxRingLength;
-        rxRing = new UnsafeBuffer(rxRingAddress, (int)rxRingLength);
-        rxFrameSize = b.rxFrameSize;
+        configuration = sockets.configuration();
+        ifIndex = sockets.ifIndex();
+        mtu = sockets.mtu();
+        macAddress = sockets.macAddress();
+        this.sockets = sockets;
+        system = sockets.system();
+        errnoState = system.errnoState();
+        statistics = system.arena().allocate(TPACKET_STATS_V3_SIZE, 8);
+        statisticsLength = system.arena().allocate(ValueLayout.JAVA_INT);
+        rxFd = sockets.rxFd();
+        pollFd = system.readablePollFd(rxFd);
+        fanoutGroup = sockets.fanoutGroup();
+        rxRing = new UnsafeBuffer(sockets.rxRingAddress(), (int)sockets.rxRingLength());
+        rxFrameSize = sockets.rxFrameSize();
         rxReader = configuration.rxRingVersion() == RxRingVersion.V2 ?
             new TpacketV2RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), rxFrameSize, counters) :
             new TpacketV3RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), counters);
-        txFd = b.txFd;
-        txRingAddress = b.txRingAddress;
-        txRingLength = b.txRingLength;
-        txRing = new UnsafeBuffer(txRingAddress, (int)txRingLength);
-        txSlotOffsets = b.txSlotOffsets;
-        txSlotLengths = new int[txSlotOffsets.length];
-        txSlotFrames = new int[txSlotOffsets.length];
-        final boolean offload = configuration.segmentationOffload();
-        vnetHeaderLength = offload ? VirtioNetHeader.LENGTH : 0;
-        batcher = offload ? new UdpSegmentBatcher(txRing, counters,
-            configuration.txFrameSize() - TPACKET2_TX_DATA_OFFSET - VirtioNetHeader.LENGTH) : null;
-        splitter = offload ? new UdpSegmentSplitter(counters) : null;
-        maxTxFrameLength = Math.min(configuration.txFrameSize() - TPACKET2_TX_DATA_OFFSET - vnetHeaderLength,
-            mtu + ETH_HLEN + VLAN_HLEN);
-
-        pollFd.set(ValueLayout.JAVA_INT, 0, rxFd);
-        pollFd.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
+        splitter = configuration.segmentationOffload() ? new UdpSegmentSplitter(counters) : null;
+        tx = sockets.newTxRing(counters);
     }
 
     /**
@@ -132,21 +96,21 @@ public final class AfPacketPort implements PollablePort
      */
     public static AfPacketPort open(final AfPacketConfiguration configuration)
     {
-        return open(new Builder(configuration, Builder.NO_FANOUT));
+        return open(new AfPacketSockets(configuration, AfPacketSockets.NO_FANOUT));
     }
 
-    private static AfPacketPort open(final Builder builder)
+    private static AfPacketPort open(final AfPacketSockets sockets)
     {
         try
         {
-            builder.openReceiveSocket();
-            builder.openTransmitSocket();
-            builder.joinFanout();
-            return new AfPacketPort(builder);
+            sockets.openReceiveSocket();
+            sockets.openTransmitSocket();
+            sockets.joinFanout();
+            return new AfPacketPort(sockets);
         }
         catch (final RuntimeException | Error ex)
         {
-            builder.release();
+            sockets.release();
             throw ex;
         }
     }
@@ -175,10 +139,10 @@ public final class AfPacketPort implements PollablePort
         final List<AfPacketPort> ports = new ArrayList<>(members);
         try
         {
-            int group = Builder.NEW_FANOUT_GROUP;
+            int group = AfPacketSockets.NEW_FANOUT_GROUP;
             for (int i = 0; i < members; i++)
             {
-                final AfPacketPort port = open(new Builder(configuration, group));
+                final AfPacketPort port = open(new AfPacketSockets(configuration, group));
                 ports.add(port);
                 group = port.fanoutGroup;
             }
@@ -299,7 +263,7 @@ public final class AfPacketPort implements PollablePort
      */
     public int maxTxFrameLength()
     {
-        return maxTxFrameLength;
+        return tx.maxFrameLength();
     }
 
     @Override
@@ -327,62 +291,19 @@ public final class AfPacketPort implements PollablePort
     @Override
     public int tryClaim(final int length)
     {
-        claimLength = 0;
-        if (closed || length < ETH_HLEN || length > maxTxFrameLength)
-        {
-            counters.add(PortCounters.TX_ERRORS, 1);
-            return -1;
-        }
-        final int slotOffset = txSlotOffsets[txHead];
-        if (txPendingCount == txSlotOffsets.length ||
-            txRing.getIntVolatile(slotOffset + TPACKET2_HDR_STATUS_OFFSET) != TP_STATUS_AVAILABLE)
-        {
-            counters.add(PortCounters.TX_RING_FULL, 1);
-            return -1;
-        }
-        claimLength = length;
-        return slotOffset + TPACKET2_TX_DATA_OFFSET + vnetHeaderLength;
+        return tx.tryClaim(length);
     }
 
     @Override
     public MutableDirectBuffer claimBuffer()
     {
-        return txRing;
+        return tx.buffer();
     }
 
     @Override
     public void commit()
     {
-        final int length = claimLength;
-        if (length == 0)
-        {
-            throw new IllegalStateException("commit without a claim on " + name());
-        }
-        claimLength = 0;
-        final int slot = txHead;
-        final int slotOffset = txSlotOffsets[slot];
-        final UdpSegmentBatcher batcher = this.batcher;
-        if (batcher != null)
-        {
-            final int frame = slotOffset + TPACKET2_TX_DATA_OFFSET + VirtioNetHeader.LENGTH;
-            if (batcher.tryAppend(frame, length))
-            {
-                // Copied into an open batch's slot; this slot stays free for the next claim.
-                final int batchSlot = batcher.appendedSlot();
-                txSlotLengths[batchSlot] += length;
-                txSlotFrames[batchSlot]++;
-                return;
-            }
-            batcher.queue(slot, slotOffset, frame, length);
-        }
-        else
-        {
-            LinuxPacketAbi.requestSend(txRing, slotOffset, length);
-        }
-        txSlotLengths[slot] = length;
-        txSlotFrames[slot] = 1;
-        txHead = slot + 1 == txSlotOffsets.length ? 0 : slot + 1;
-        txPendingCount++;
+        tx.commit();
     }
 
     /**
@@ -394,55 +315,9 @@ public final class AfPacketPort implements PollablePort
     @Override
     public int flush()
     {
-        if (closed || txPendingCount == 0)
-        {
-            return 0;
-        }
-        if (batcher != null)
-        {
-            batcher.closeAll();
-        }
-
-        if (Libc.sendKick(errnoState, txFd, MSG_DONTWAIT) < 0)
-        {
-            final int errno = Libc.errno(errnoState);
-            if (errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
-            {
-                counters.add(PortCounters.TX_ERRORS, 1);
-            }
-        }
-
-        // The kernel takes SEND_REQUEST slots strictly in ring order, so the taken ones lead the pending run.
-        final UnsafeBuffer ring = txRing;
-        int taken = 0;
-        while (txPendingCount > 0)
-        {
-            final int slot = txPendingStart;
-            final int status = ring.getIntVolatile(txSlotOffsets[slot] + TPACKET2_HDR_STATUS_OFFSET);
-            if (status == TP_STATUS_SEND_REQUEST)
-            {
-                break;
-            }
-            final int frames = txSlotFrames[slot];
-            counters.onFrameTransmitted(txSlotLengths[slot]);
-            if (frames > 1)
-            {
-                counters.add(PortCounters.TX_FRAMES, frames - 1);
-            }
-            taken += frames;
-            txPendingCount--;
-            txPendingStart = slot + 1 == txSlotOffsets.length ? 0 : slot + 1;
-        }
-
-        return taken;
+        return tx.flush();
     }
 
-    /**
-     * Wait, without spinning, until a receive frame (V2) or block (V3) is ready or {@code timeoutMs} passes: for idle strategies that
-     * park on the socket instead of busy polling.
-     *
-     * @return true if {@link #receive} may have frames to deliver.
-     */
     /** The receive socket, for {@link PortPoller}. */
     @Override
     public int receiveFd()
@@ -461,9 +336,15 @@ public final class AfPacketPort implements PollablePort
     @Override
     public boolean hasPendingTransmit()
     {
-        return txPendingCount > 0;
+        return tx.hasPending();
     }
 
+    /**
+     * Wait, without spinning, until a receive frame (V2) or block (V3) is ready or {@code timeoutMs} passes: for
+     * idle strategies that park on the socket instead of busy polling.
+     *
+     * @return true if {@link #receive} may have frames to deliver.
+     */
     public boolean awaitReceive(final int timeoutMs)
     {
         if (closed)
@@ -474,7 +355,7 @@ public final class AfPacketPort implements PollablePort
         {
             return true;
         }
-        return Libc.poll(errnoState, pollFd, 1, timeoutMs) > 0;
+        return system.awaitReadable(pollFd, timeoutMs);
     }
 
     /**
@@ -513,328 +394,13 @@ public final class AfPacketPort implements PollablePort
         closed = true;
         // Stray use after close must fail in Java, not touch unmapped memory.
         rxRing.wrap(new byte[0]);
-        txRing.wrap(new byte[0]);
-        Libc.munmap(errnoState, MemorySegment.ofAddress(rxRingAddress), rxRingLength);
-        Libc.munmap(errnoState, MemorySegment.ofAddress(txRingAddress), txRingLength);
-        Libc.close(errnoState, rxFd);
-        Libc.close(errnoState, txFd);
-        arena.close();
+        tx.close();
+        sockets.release();
     }
 
     @Override
     public String toString()
     {
         return "AfPacketPort{" + configuration.interfaceName() + ", ifindex=" + ifIndex + ", " + counters + '}';
-    }
-
-    /**
-     * The open sequence, holding what has been acquired so far so a failure can release it.
-     */
-    private static final class Builder
-    {
-        private final AfPacketConfiguration configuration;
-        private final String name;
-        private final Arena arena = Arena.ofShared();
-        private final MemorySegment errnoState = Libc.allocateErrnoState(arena);
-        private int ifIndex;
-        private int mtu;
-        private byte[] macAddress;
-        private int rxFd = -1;
-        private long rxRingAddress;
-        private long rxRingLength;
-        private int rxFrameSize;
-        private int txFd = -1;
-        private long txRingAddress;
-        private long txRingLength;
-        private int[] txSlotOffsets;
-        /** {@link #fanoutGroup} of a port in no fanout group. */
-        static final int NO_FANOUT = -1;
-        /** {@link #fanoutGroup} asking to create a group with a kernel-chosen unique id. */
-        static final int NEW_FANOUT_GROUP = -2;
-        /** The group to join (or NEW_FANOUT_GROUP, NO_FANOUT); after {@link #joinFanout}, the group joined. */
-        private int fanoutGroup;
-
-        /**
-         * @param fanoutGroup the fanout group to join: a group id, {@link #NEW_FANOUT_GROUP} or {@link #NO_FANOUT}.
-         *                    A member holds a drop-all socket filter from before its bind until the caller removes it.
-         */
-        Builder(final AfPacketConfiguration configuration, final int fanoutGroup)
-        {
-            this.configuration = configuration;
-            this.name = configuration.interfaceName();
-            this.fanoutGroup = fanoutGroup;
-        }
-
-        void openReceiveSocket()
-        {
-            try (Arena scratch = Arena.ofConfined())
-            {
-                ifIndex = Libc.ifNameToIndex(errnoState, scratch.allocateFrom(name));
-                if (ifIndex == 0)
-                {
-                    throw new PortException("no such network interface '" + name + "'", Libc.errno(errnoState));
-                }
-
-                // Protocol 0 until the ring is ready: bind() with ETH_P_ALL then starts delivery on this interface
-                // only, instead of queueing frames from every interface in the meantime.
-                rxFd = newSocket();
-                final InterfaceInfo info = InterfaceInfo.read(errnoState, rxFd, name, scratch);
-                mtu = info.mtu();
-                macAddress = info.macAddress();
-                // Best effort (Linux 4.20+): the ring then never holds our own transmissions; receive() filters too.
-                setIntOption(scratch, rxFd, PACKET_IGNORE_OUTGOING, 1, null);
-                if (fanoutGroup != NO_FANOUT)
-                {
-                    final ClassicBpfProgram dropAll = ClassicBpfProgram.dropAll();
-                    if (Libc.setsockopt(errnoState, rxFd, SOL_SOCKET, SO_ATTACH_FILTER, dropAll.toSockFprog(scratch),
-                        ClassicBpfProgram.SOCK_FPROG_SIZE) < 0)
-                    {
-                        throw new PortException("setsockopt SO_ATTACH_FILTER (hold until the fanout group is " +
-                            "complete) on '" + name + "'", Libc.errno(errnoState));
-                    }
-                }
-
-                if (configuration.segmentationOffload())
-                {
-                    // Before the ring: the kernel sizes each slot's header area with the vnet header in it.
-                    setIntOption(scratch, rxFd, PACKET_VNET_HDR, 1, "PACKET_VNET_HDR (receive)");
-                }
-                final int blockSize = configuration.rxBlockSize();
-                final int blockCount = configuration.rxBlockCount();
-                if (configuration.rxRingVersion() == RxRingVersion.V2)
-                {
-                    setUpV2ReceiveRing(scratch, blockSize, blockCount);
-                }
-                else
-                {
-                    setUpV3ReceiveRing(scratch, blockSize, blockCount);
-                }
-
-                rxRingLength = (long)blockSize * blockCount;
-                rxRingAddress = map(rxFd, rxRingLength, "RX ring");
-
-                bind(scratch, rxFd, ETH_P_ALL);
-
-                if (configuration.promiscuous())
-                {
-                    final MemorySegment membership = scratch.allocate(PACKET_MREQ_SIZE, 4);
-                    membership.set(ValueLayout.JAVA_INT, PACKET_MREQ_IFINDEX_OFFSET, ifIndex);
-                    membership.set(ValueLayout.JAVA_SHORT, PACKET_MREQ_TYPE_OFFSET, (short)PACKET_MR_PROMISC);
-                    membership.set(ValueLayout.JAVA_SHORT, PACKET_MREQ_ALEN_OFFSET, (short)0);
-                    setOption(rxFd, PACKET_ADD_MEMBERSHIP, membership, PACKET_MREQ_SIZE, "PACKET_ADD_MEMBERSHIP promiscuous");
-                }
-            }
-        }
-
-        /**
-         * Join the fanout group {@link #fanoutGroup}, or create one with a kernel-chosen unique id when it is
-         * {@link #NEW_FANOUT_GROUP}, and keep the group's id; nothing for a port in no group.
-         */
-        void joinFanout()
-        {
-            if (fanoutGroup == NO_FANOUT)
-            {
-                return;
-            }
-            final int group = fanoutGroup;
-            try (Arena scratch = Arena.ofConfined())
-            {
-                // Every member asks for the same flags (the kernel refuses a join whose flags differ from the
-                // group's), the first one also for a unique id.
-                final int flags = PACKET_FANOUT_FLAG_IGNORE_OUTGOING | (group < 0 ? PACKET_FANOUT_FLAG_UNIQUEID : 0);
-                final int id = group < 0 ? 0 : group;
-                setIntOption(scratch, rxFd, PACKET_FANOUT, id | (PACKET_FANOUT_CBPF << 16) | (flags << 16),
-                    "PACKET_FANOUT (CBPF" + (group < 0 ? ", new group" : ", group " + group) + ")");
-                if (group >= 0)
-                {
-                    return;
-                }
-                final MemorySegment value = scratch.allocate(ValueLayout.JAVA_INT);
-                final MemorySegment length = scratch.allocate(ValueLayout.JAVA_INT);
-                length.set(ValueLayout.JAVA_INT, 0, Integer.BYTES);
-                if (Libc.getsockopt(errnoState, rxFd, SOL_PACKET, PACKET_FANOUT, value, length) < 0)
-                {
-                    throw new PortException("getsockopt PACKET_FANOUT on '" + name + "'", Libc.errno(errnoState));
-                }
-                fanoutGroup = value.get(ValueLayout.JAVA_INT, 0) & 0xFFFF;
-            }
-        }
-
-        private void setUpV2ReceiveRing(final Arena scratch, final int blockSize, final int blockCount)
-        {
-            rxFrameSize = configuration.rxFrameSizeFor(mtu);
-            if (rxFrameSize > blockSize)
-            {
-                throw new PortException("V2 receive slot of " + rxFrameSize + " bytes (MTU " + mtu + ") does not fit " +
-                    "a receive block of " + blockSize + " bytes on '" + name + "': raise rxBlockSize");
-            }
-            setIntOption(scratch, rxFd, PACKET_VERSION, TPACKET_V2, "PACKET_VERSION TPACKET_V2");
-            final int frameCount = TpacketV2RxRing.frameCount(blockSize, blockCount, rxFrameSize);
-            final MemorySegment request = scratch.allocate(TPACKET_REQ_SIZE, 4);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_SIZE_OFFSET, blockSize);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_NR_OFFSET, blockCount);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_SIZE_OFFSET, rxFrameSize);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_NR_OFFSET, frameCount);
-            setOption(rxFd, PACKET_RX_RING, request, TPACKET_REQ_SIZE,
-                "PACKET_RX_RING V2 (" + frameCount + " slots of " + rxFrameSize + " bytes in " + blockCount +
-                " blocks of " + blockSize + ")");
-        }
-
-        private void setUpV3ReceiveRing(final Arena scratch, final int blockSize, final int blockCount)
-        {
-            setIntOption(scratch, rxFd, PACKET_VERSION, TPACKET_V3, "PACKET_VERSION TPACKET_V3");
-            // In V3 the frame size only sizes the kernel's bookkeeping; frames are packed by their real length.
-            final int nominalFrameSize = 2048;
-            final MemorySegment request = scratch.allocate(TPACKET_REQ3_SIZE, 4);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_SIZE_OFFSET, blockSize);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_NR_OFFSET, blockCount);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_SIZE_OFFSET, nominalFrameSize);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_NR_OFFSET, (blockSize / nominalFrameSize) * blockCount);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_RETIRE_BLK_TOV_OFFSET, configuration.rxBlockTimeoutMs());
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_SIZEOF_PRIV_OFFSET, 0);
-            request.set(ValueLayout.JAVA_INT, TPACKET_REQ3_FEATURE_REQ_WORD_OFFSET, 0);
-            setOption(rxFd, PACKET_RX_RING, request, TPACKET_REQ3_SIZE,
-                "PACKET_RX_RING V3 (" + blockCount + " blocks of " + blockSize + " bytes)");
-        }
-
-        void openTransmitSocket()
-        {
-            try (Arena scratch = Arena.ofConfined())
-            {
-                txFd = newSocket();
-                setIntOption(scratch, txFd, PACKET_VERSION, TPACKET_V2, "PACKET_VERSION TPACKET_V2");
-                setIntOption(scratch, txFd, PACKET_LOSS, 1, "PACKET_LOSS");
-                if (configuration.qdiscBypass())
-                {
-                    setIntOption(scratch, txFd, PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS");
-                }
-
-                if (configuration.segmentationOffload())
-                {
-                    setIntOption(scratch, txFd, PACKET_VNET_HDR, 1, "PACKET_VNET_HDR (transmit)");
-                }
-                final int frameSize = configuration.txFrameSize();
-                final int pageSize = Libc.pageSize();
-                // Slots never straddle blocks: use the smallest block holding whole slots and whole pages, unless
-                // that gets large, then one page-rounded slot per block.
-                long blockSize = lcm(frameSize, pageSize);
-                if (blockSize > (1 << 22))
-                {
-                    blockSize = ((long)frameSize + pageSize - 1) / pageSize * pageSize;
-                }
-                final int framesPerBlock = (int)(blockSize / frameSize);
-                final int blockCount = (configuration.txFrameCount() + framesPerBlock - 1) / framesPerBlock;
-                final int frameCount = blockCount * framesPerBlock;
-
-                final MemorySegment request = scratch.allocate(TPACKET_REQ_SIZE, 4);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_SIZE_OFFSET, (int)blockSize);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ_BLOCK_NR_OFFSET, blockCount);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_SIZE_OFFSET, frameSize);
-                request.set(ValueLayout.JAVA_INT, TPACKET_REQ_FRAME_NR_OFFSET, frameCount);
-                setOption(txFd, PACKET_TX_RING, request, TPACKET_REQ_SIZE,
-                    "PACKET_TX_RING (" + frameCount + " slots of " + frameSize + " bytes)");
-
-                txRingLength = blockSize * blockCount;
-                txRingAddress = map(txFd, txRingLength, "TX ring");
-                txSlotOffsets = new int[frameCount];
-                for (int i = 0; i < frameCount; i++)
-                {
-                    txSlotOffsets[i] = (int)((i / framesPerBlock) * blockSize + (long)(i % framesPerBlock) * frameSize);
-                }
-
-                // Protocol 0: this socket only sends; the kernel derives each frame's protocol from its header.
-                bind(scratch, txFd, 0);
-            }
-        }
-
-        private int newSocket()
-        {
-            final int fd = Libc.socket(errnoState, AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-            if (fd < 0)
-            {
-                throw new PortException(
-                    "socket(AF_PACKET, SOCK_RAW) for '" + name + "' (needs CAP_NET_RAW)", Libc.errno(errnoState));
-            }
-            return fd;
-        }
-
-        private void bind(final Arena scratch, final int fd, final int protocol)
-        {
-            final MemorySegment address = scratch.allocate(SOCKADDR_LL_SIZE, 4);
-            address.set(ValueLayout.JAVA_SHORT, SOCKADDR_LL_FAMILY_OFFSET, (short)AF_PACKET);
-            address.set(ValueLayout.JAVA_SHORT, SOCKADDR_LL_PROTOCOL_OFFSET, (short)htons(protocol));
-            address.set(ValueLayout.JAVA_INT, SOCKADDR_LL_IFINDEX_OFFSET, ifIndex);
-            if (Libc.bind(errnoState, fd, address, SOCKADDR_LL_SIZE) < 0)
-            {
-                throw new PortException("bind AF_PACKET socket to '" + name + "'", Libc.errno(errnoState));
-            }
-        }
-
-        private long map(final int fd, final long length, final String what)
-        {
-            final MemorySegment mapped = Libc.mmap(errnoState, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd);
-            if (mapped.address() == MAP_FAILED)
-            {
-                throw new PortException("mmap " + what + " of " + length + " bytes for '" + name + "'",
-                    Libc.errno(errnoState));
-            }
-            return mapped.address();
-        }
-
-        /**
-         * @param failure what to name in the exception, or null for an option that may be missing.
-         */
-        private void setIntOption(final Arena scratch, final int fd, final int option, final int value, final String failure)
-        {
-            final MemorySegment segment = scratch.allocate(ValueLayout.JAVA_INT);
-            segment.set(ValueLayout.JAVA_INT, 0, value);
-            if (Libc.setsockopt(errnoState, fd, SOL_PACKET, option, segment, Integer.BYTES) < 0 && null != failure)
-            {
-                throw new PortException("setsockopt " + failure + " on '" + name + "'", Libc.errno(errnoState));
-            }
-        }
-
-        private void setOption(
-            final int fd, final int option, final MemorySegment value, final int length, final String failure)
-        {
-            if (Libc.setsockopt(errnoState, fd, SOL_PACKET, option, value, length) < 0)
-            {
-                throw new PortException("setsockopt " + failure + " on '" + name + "'", Libc.errno(errnoState));
-            }
-        }
-
-        void release()
-        {
-            if (rxRingAddress != 0)
-            {
-                Libc.munmap(errnoState, MemorySegment.ofAddress(rxRingAddress), rxRingLength);
-            }
-            if (txRingAddress != 0)
-            {
-                Libc.munmap(errnoState, MemorySegment.ofAddress(txRingAddress), txRingLength);
-            }
-            if (rxFd >= 0)
-            {
-                Libc.close(errnoState, rxFd);
-            }
-            if (txFd >= 0)
-            {
-                Libc.close(errnoState, txFd);
-            }
-            arena.close();
-        }
-
-        private static long lcm(final long a, final long b)
-        {
-            long x = a;
-            long y = b;
-            while (y != 0)
-            {
-                final long t = x % y;
-                x = y;
-                y = t;
-            }
-            return a / x * b;
-        }
     }
 }

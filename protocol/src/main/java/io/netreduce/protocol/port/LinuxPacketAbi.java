@@ -91,6 +91,7 @@ final class LinuxPacketAbi
 
     static final int EINTR = 4;
     static final int EAGAIN = 11;
+    static final int EBUSY = 16;
     static final int ENOBUFS = 105;
 
     // ---------------------------------------------------------------------------------------------------------
@@ -100,6 +101,10 @@ final class LinuxPacketAbi
     static final int PROT_READ = 0x1;
     static final int PROT_WRITE = 0x2;
     static final int MAP_SHARED = 0x01;
+    static final int MAP_PRIVATE = 0x02;
+    static final int MAP_ANONYMOUS = 0x20;
+    /** Fault the mapping's pages in now instead of on first touch. */
+    static final int MAP_POPULATE = 0x8000;
     /** mmap's failure value, (void *) -1. */
     static final long MAP_FAILED = -1L;
 

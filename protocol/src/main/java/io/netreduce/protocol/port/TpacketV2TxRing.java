@@ -1,0 +1,219 @@
+package io.netreduce.protocol.port;
+
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.lang.foreign.MemorySegment;
+
+import static io.netreduce.protocol.port.LinuxPacketAbi.*;
+
+/**
+ * Writes the TPACKET_V2 transmit ring of an {@link AfPacketPort}: fixed-size slots, each starting with a
+ * {@code struct tpacket2_hdr} whose tp_status user space sets to TP_STATUS_SEND_REQUEST and the kernel sets back
+ * to TP_STATUS_AVAILABLE once it has taken the frame.
+ * <p>
+ * {@link #tryClaim} points into the next free slot, {@link #commit} marks it for sending (or, with segmentation
+ * offload, lets the {@link UdpSegmentBatcher} copy the frame into an open batch's slot), and {@link #flush} kicks
+ * the kernel with one non-blocking {@code sendto} on the transmit socket and counts the slots it took. Slots are
+ * used in ring order and never straddle the ring's blocks; where each starts is worked out once when the ring is
+ * set up. Owning thread only; allocation-free.
+ */
+final class TpacketV2TxRing
+{
+    private final String name;
+    private final int fd;
+    private final MemorySegment errnoState;
+    private final UnsafeBuffer ring;
+    private final PortCounters counters;
+    private final int[] slotOffsets;
+    private final int[] slotLengths;
+    /** Wire frames in each queued slot: more than one for a segmentation offload batch. */
+    private final int[] slotFrames;
+    private final int maxFrameLength;
+    /** Bytes in front of each frame in a slot: the virtio_net_hdr with segmentation offload, else none. */
+    private final int vnetHeaderLength;
+    private final UdpSegmentBatcher batcher;
+
+    private int head;
+    private int pendingStart;
+    private int pendingCount;
+    private int claimLength;
+    private boolean closed;
+
+    /**
+     * @param name                the port's name, for errors.
+     * @param fd                  the transmit socket the ring belongs to.
+     * @param errnoState          where the kick captures errno (the port's).
+     * @param mapAddress          the mapped ring.
+     * @param mapLength           the mapped ring's length.
+     * @param slotOffsets         where each slot starts in the ring, in ring order.
+     * @param slotSize            tp_frame_size the ring was set up with.
+     * @param mtu                 the interface's MTU: the kernel refuses longer frames (bar a VLAN tag).
+     * @param segmentationOffload whether the socket has PACKET_VNET_HDR, so frames are batched.
+     * @param counters            where transmitted frames and refusals are counted.
+     */
+    TpacketV2TxRing(
+        final String name,
+        final int fd,
+        final MemorySegment errnoState,
+        final long mapAddress,
+        final long mapLength,
+        final int[] slotOffsets,
+        final int slotSize,
+        final int mtu,
+        final boolean segmentationOffload,
+        final PortCounters counters)
+    {
+        this.name = name;
+        this.fd = fd;
+        this.errnoState = errnoState;
+        this.ring = new UnsafeBuffer(mapAddress, (int)mapLength);
+        this.counters = counters;
+        this.slotOffsets = slotOffsets;
+        this.slotLengths = new int[slotOffsets.length];
+        this.slotFrames = new int[slotOffsets.length];
+        vnetHeaderLength = segmentationOffload ? VirtioNetHeader.LENGTH : 0;
+        batcher = segmentationOffload ? new UdpSegmentBatcher(ring, counters,
+            slotSize - TPACKET2_TX_DATA_OFFSET - VirtioNetHeader.LENGTH) : null;
+        maxFrameLength = Math.min(slotSize - TPACKET2_TX_DATA_OFFSET - vnetHeaderLength, mtu + ETH_HLEN + VLAN_HLEN);
+    }
+
+    /**
+     * @return the longest frame {@link #tryClaim} accepts: the slot size less its header, and at most
+     *         MTU + Ethernet header + one VLAN tag (the kernel's own limit).
+     */
+    int maxFrameLength()
+    {
+        return maxFrameLength;
+    }
+
+    /**
+     * @return the index of the claimed frame in {@link #buffer()}, or -1 (counted) if closed, the length is out of
+     *         bounds or no slot is free.
+     */
+    int tryClaim(final int length)
+    {
+        claimLength = 0;
+        if (closed || length < ETH_HLEN || length > maxFrameLength)
+        {
+            counters.add(PortCounters.TX_ERRORS, 1);
+            return -1;
+        }
+        final int slotOffset = slotOffsets[head];
+        if (pendingCount == slotOffsets.length ||
+            ring.getIntVolatile(slotOffset + TPACKET2_HDR_STATUS_OFFSET) != TP_STATUS_AVAILABLE)
+        {
+            counters.add(PortCounters.TX_RING_FULL, 1);
+            return -1;
+        }
+        claimLength = length;
+        return slotOffset + TPACKET2_TX_DATA_OFFSET + vnetHeaderLength;
+    }
+
+    /**
+     * @return the ring, which {@link #tryClaim} indexes into.
+     */
+    MutableDirectBuffer buffer()
+    {
+        return ring;
+    }
+
+    void commit()
+    {
+        final int length = claimLength;
+        if (length == 0)
+        {
+            throw new IllegalStateException("commit without a claim on " + name);
+        }
+        claimLength = 0;
+        final int slot = head;
+        final int slotOffset = slotOffsets[slot];
+        final UdpSegmentBatcher batcher = this.batcher;
+        if (batcher != null)
+        {
+            final int frame = slotOffset + TPACKET2_TX_DATA_OFFSET + VirtioNetHeader.LENGTH;
+            if (batcher.tryAppend(frame, length))
+            {
+                // Copied into an open batch's slot; this slot stays free for the next claim.
+                final int batchSlot = batcher.appendedSlot();
+                slotLengths[batchSlot] += length;
+                slotFrames[batchSlot]++;
+                return;
+            }
+            batcher.queue(slot, slotOffset, frame, length);
+        }
+        else
+        {
+            LinuxPacketAbi.requestSend(ring, slotOffset, length);
+        }
+        slotLengths[slot] = length;
+        slotFrames[slot] = 1;
+        head = slot + 1 == slotOffsets.length ? 0 : slot + 1;
+        pendingCount++;
+    }
+
+    /**
+     * Kick the transmit ring and count the frames the kernel took. Frames the kernel could not take yet (queue
+     * full, interface down) stay queued and go with a later flush.
+     *
+     * @return frames handed to the kernel by this call.
+     */
+    int flush()
+    {
+        if (closed || pendingCount == 0)
+        {
+            return 0;
+        }
+        if (batcher != null)
+        {
+            batcher.closeAll();
+        }
+
+        if (Libc.sendKick(errnoState, fd, MSG_DONTWAIT) < 0 &&
+            !PortSystemCalls.isTransientSendError(Libc.errno(errnoState)))
+        {
+            counters.add(PortCounters.TX_ERRORS, 1);
+        }
+
+        // The kernel takes SEND_REQUEST slots strictly in ring order, so the taken ones lead the pending run.
+        final UnsafeBuffer ring = this.ring;
+        int taken = 0;
+        while (pendingCount > 0)
+        {
+            final int slot = pendingStart;
+            final int status = ring.getIntVolatile(slotOffsets[slot] + TPACKET2_HDR_STATUS_OFFSET);
+            if (status == TP_STATUS_SEND_REQUEST)
+            {
+                break;
+            }
+            final int frames = slotFrames[slot];
+            counters.onFrameTransmitted(slotLengths[slot]);
+            if (frames > 1)
+            {
+                counters.add(PortCounters.TX_FRAMES, frames - 1);
+            }
+            taken += frames;
+            pendingCount--;
+            pendingStart = slot + 1 == slotOffsets.length ? 0 : slot + 1;
+        }
+
+        return taken;
+    }
+
+    /**
+     * @return whether frames are queued that the kernel has not taken yet.
+     */
+    boolean hasPending()
+    {
+        return pendingCount > 0;
+    }
+
+    /**
+     * Refuse further claims and flushes; stray use after close must fail in Java, not touch unmapped memory.
+     */
+    void close()
+    {
+        closed = true;
+        ring.wrap(new byte[0]);
+    }
+}
