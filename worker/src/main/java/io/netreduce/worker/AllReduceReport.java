@@ -1,0 +1,156 @@
+package io.netreduce.worker;
+
+import io.netreduce.host.allreduce.RingLink;
+import io.netreduce.host.rc.RcEndpoint;
+import io.netreduce.protocol.element.ElementType;
+
+import java.io.PrintStream;
+import java.util.Locale;
+
+/**
+ * What one rank's calls on one ring did, printed as they happen: a line per call, then a summary, the counters of
+ * the port, queue pairs and endpoint (for a loss census) and, with --json, one JSON line. The bench scripts and the
+ * Python package parse these lines (scripts/bench-allreduce.sh, scripts/bench/, python/netreduce), so their text
+ * and the JSON keys are an interface.
+ */
+final class AllReduceReport
+{
+    private final PrintStream out;
+    private final AllReduceOptions options;
+    private final ElementType elementType;
+    private final boolean netreduce;
+    private final int bytes;
+    private double totalSeconds;
+    private double bestSeconds = Double.MAX_VALUE;
+    private int matched;
+    private int completed;
+    private String firstMismatch;
+    private String error;
+    private final StringBuilder callMs = new StringBuilder();
+    private final StringBuilder cpuMs = new StringBuilder();
+    /** Each call's start on CLOCK_MONOTONIC, so the bench can tell what else ran on the host during the calls. */
+    private final StringBuilder callStartNs = new StringBuilder();
+
+    AllReduceReport(
+        final PrintStream out, final AllReduceOptions options, final ElementType elementType, final boolean netreduce,
+        final int bytes)
+    {
+        this.out = out;
+        this.options = options;
+        this.elementType = elementType;
+        this.netreduce = netreduce;
+        this.bytes = bytes;
+    }
+
+    /**
+     * A call failed: the calls end here.
+     */
+    void failed(final int iteration, final String message)
+    {
+        error = message;
+        out.println("iteration " + iteration + " FAILED: " + error);
+    }
+
+    /**
+     * @param startNs   when the call started, on System.nanoTime's clock (CLOCK_MONOTONIC).
+     * @param seconds   how long it took.
+     * @param cpuMillis the whole process's CPU time during the call.
+     */
+    void called(final long startNs, final double seconds, final double cpuMillis)
+    {
+        callMs.append(callMs.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", seconds * 1e3));
+        cpuMs.append(cpuMs.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.3f", cpuMillis));
+        callStartNs.append(callStartNs.isEmpty() ? "" : ",").append(startNs);
+        totalSeconds += seconds;
+        completed++;
+        bestSeconds = Math.min(bestSeconds, seconds);
+    }
+
+    /**
+     * @param mismatch the call's first wrong element, or null if its result was exact.
+     */
+    void checked(final int iteration, final double seconds, final String mismatch)
+    {
+        if (mismatch == null)
+        {
+            matched++;
+        }
+        else if (firstMismatch == null)
+        {
+            firstMismatch = mismatch;
+        }
+        out.printf(Locale.ROOT, "iteration %d rank %d %s %s %d bytes: %.3f ms, goodput %.3f Gbit/s, result: %s%n",
+            iteration, options.rank, mode(), elementType.cliName(), bytes, seconds * 1e3,
+            bytes * 8 / seconds / 1e9, mismatch == null ? "exact" : "MISMATCH " + mismatch);
+    }
+
+    /**
+     * Print the summary, the counters and (with --json) the JSON line.
+     *
+     * @param posted              RDMA payload bytes the calls posted.
+     * @param wire                bytes the port sent during the calls.
+     * @param rxDropped           frames the kernel dropped during the calls because the receive ring was full.
+     * @param endpointNiceApplied whether the endpoint's thread runs at --endpoint-nice.
+     * @return the exit status: 0 if every call's result was exact, else 1.
+     */
+    int summarise(
+        final RingLink link, final long posted, final long wire, final long rxDropped,
+        final boolean endpointNiceApplied)
+    {
+        final RcEndpoint endpoint = link.endpoint();
+        final var send = link.sendQp().counters();
+        final boolean ok = error == null && matched == options.iterations;
+        out.printf(Locale.ROOT, "summary rank %d mode %s type %s size %d iterations %d matched %d: mean %.3f ms, " +
+            "best %.3f ms, goodput %.3f Gbit/s, rdma payload sent %d bytes (%.3f x tensor per call), wire bytes " +
+            "sent %d, retransmitted packets %d, timeouts %d, result: %s%n", options.rank, mode(),
+            elementType.cliName(), bytes, options.iterations, matched, meanMs(totalSeconds, completed),
+            bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
+            totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted,
+            completed > 0 ? posted / (double)bytes / completed : 0.0, wire, send.retransmittedPackets(),
+            send.timeouts(), ok ? "exact" : error != null ? "error" : "mismatch");
+        // The port's counters, for a loss census: frames the port could not take or deliver whole.
+        out.printf(Locale.ROOT, "port %s: %s%n", endpoint.port().name(), endpoint.port().counters());
+        out.printf(Locale.ROOT, "send qp: %s%nreceive qp: %s%n", send, link.receiveQp().counters());
+        out.printf(Locale.ROOT, "endpoint %s: framesReceived=%d notRoce=%d malformed=%d notForUs=%d unknownQp=%d " +
+            "icrcErrors=%d%n", endpoint.port().name(), endpoint.framesReceived(), endpoint.notRoce(),
+            endpoint.malformed(), endpoint.notForUs(), endpoint.unknownQp(), endpoint.icrcErrors());
+        if (options.json)
+        {
+            out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
+                "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
+                "\"rdma_bytes_sent\":%d,\"wire_bytes_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
+                "\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s],\"cpu_ms\":[%s]," +
+                "\"call_start_ns\":[%s],\"endpoint_nice\":%s}%n",
+                options.rank, options.world,
+                mode(),
+                elementType.cliName(), bytes, options.iterations, matched, ok,
+                meanMs(totalSeconds, completed), bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
+                totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted, wire,
+                send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error), rxDropped,
+                callMs, cpuMs, callStartNs, endpointNiceApplied ? Integer.toString(options.endpointNice) : "null");
+        }
+        return ok ? 0 : 1;
+    }
+
+    private String mode()
+    {
+        return netreduce ? "netreduce" : "ring";
+    }
+
+    private static double meanMs(final double totalSeconds, final int count)
+    {
+        return count > 0 ? totalSeconds * 1e3 / count : 0.0;
+    }
+
+    /**
+     * @return {@code text} as a JSON string, or null.
+     */
+    static String jsonString(final String text)
+    {
+        if (text == null)
+        {
+            return "null";
+        }
+        return '"' + text.replace("\\", "\\\\").replace("\"", "\\\"") + '"';
+    }
+}
