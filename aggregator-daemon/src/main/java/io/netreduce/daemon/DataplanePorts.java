@@ -1,0 +1,80 @@
+package io.netreduce.daemon;
+
+import io.netreduce.controlplane.config.PortConfig;
+import io.netreduce.controlplane.config.PortType;
+import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.AfXdpConfiguration;
+import io.netreduce.protocol.port.AfXdpPort;
+import io.netreduce.protocol.port.PacketPort;
+import io.netreduce.protocol.wire.EthernetHeader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+
+/**
+ * How the daemon opens a configured port: AF_PACKET with default ring sizes (jumbo transmit slots when the MTU needs
+ * them), once per lane as a fanout group with lanes, or AF_XDP when the port's type says so.
+ */
+final class DataplanePorts
+{
+    /** The dataplane's one logger, as before its parts had classes of their own: operators grep its name. */
+    private static final Logger LOG = LoggerFactory.getLogger(PacketDataplane.class);
+
+    private DataplanePorts()
+    {
+    }
+
+    /**
+     * @see PacketDataplane#openLanePorts(PortConfig, int)
+     */
+    static List<PacketPort> openLanePorts(final PortConfig port, final int lanes)
+    {
+        if (port.type() != PortType.AF_PACKET)
+        {
+            throw new IllegalArgumentException("port " + port.name() + ": lanes need an af_packet port");
+        }
+        return List.copyOf(AfPacketPort.openFanout(afPacketConfiguration(port), lanes));
+    }
+
+    /**
+     * @see PacketDataplane#openPort(PortConfig)
+     */
+    static PacketPort openPort(final PortConfig port)
+    {
+        if (port.type() == PortType.AF_XDP)
+        {
+            return openAfXdpPort(port);
+        }
+        return AfPacketPort.open(afPacketConfiguration(port));
+    }
+
+    private static AfPacketConfiguration afPacketConfiguration(final PortConfig port)
+    {
+        AfPacketConfiguration configuration = AfPacketConfiguration.defaults(port.name());
+        if (port.mtu() + EthernetHeader.LENGTH + EthernetHeader.VLAN_TAG_LENGTH >
+            AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE - 64)
+        {
+            configuration = configuration.withTxRing(
+                AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, AfPacketConfiguration.DEFAULT_TX_FRAME_COUNT);
+        }
+        // The appliance's neighbours send wire frames (NICs; the bed's workers segment in their own kernels): its
+        // offload is on the transmit side, and its receive ring has MTU-sized slots, 32 MiB of them
+        // (withRxForWireFrames).
+        return port.segmentationOffload() ? configuration.withSegmentationOffload(true).withRxForWireFrames() :
+            configuration;
+    }
+
+    /**
+     * A port of type {@code af_xdp}: the XDP program attached (native hook where the driver has one), the socket
+     * bound zero-copy where the driver allows, default ring sizes; how it was bound is logged.
+     */
+    private static PacketPort openAfXdpPort(final PortConfig port)
+    {
+        final AfXdpPort xdp = AfXdpPort.open(AfXdpConfiguration.defaults(port.name()));
+        LOG.info("port {}: AF_XDP queue {} bound {} (MTU {})", port.name(), xdp.configuration().queueId(),
+            xdp.mode(), xdp.mtu());
+        return xdp;
+    }
+}
