@@ -28,7 +28,7 @@ final class DataplaneControl implements ApplianceControl
 {
     private final ConfiguredAppliance configured;
     private final LaneRunners lanes;
-    private final DataplaneTables tables;
+    private final DataplaneViews tables;
     private final DataplaneMetrics metrics;
     private final Supplier<CaptureManager> captures;
 
@@ -36,7 +36,7 @@ final class DataplaneControl implements ApplianceControl
      * @param captures the capture manager, null until the dataplane has started.
      */
     DataplaneControl(
-        final ConfiguredAppliance configured, final LaneRunners lanes, final DataplaneTables tables,
+        final ConfiguredAppliance configured, final LaneRunners lanes, final DataplaneViews tables,
         final DataplaneMetrics metrics, final Supplier<CaptureManager> captures)
     {
         this.configured = configured;

@@ -35,11 +35,11 @@ final class DataplaneMetrics
 
     private final LaneRunners lanes;
     private final DataplaneRingInstaller installer;
-    private final DataplaneTables tables;
+    private final DataplaneViews tables;
     /** The configuration side, for the CTT metrics (set when the daemon asks for the API's control). */
     private volatile ConfiguredAppliance configured;
 
-    DataplaneMetrics(final LaneRunners lanes, final DataplaneRingInstaller installer, final DataplaneTables tables)
+    DataplaneMetrics(final LaneRunners lanes, final DataplaneRingInstaller installer, final DataplaneViews tables)
     {
         this.lanes = lanes;
         this.installer = installer;

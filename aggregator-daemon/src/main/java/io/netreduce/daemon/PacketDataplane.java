@@ -38,7 +38,7 @@ import java.util.function.Function;
  * <p>
  * This class puts the parts together: {@link DataplanePorts} and {@link LaneRunners} the wiring,
  * {@link DataplaneRingInstaller} the ring commands, {@link DataplaneControl} the API's control,
- * {@link DataplaneTables} and {@link DataplaneMetrics} what the dataplane reports.
+ * {@link DataplaneViews} and {@link DataplaneMetrics} what the dataplane reports.
  */
 public final class PacketDataplane implements DataplaneAttachment
 {
@@ -56,7 +56,7 @@ public final class PacketDataplane implements DataplaneAttachment
 
     private final LaneRunners lanes;
     private final DataplaneRingInstaller rings;
-    private final DataplaneTables tables;
+    private final DataplaneViews tables;
     private final DataplaneMetrics metrics;
     private CaptureManager captures;
     private DropBurstWatcher dropWatcher;
@@ -84,7 +84,7 @@ public final class PacketDataplane implements DataplaneAttachment
     {
         lanes = new LaneRunners(portOpener, lanePortOpener);
         rings = new DataplaneRingInstaller(lanes);
-        tables = new DataplaneTables(lanes, rings);
+        tables = new DataplaneViews(lanes, rings);
         metrics = new DataplaneMetrics(lanes, rings, tables);
     }
 

@@ -138,7 +138,6 @@ public final class PacketProcessor implements FrameHandler
             case FrameClass.ROCE_WRITE -> netReduce.onWrite(arriving);
             case FrameClass.OTHER_ROCE -> netReduce.onOtherRoce(arriving, status);
             case FrameClass.SWITCHML -> switchMl.onFrame(arriving);
-            default -> output.forward(arriving);
         }
     }
 }

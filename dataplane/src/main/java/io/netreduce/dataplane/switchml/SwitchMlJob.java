@@ -21,7 +21,7 @@ import java.util.Arrays;
  * <p>
  * Owned by the dataplane thread; the per-job figures are plain fields read by snapshot commands on that thread.
  */
-final class SwitchMlJob implements AutoCloseable
+final class SwitchMlJob
 {
     private final SwitchMlJobDefinition definition;
     private final int workers;
@@ -217,11 +217,5 @@ final class SwitchMlJob implements AutoCloseable
         Arrays.fill(missing, 0);
         Arrays.fill(exponents, 0);
         values.setMemory(0, values.capacity(), (byte)0);
-    }
-
-    @Override
-    public void close()
-    {
-        // Direct buffers are freed with their job; nothing else to release.
     }
 }

@@ -66,9 +66,7 @@ public final class SwitchMlJobs implements AutoCloseable
         final SwitchMlJob job = require(jobNumber);
         jobs[jobNumber] = null;
         memory.release(job.definition().memoryBytes());
-        final SwitchMlJobView view = view(job);
-        job.close();
-        return view;
+        return view(job);
     }
 
     public List<SwitchMlJobView> list()
@@ -110,7 +108,6 @@ public final class SwitchMlJobs implements AutoCloseable
             if (jobs[i] != null)
             {
                 memory.release(jobs[i].definition().memoryBytes());
-                jobs[i].close();
                 jobs[i] = null;
             }
         }

@@ -9,6 +9,7 @@ import io.netreduce.protocol.wire.Ipv4Header;
 import io.netreduce.protocol.wire.RoceFrame;
 import io.netreduce.protocol.wire.SwitchMlHeader;
 import io.netreduce.protocol.wire.UdpHeader;
+import io.netreduce.protocol.writer.SwitchMlPacketWriter;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
@@ -42,7 +43,6 @@ import static java.nio.ByteOrder.BIG_ENDIAN;
 public final class SwitchMlProtocol
 {
     private static final int IPV4_TTL = 64;
-    private static final int IPV4_HEADER = Ipv4Header.MIN_LENGTH;
 
     private final SwitchMlJobs jobs;
     private final FrameOutput output;
@@ -199,8 +199,7 @@ public final class SwitchMlProtocol
     {
         final MutableDirectBuffer in = arriving.buffer();
         final int payload = elementsOnWire.capacity();
-        final int udpLength = UdpHeader.LENGTH + SwitchMlHeader.ELEMENTS_OFFSET + payload;
-        final int length = EthernetHeader.LENGTH + IPV4_HEADER + udpLength;
+        final int length = SwitchMlPacketWriter.frameLength(job.elements());
         final int port = job.workerPort(worker);
         final int index = output.claim(port, length);
         if (index < 0)
@@ -209,28 +208,13 @@ public final class SwitchMlProtocol
         }
         final MutableDirectBuffer out = output.claimBuffer(port);
         final SwitchMlJobDefinition definition = job.definition();
-        EthernetHeader.dstMac(out, index, job.workerMac(worker));
-        EthernetHeader.srcMac(out, index, definition.applianceMac());
-        EthernetHeader.etherType(out, index, EthernetHeader.ETHER_TYPE_IPV4);
-        final int ip = index + EthernetHeader.LENGTH;
-        out.putByte(ip + Ipv4Header.VERSION_IHL_OFFSET, (byte)0x45);
-        out.putByte(ip + Ipv4Header.TOS_OFFSET, (byte)0);
-        out.putShort(ip + Ipv4Header.TOTAL_LENGTH_OFFSET, (short)(IPV4_HEADER + udpLength), BIG_ENDIAN);
-        out.putShort(ip + Ipv4Header.IDENTIFICATION_OFFSET, (short)0);
-        out.putShort(ip + Ipv4Header.FLAGS_FRAGMENT_OFFSET, (short)0);
-        out.putByte(ip + Ipv4Header.TTL_OFFSET, (byte)IPV4_TTL);
-        out.putByte(ip + Ipv4Header.PROTOCOL_OFFSET, (byte)Ipv4Header.PROTOCOL_UDP);
-        out.putInt(ip + Ipv4Header.SRC_OFFSET, definition.applianceIp(), BIG_ENDIAN);
-        out.putInt(ip + Ipv4Header.DST_OFFSET, job.workerIp(worker), BIG_ENDIAN);
-        Ipv4Header.updateChecksum(out, ip);
-        final int udp = ip + IPV4_HEADER;
         final int inUdp = header - UdpHeader.LENGTH;
-        UdpHeader.write(out, udp, UdpHeader.dstPort(in, inUdp), UdpHeader.srcPort(in, inUdp), udpLength);
-        final int outHeader = udp + UdpHeader.LENGTH;
-        SwitchMlHeader.write(out, outHeader, SwitchMlHeader.MSG_TYPE_DATA, SwitchMlHeader.size(in, header),
-            SwitchMlHeader.job(in, header), SwitchMlHeader.tsi(in, header),
-            slot | (set != 0 ? SwitchMlHeader.SHADOW_SET_BIT : 0), job.exponent0(slot, set), job.exponent1(slot, set));
-        out.putBytes(outHeader + SwitchMlHeader.ELEMENTS_OFFSET, elementsOnWire, 0, payload);
+        SwitchMlPacketWriter.writeHeaders(out, index, definition.applianceMac(), job.workerMac(worker),
+            definition.applianceIp(), job.workerIp(worker), IPV4_TTL, UdpHeader.dstPort(in, inUdp),
+            UdpHeader.srcPort(in, inUdp), SwitchMlHeader.size(in, header), SwitchMlHeader.job(in, header),
+            SwitchMlHeader.tsi(in, header), slot | (set != 0 ? SwitchMlHeader.SHADOW_SET_BIT : 0),
+            job.exponent0(slot, set), job.exponent1(slot, set), job.elements());
+        out.putBytes(SwitchMlPacketWriter.elementsOffset(index), elementsOnWire, 0, payload);
         output.commit(port);
         results.incrementRelease();
         job.resultsSent++;

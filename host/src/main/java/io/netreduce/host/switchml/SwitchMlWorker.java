@@ -136,11 +136,6 @@ public final class SwitchMlWorker
 
     public boolean isDone()
     {
-        if (resultsIn == packets && tensor != null)
-        {
-            poolShift = (poolShift + packets) % (2 * config.outstanding());
-            tensor = null;
-        }
         return resultsIn == packets;
     }
 
@@ -234,6 +229,10 @@ public final class SwitchMlWorker
             }
             done[p] = true;
             resultsIn++;
+            if (resultsIn == packets)
+            {
+                poolShift = (poolShift + packets) % (2 * config.outstanding());
+            }
             final int from = p * elements;
             final int count = Math.min(elements, tensor.length - from);
             for (int e = 0; e < count; e++)

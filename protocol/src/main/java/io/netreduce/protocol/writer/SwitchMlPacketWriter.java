@@ -36,7 +36,8 @@ public final class SwitchMlPacketWriter
     }
 
     /**
-     * Write the packet's headers at {@code offset}; the elements follow at {@link #elementsOffset(int)}.
+     * Write a worker packet's headers at {@code offset} as the client does (TTL 128, the size code of the element
+     * count); the elements follow at {@link #elementsOffset(int)}.
      *
      * @return the frame's length.
      */
@@ -56,6 +57,35 @@ public final class SwitchMlPacketWriter
         final int exponent1,
         final int elements)
     {
+        return writeHeaders(buffer, offset, srcMac, dstMac, srcIp, dstIp, CLIENT_TTL, srcPort, dstPort,
+            SwitchMlHeader.sizeCode(elements), job, tsi, poolIndex, exponent0, exponent1, elements);
+    }
+
+    /**
+     * Write the headers of any SwitchML frame, a worker's packet or a switch's result (which udp_sender.p4 writes
+     * with TTL 64 and the size code of the packet it answers): Ethernet, IPv4 without options (identification 0, no
+     * flags, checksum computed), UDP with checksum 0, the SwitchML header with message type 1, the exponents.
+     *
+     * @return the frame's length.
+     */
+    public static int writeHeaders(
+        final MutableDirectBuffer buffer,
+        final int offset,
+        final long srcMac,
+        final long dstMac,
+        final int srcIp,
+        final int dstIp,
+        final int ttl,
+        final int srcPort,
+        final int dstPort,
+        final int sizeCode,
+        final int job,
+        final int tsi,
+        final int poolIndex,
+        final int exponent0,
+        final int exponent1,
+        final int elements)
+    {
         final int udpLength = UdpHeader.LENGTH + SwitchMlHeader.ELEMENTS_OFFSET + elements * Integer.BYTES;
         EthernetHeader.dstMac(buffer, offset, dstMac);
         EthernetHeader.srcMac(buffer, offset, srcMac);
@@ -66,15 +96,15 @@ public final class SwitchMlPacketWriter
         buffer.putShort(ip + Ipv4Header.TOTAL_LENGTH_OFFSET, (short)(Ipv4Header.MIN_LENGTH + udpLength), BIG_ENDIAN);
         buffer.putShort(ip + Ipv4Header.IDENTIFICATION_OFFSET, (short)0);
         buffer.putShort(ip + Ipv4Header.FLAGS_FRAGMENT_OFFSET, (short)0);
-        buffer.putByte(ip + Ipv4Header.TTL_OFFSET, (byte)CLIENT_TTL);
+        buffer.putByte(ip + Ipv4Header.TTL_OFFSET, (byte)ttl);
         buffer.putByte(ip + Ipv4Header.PROTOCOL_OFFSET, (byte)Ipv4Header.PROTOCOL_UDP);
         buffer.putInt(ip + Ipv4Header.SRC_OFFSET, srcIp, BIG_ENDIAN);
         buffer.putInt(ip + Ipv4Header.DST_OFFSET, dstIp, BIG_ENDIAN);
         Ipv4Header.updateChecksum(buffer, ip);
         final int udp = ip + Ipv4Header.MIN_LENGTH;
         UdpHeader.write(buffer, udp, srcPort, dstPort, udpLength);
-        SwitchMlHeader.write(buffer, udp + UdpHeader.LENGTH, SwitchMlHeader.MSG_TYPE_DATA,
-            SwitchMlHeader.sizeCode(elements), job, tsi, poolIndex, exponent0, exponent1);
+        SwitchMlHeader.write(buffer, udp + UdpHeader.LENGTH, SwitchMlHeader.MSG_TYPE_DATA, sizeCode, job, tsi,
+            poolIndex, exponent0, exponent1);
         return frameLength(elements);
     }
 

@@ -20,12 +20,12 @@ import static io.netreduce.daemon.PacketDataplane.OCCUPANCY_LIMIT;
  * The dataplane's tables as the API shows them, each from a snapshot command answered by the lanes: the CLT, the
  * CTT of the multi-rack rings, a ring's occupancy, and the latency percentiles.
  */
-final class DataplaneTables
+final class DataplaneViews
 {
     private final LaneRunners lanes;
     private final DataplaneRingInstaller installer;
 
-    DataplaneTables(final LaneRunners lanes, final DataplaneRingInstaller installer)
+    DataplaneViews(final LaneRunners lanes, final DataplaneRingInstaller installer)
     {
         this.lanes = lanes;
         this.installer = installer;
