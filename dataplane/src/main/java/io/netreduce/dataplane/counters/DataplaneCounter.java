@@ -30,7 +30,7 @@ public enum DataplaneCounter
     SWITCHML_COMPLETIONS("SwitchML: slots completed (every worker's packet added)"),
     SWITCHML_RESULTS("SwitchML: result packets sent (one per worker per completion)"),
     SWITCHML_RESULTS_RESENT("SwitchML: retransmissions to a completed slot answered with the stored result"),
-    PASS_THROUGH_SWITCHML_UNKNOWN_JOB("SwitchML: packets for a job number that is not installed (passed through)"),
+    PASS_THROUGH_SWITCHML_NO_JOB("SwitchML: packets to a SwitchML port from an address that is no job's worker, not addressed to the appliance (passed through)"),
     CLT_INSERTS("CLT inserts"),
     CLT_UPDATES("CLT updates"),
     CLT_MISSES("CLT misses"),

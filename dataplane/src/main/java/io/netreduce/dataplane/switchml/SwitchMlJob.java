@@ -88,21 +88,6 @@ final class SwitchMlJob
         return poolSize;
     }
 
-    /**
-     * @return the worker id of the address, or -1 when it is not a worker of the job.
-     */
-    int workerOf(final int ip)
-    {
-        for (int w = 0; w < workers; w++)
-        {
-            if (workerIp[w] == ip)
-            {
-                return w;
-            }
-        }
-        return -1;
-    }
-
     int workerIp(final int worker)
     {
         return workerIp[worker];

@@ -6,9 +6,11 @@ import java.util.List;
  * What the control plane installs for one SwitchML job (paper: SwitchML, NSDI '21; reference semantics:
  * p4app-switchML's P4 program).
  *
- * @param job               the job number the workers' packets carry (0..255).
+ * @param job               the job's id on the appliance (0..255), for the control commands. Packets are matched
+ *                          to their job by source address, as the P4 program's {@code receive_udp} table does; the
+ *                          header's job number is the client's per-call id, echoed in results.
  * @param workers           the workers, by worker id (the bit of the slot bitmap): at least 1, at most
- *                          {@link #MAX_WORKERS}.
+ *                          {@link #MAX_WORKERS}; a worker address may belong to one installed job only.
  * @param elementsPerPacket int32 elements each packet carries: 64 and 256 are what the published client sends;
  *                          any multiple of 2 from 2 to {@link #MAX_ELEMENTS} is accepted (ours: up to 1024, no Tofino
  *                          limit applies), and every packet of the job must carry exactly this many.
@@ -36,6 +38,11 @@ public record SwitchMlJobDefinition(
      */
     public record Worker(int ip, long mac)
     {
+    }
+
+    public static String ipString(final int ip)
+    {
+        return (ip >>> 24) + "." + (ip >>> 16 & 0xFF) + "." + (ip >>> 8 & 0xFF) + "." + (ip & 0xFF);
     }
 
     public SwitchMlJobDefinition

@@ -20,9 +20,10 @@ import static java.nio.ByteOrder.BIG_ENDIAN;
  * SwitchML (NSDI '21) on the appliance: the UDP frames the dispatch classed as SwitchML (destination port
  * 0xBEE0/0xFFF0), aggregated in their job's slot pool with p4app-switchML's P4 semantics:
  * <ol>
- *   <li>the job is the header's job number (not installed: passed through, counted); the worker is found by
- *       source address among the job's workers (and source MAC, when configured): a stranger's packet is a
- *       counted drop and never reaches a slot;</li>
+ *   <li>the job and the worker are found by the packet's source address (and source MAC, when configured), as the
+ *       P4 program's {@code receive_udp} table finds them; the header's job number is the client's per-call id,
+ *       echoed. A packet from no job's worker is a counted drop when it is addressed to one of the appliance's
+ *       SwitchML addresses (a stranger's packet never reaches a slot), and passes through, counted, otherwise;</li>
  *   <li>the worker's bit is set in the bitmap of the packet's set (pool index bit 15) of its slot (bits 13..0) and
  *       cleared in the other set ({@code bitmap_checker.p4});</li>
  *   <li>a new contribution: the set's first is written, later ones added (wrapping int32), exponents the first's
@@ -60,7 +61,7 @@ public final class SwitchMlProtocol
         this.completions = counters.counter(DataplaneCounter.SWITCHML_COMPLETIONS);
         this.results = counters.counter(DataplaneCounter.SWITCHML_RESULTS);
         this.resultsResent = counters.counter(DataplaneCounter.SWITCHML_RESULTS_RESENT);
-        this.unknownJob = counters.counter(DataplaneCounter.PASS_THROUGH_SWITCHML_UNKNOWN_JOB);
+        this.unknownJob = counters.counter(DataplaneCounter.PASS_THROUGH_SWITCHML_NO_JOB);
     }
 
     /**
@@ -87,23 +88,24 @@ public final class SwitchMlProtocol
             return;
         }
         final int header = udp + UdpHeader.LENGTH;
-        final SwitchMlJob job = jobs.job(SwitchMlHeader.job(buffer, header));
-        if (job == null)
+        final int jobAndWorker = jobs.workerOf(Ipv4Header.src(buffer, l3));
+        if (jobAndWorker < 0)
         {
+            if (jobs.isApplianceAddress(Ipv4Header.dst(buffer, l3)))
+            {
+                output.drop(arriving, DataplaneCounter.DROP_SWITCHML_NOT_MEMBER);
+                return;
+            }
+            // Someone else's traffic on a SwitchML port, or one of our results passing by (bump-in-the-wire, or a
+            // switch that redirects it back to us).
             unknownJob.incrementRelease();
             output.forward(arriving);
             return;
         }
-        final int srcIp = Ipv4Header.src(buffer, l3);
-        if (srcIp == job.definition().applianceIp())
-        {
-            // One of our own results passing by (bump-in-the-wire, or a switch that redirects it back).
-            output.forward(arriving);
-            return;
-        }
-        final int worker = job.workerOf(srcIp);
+        final SwitchMlJob job = jobs.job(SwitchMlJobs.jobOf(jobAndWorker));
+        final int worker = SwitchMlJobs.workerIndexOf(jobAndWorker);
         final long srcMac = EthernetHeader.srcMac(buffer, arriving.offset());
-        if (worker < 0 || !job.macAllowed(worker, srcMac))
+        if (!job.macAllowed(worker, srcMac))
         {
             job.notMemberDrops++;
             output.drop(arriving, DataplaneCounter.DROP_SWITCHML_NOT_MEMBER);

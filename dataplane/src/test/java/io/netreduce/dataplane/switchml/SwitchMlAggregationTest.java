@@ -2,6 +2,7 @@ package io.netreduce.dataplane.switchml;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.support.DataplaneHarness;
+import io.netreduce.protocol.wire.Ipv4Header;
 import io.netreduce.protocol.writer.SwitchMlPacketWriter;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
@@ -32,6 +33,8 @@ class SwitchMlAggregationTest
     private static final int APPLIANCE_IP = 0x0A_4D_00_FE; // 10.77.0.254
     private static final int SWITCHML_PORT = 0xBEE0;
     private static final int JOB = 7;
+    /** Ethernet, IPv4 without options, UDP, then the message type and size byte. */
+    private static final int JOB_NUMBER_OFFSET = 14 + 20 + 8 + 1;
 
     private static long workerMac(final int w)
     {
@@ -262,15 +265,57 @@ class SwitchMlAggregationTest
     }
 
     @Test
-    void shouldPassThroughPacketsOfAJobThatIsNotInstalled()
+    void shouldFindTheJobByTheWorkersAddressAndEchoTheClientsJobNumber()
     {
         try (DataplaneHarness harness = new DataplaneHarness())
         {
+            harness.await(harness.proxy().installSwitchMlJob(job(2, 64, 4)));
+            // The published client puts its own per-call id in the job number; the appliance's id for the job is 7.
+            final int callId = 0x42;
+            final int[] a = new int[64];
+            final int[] b = new int[64];
+            Arrays.fill(a, 3);
+            Arrays.fill(b, -1);
+            assertThat(harness.process(packet(0, workerIp(0), callId, 5, 1, 0, 0, a))).isEmpty();
+            final List<byte[]> results = harness.process(packet(1, workerIp(1), callId, 5, 1, 0, 0, b));
+            assertThat(results).hasSize(2);
+            final byte[] expected = expectedResult(0, 1, 1, 5, 1, 0, 0, 0, sum(a, b));
+            expected[JOB_NUMBER_OFFSET] = (byte)callId;
+            assertThat(results.getFirst()).isEqualTo(expected);
+        }
+    }
+
+    @Test
+    void shouldRefuseAJobWithAWorkerThatIsAlreadyAnotherJobs()
+    {
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.await(harness.proxy().installSwitchMlJob(job(2, 64, 4)));
+            final SwitchMlJobDefinition overlapping = new SwitchMlJobDefinition(JOB + 1,
+                List.of(new SwitchMlJobDefinition.Worker(workerIp(1), SwitchMlJobDefinition.ANY_MAC)), 64, 4,
+                APPLIANCE_MAC, APPLIANCE_IP);
+            assertThatThrownBy(() -> harness.await(harness.proxy().installSwitchMlJob(overlapping)))
+                .hasMessageContaining("10.77.0.2 is already in job " + JOB);
+            harness.await(harness.proxy().removeSwitchMlJob(JOB));
+            harness.await(harness.proxy().installSwitchMlJob(overlapping));
+        }
+    }
+
+    @Test
+    void shouldPassThroughSwitchMlPacketsFromNoJobsWorkerToAnotherHost()
+    {
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            // No job installed, and not addressed to the appliance's SwitchML address (the writer addresses it to
+            // APPLIANCE_IP, so make it someone else's): another switch's SwitchML traffic crossing this one.
             final byte[] frame = packet(0, workerIp(0), 9, 0, 0, 0, 0, new int[64]);
+            final UnsafeBuffer view = new UnsafeBuffer(frame);
+            view.putInt(14 + 16, 0x0A_4D_00_FD, ByteOrder.BIG_ENDIAN);
+            Ipv4Header.updateChecksum(view, 14);
             final List<byte[]> out = harness.process(frame);
             assertThat(out).hasSize(1);
             assertThat(out.getFirst()).isEqualTo(frame);
-            assertThat(harness.counter(DataplaneCounter.PASS_THROUGH_SWITCHML_UNKNOWN_JOB)).isEqualTo(1);
+            assertThat(harness.counter(DataplaneCounter.PASS_THROUGH_SWITCHML_NO_JOB)).isEqualTo(1);
         }
     }
 
