@@ -4,6 +4,7 @@ import io.netreduce.controlplane.api.ApplianceControl;
 import io.netreduce.controlplane.api.CaptureInfo;
 import io.netreduce.controlplane.api.CaptureRequest;
 import io.netreduce.controlplane.api.CltEntry;
+import io.netreduce.controlplane.api.SwitchMlJobStatus;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.CounterValue;
 import io.netreduce.controlplane.api.CttEntry;
@@ -26,6 +27,7 @@ import java.util.function.Supplier;
  */
 final class DataplaneControl implements ApplianceControl
 {
+    private final DataplaneSwitchMl switchMl;
     private final ConfiguredAppliance configured;
     private final LaneRunners lanes;
     private final DataplaneViews tables;
@@ -37,13 +39,20 @@ final class DataplaneControl implements ApplianceControl
      */
     DataplaneControl(
         final ConfiguredAppliance configured, final LaneRunners lanes, final DataplaneViews tables,
-        final DataplaneMetrics metrics, final Supplier<CaptureManager> captures)
+        final DataplaneMetrics metrics, final Supplier<CaptureManager> captures, final DataplaneSwitchMl switchMl)
     {
+        this.switchMl = switchMl;
         this.configured = configured;
         this.lanes = lanes;
         this.tables = tables;
         this.metrics = metrics;
         this.captures = captures;
+    }
+
+    @Override
+    public List<SwitchMlJobStatus> switchMlJobs()
+    {
+        return switchMl.statuses();
     }
 
     @Override

@@ -3,6 +3,7 @@ package io.netreduce.daemon;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.CounterValue;
 import io.netreduce.controlplane.api.CttEntry;
+import io.netreduce.controlplane.api.SwitchMlJobStatus;
 import io.netreduce.controlplane.metrics.MetricsSink;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.counters.DataplaneCounter;
@@ -36,14 +37,18 @@ final class DataplaneMetrics
     private final LaneRunners lanes;
     private final DataplaneRingInstaller installer;
     private final DataplaneViews tables;
+    private final DataplaneSwitchMl switchMl;
     /** The configuration side, for the CTT metrics (set when the daemon asks for the API's control). */
     private volatile ConfiguredAppliance configured;
 
-    DataplaneMetrics(final LaneRunners lanes, final DataplaneRingInstaller installer, final DataplaneViews tables)
+    DataplaneMetrics(
+        final LaneRunners lanes, final DataplaneRingInstaller installer, final DataplaneViews tables,
+        final DataplaneSwitchMl switchMl)
     {
         this.lanes = lanes;
         this.installer = installer;
         this.tables = tables;
+        this.switchMl = switchMl;
     }
 
     void configured(final ConfiguredAppliance configured)
@@ -98,6 +103,49 @@ final class DataplaneMetrics
         sink.histogram("netreduce_aggregation_latency_seconds",
             "Time from an aggregator's first packet in to its results out.", LATENCY_BOUNDS_SECONDS, buckets, sum);
         collectCtt(sink);
+        collectSwitchMl(sink);
+    }
+
+    /**
+     * Per SwitchML job (label {@code job}, its name): what its pool did, and the slot sets in flight. Only taken when
+     * a job is installed, so an appliance without SwitchML costs no snapshot.
+     */
+    private void collectSwitchMl(final MetricsSink sink)
+    {
+        if (switchMl.installed().isEmpty())
+        {
+            return;
+        }
+        final List<SwitchMlJobStatus> jobs;
+        try
+        {
+            jobs = switchMl.statuses();
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.warn("SwitchML metrics skipped this scrape: {}", ex.getMessage());
+            return;
+        }
+        for (final SwitchMlJobStatus job : jobs)
+        {
+            final String[] labels = { "job", job.name() };
+            sink.gauge("netreduce_switchml_sets_in_flight",
+                "Per SwitchML job: slot sets holding some but not all contributions.", job.setsInFlight(), labels);
+            sink.counter("netreduce_switchml_packets", "Per SwitchML job: worker packets added to a slot.",
+                job.packets(), labels);
+            sink.counter("netreduce_switchml_completions", "Per SwitchML job: slot sets completed.",
+                job.completions(), labels);
+            sink.counter("netreduce_switchml_results_resent",
+                "Per SwitchML job: retransmissions answered with a stored result.", job.resultsResent(), labels);
+            final String help = "Per SwitchML job: packets dropped, by reason.";
+            sink.counter("netreduce_switchml_drops", help, job.pendingDrops(), "job", job.name(), "reason", "pending");
+            sink.counter("netreduce_switchml_drops", help, job.notMemberDrops(), "job", job.name(), "reason",
+                "not_member");
+            sink.counter("netreduce_switchml_drops", help, job.wrongSizeDrops(), "job", job.name(), "reason",
+                "wrong_size");
+            sink.counter("netreduce_switchml_drops", help, job.badPoolIndexDrops(), "job", job.name(), "reason",
+                "bad_pool_index");
+        }
     }
 
     /**

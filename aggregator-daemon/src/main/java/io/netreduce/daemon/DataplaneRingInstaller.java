@@ -4,6 +4,7 @@ import io.netreduce.controlplane.api.RingInstaller;
 import io.netreduce.controlplane.config.MemberConfig;
 import io.netreduce.controlplane.config.RingConfig;
 import io.netreduce.controlplane.config.RingRef;
+import io.netreduce.controlplane.config.SwitchMlJobConfig;
 import io.netreduce.dataplane.agent.RingInstalled;
 import io.netreduce.dataplane.ring.Hierarchy;
 import io.netreduce.dataplane.ring.RingDefinition;
@@ -32,15 +33,17 @@ final class DataplaneRingInstaller implements RingInstaller
     private static final Logger LOG = LoggerFactory.getLogger(PacketDataplane.class);
 
     private final LaneRunners lanes;
+    private final DataplaneSwitchMl switchMl;
     private final Map<Integer, String> ringJobs = new ConcurrentHashMap<>();
     /** The rings installed, for the reporter's messages (written by the control thread, read by the reporter). */
     private final Map<Integer, RingDefinition> installedRings = new ConcurrentHashMap<>();
     /** This appliance's name: its role (leaf of a rack, spine) in every multi-rack ring. */
     private volatile String applianceName;
 
-    DataplaneRingInstaller(final LaneRunners lanes)
+    DataplaneRingInstaller(final LaneRunners lanes, final DataplaneSwitchMl switchMl)
     {
         this.lanes = lanes;
+        this.switchMl = switchMl;
     }
 
     /**
@@ -77,6 +80,18 @@ final class DataplaneRingInstaller implements RingInstaller
         ringJobs.remove(ring.ring().id());
         installedRings.remove(ring.ring().id());
         LOG.info("ring {} of job {} removed: its traffic now passes through", ring.ring().id(), ring.job());
+    }
+
+    @Override
+    public void installSwitchMl(final String job, final SwitchMlJobConfig switchml)
+    {
+        switchMl.installConfigured(job, switchml);
+    }
+
+    @Override
+    public void removeSwitchMl(final String job)
+    {
+        switchMl.remove(job);
     }
 
     /**

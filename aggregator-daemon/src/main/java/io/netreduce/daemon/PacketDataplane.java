@@ -56,6 +56,7 @@ public final class PacketDataplane implements DataplaneAttachment
 
     private final LaneRunners lanes;
     private final DataplaneRingInstaller rings;
+    private final DataplaneSwitchMl switchMl;
     private final DataplaneViews tables;
     private final DataplaneMetrics metrics;
     private CaptureManager captures;
@@ -83,9 +84,10 @@ public final class PacketDataplane implements DataplaneAttachment
         final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener)
     {
         lanes = new LaneRunners(portOpener, lanePortOpener);
-        rings = new DataplaneRingInstaller(lanes);
+        switchMl = new DataplaneSwitchMl(lanes);
+        rings = new DataplaneRingInstaller(lanes, switchMl);
         tables = new DataplaneViews(lanes, rings);
-        metrics = new DataplaneMetrics(lanes, rings, tables);
+        metrics = new DataplaneMetrics(lanes, rings, tables, switchMl);
     }
 
     /**
@@ -119,6 +121,7 @@ public final class PacketDataplane implements DataplaneAttachment
     {
         final DataplaneConfig settings = config.appliance().dataplane();
         rings.applianceName(config.appliance().name());
+        switchMl.configure(config.appliance().switchml());
         lanes.start(config);
         final DataplaneProxy proxy = lanes.proxy();
         final List<PacketPort> portsOfLane0 = lanes.lanePorts().getFirst();
@@ -173,7 +176,7 @@ public final class PacketDataplane implements DataplaneAttachment
     public ApplianceControl control(final ConfiguredAppliance configured)
     {
         metrics.configured(configured);
-        return new DataplaneControl(configured, lanes, tables, metrics, () -> captures);
+        return new DataplaneControl(configured, lanes, tables, metrics, () -> captures, switchMl);
     }
 
     @Override

@@ -24,6 +24,7 @@ import picocli.CommandLine.Model.CommandSpec;
         CtlSubcommands.Counters.class,
         CtlSubcommands.Clt.class,
         CtlSubcommands.Ctt.class,
+        CtlSwitchMlCommand.class,
         CtlSubcommands.Occupancy.class,
         CtlSubcommands.Latency.class,
         CtlSubcommands.Reload.class,

@@ -77,6 +77,15 @@ public interface ApplianceControl
     List<CttEntry> ctt();
 
     /**
+     * @return the SwitchML jobs installed (from the configuration and opened through the controller), with what
+     *         their pools have done.
+     */
+    default List<SwitchMlJobStatus> switchMlJobs()
+    {
+        throw new UnsupportedOperationException("no dataplane attached to this control plane");
+    }
+
+    /**
      * @return every counter: its Prometheus series (the stable key), description and value.
      */
     List<CounterValue> counters();

@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -90,7 +91,7 @@ public final class ConfiguredAppliance implements ApplianceControl
         for (final JobConfig job : full.jobs())
         {
             final JobConfig mine = job.servedBy(name);
-            if (mine.rings().isEmpty())
+            if (!mine.isServed())
             {
                 LOG.info("job {}: this appliance ({}) is neither the spine nor a leaf of its rings; skipped",
                     job.name(), name == null ? "no appliance.name or --name" : "'" + name + "'");
@@ -287,9 +288,27 @@ public final class ConfiguredAppliance implements ApplianceControl
 
     private void apply(final ConfigDiff diff, final NetreduceConfig next)
     {
+        // SwitchML jobs: a changed one is removed and installed again (its pool cannot survive a change of size or
+        // workers), as a changed ring is.
+        for (final JobConfig job : config.jobs())
+        {
+            if (job.switchml() != null &&
+                !Objects.equals(job.switchml(), next.job(job.name()).map(JobConfig::switchml).orElse(null)))
+            {
+                installer.removeSwitchMl(job.name());
+            }
+        }
         for (final RingRef ring : diff.ringsRemoved())
         {
             installer.remove(ring);
+        }
+        for (final JobConfig job : next.jobs())
+        {
+            if (job.switchml() != null &&
+                !Objects.equals(job.switchml(), config.job(job.name()).map(JobConfig::switchml).orElse(null)))
+            {
+                installer.installSwitchMl(job.name(), job.switchml());
+            }
         }
         for (final RingRef ring : diff.ringsAdded())
         {

@@ -194,6 +194,12 @@ public final class ControlApi implements RequestHandler
                     return only(method, "GET", () -> ok(control.ctt()));
                 }
                 break;
+            case "switchml":
+                if (s.length == 2)
+                {
+                    return only(method, "GET", () -> ok(control.switchMlJobs()));
+                }
+                break;
             case "counters":
                 if (s.length == 2)
                 {

@@ -19,6 +19,7 @@ import java.util.List;
  * @param name         this appliance's name in multi-rack topologies ({@code appliance.name}, or the daemon's
  *                     {@code --name}): it picks the appliance's role (a rack's leaf or the spine) in every
  *                     multi-rack ring; null if unnamed (such an appliance installs flat rings only).
+ * @param switchml     the appliance's SwitchML address and controller; null if it serves no SwitchML job.
  */
 public record ApplianceConfig(
     List<PortConfig> ports,
@@ -30,7 +31,9 @@ public record ApplianceConfig(
     String captureDirectory,
     String apiTokenFile,
     @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
-    String name)
+    String name,
+    @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
+    SwitchMlApplianceConfig switchml)
 {
     /** Default memory budget in bytes: the dataplane's own default (1 GiB). */
     public static final long DEFAULT_MEMORY_BUDGET = DataplaneContext.DEFAULT_MEMORY_BUDGET;
@@ -52,6 +55,23 @@ public record ApplianceConfig(
     public ApplianceConfig
     {
         ports = List.copyOf(ports);
+    }
+
+    /**
+     * An appliance that serves no SwitchML job.
+     */
+    public ApplianceConfig(
+        final List<PortConfig> ports,
+        final DataplaneConfig dataplane,
+        final long memoryBudget,
+        final ListenAddress api,
+        final ListenAddress metrics,
+        final LogLevel logLevel,
+        final String captureDirectory,
+        final String apiTokenFile,
+        final String name)
+    {
+        this(ports, dataplane, memoryBudget, api, metrics, logLevel, captureDirectory, apiTokenFile, name, null);
     }
 
     /**
@@ -106,6 +126,6 @@ public record ApplianceConfig(
     public ApplianceConfig withName(final String newName)
     {
         return new ApplianceConfig(ports, dataplane, memoryBudget, api, metrics, logLevel, captureDirectory,
-            apiTokenFile, newName);
+            apiTokenFile, newName, switchml);
     }
 }

@@ -24,14 +24,15 @@ final class ConfigReader
 {
     private static final Set<String> ROOT_KEYS = Set.of("appliance", "jobs");
     private static final Set<String> APPLIANCE_KEYS =
-        Set.of("name", "ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory");
+        Set.of("name", "ports", "dataplane", "memoryBudget", "api", "metrics", "logging", "captureDirectory",
+            "switchml");
     private static final Set<String> PORT_KEYS = Set.of("name", "mtu", "type", "segmentation_offload");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
         "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed", "lanes", "laneNice");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
     private static final Set<String> API_KEYS = Set.of("listen", "tokenFile");
     private static final Set<String> LOGGING_KEYS = Set.of("level");
-    private static final Set<String> JOB_KEYS = Set.of("name", "rings");
+    private static final Set<String> JOB_KEYS = Set.of("name", "rings", "switchml");
     private static final Set<String> RING_KEYS =
         Set.of("id", "elementType", "window", "msgLen", "payloadSize", "pmtu", "members", "inetTag", "resultTag",
             "spine", "racks");
@@ -39,10 +40,12 @@ final class ConfigReader
     private static final Set<String> MEMBER_KEYS = Set.of("rank", "ip", "mac", "qpn");
 
     private final ErrorCollector errors;
+    private final SwitchMlConfigReader switchMl;
 
     ConfigReader(final ErrorCollector errors)
     {
         this.errors = errors;
+        this.switchMl = new SwitchMlConfigReader(this, errors);
     }
 
     NetreduceConfig readConfig(final JsonNode root)
@@ -72,14 +75,18 @@ final class ConfigReader
 
     JobConfig readJob(final JsonNode node, final String path)
     {
-        if (!isObject(node, path, "a job mapping with keys name and rings"))
+        if (!isObject(node, path, "a job mapping with keys name and rings (or switchml)"))
         {
             return null;
         }
         checkKeys(node, path, JOB_KEYS);
         final String name = string(required(node, path, "name"), child(path, "name"), "");
         final List<RingConfig> rings = new ArrayList<>();
-        final JsonNode ringsNode = required(node, path, "rings");
+        final JsonNode switchMlNode = node.get("switchml");
+        final SwitchMlJobConfig switchml =
+            switchMlNode == null ? null : switchMl.readJob(switchMlNode, child(path, "switchml"));
+        // A SwitchML job has no rings; a NetReduce job must list them.
+        final JsonNode ringsNode = switchMlNode == null ? required(node, path, "rings") : node.get("rings");
         final String ringsPath = child(path, "rings");
         if (ringsNode != null && isArray(ringsNode, ringsPath))
         {
@@ -92,7 +99,7 @@ final class ConfigReader
                 }
             }
         }
-        return new JobConfig(name, rings);
+        return new JobConfig(name, rings, switchml);
     }
 
     private ApplianceConfig readAppliance(final JsonNode node, final String path)
@@ -174,8 +181,11 @@ final class ConfigReader
         final String captureDirectory = string(node.get("captureDirectory"), child(path, "captureDirectory"),
             ApplianceConfig.DEFAULT_CAPTURE_DIRECTORY);
         final String name = string(node.get("name"), child(path, "name"), null);
+        final JsonNode switchMlNode = node.get("switchml");
+        final SwitchMlApplianceConfig switchml =
+            switchMlNode == null ? null : switchMl.readAppliance(switchMlNode, child(path, "switchml"));
         return new ApplianceConfig(ports, dataplane, memoryBudget, api, metrics, level, captureDirectory,
-            apiTokenFile, name);
+            apiTokenFile, name, switchml);
     }
 
     private RingConfig readRing(final JsonNode node, final String path)
@@ -286,7 +296,7 @@ final class ConfigReader
         }
     }
 
-    private long size(final JsonNode node, final String path, final long defaultValue)
+    long size(final JsonNode node, final String path, final long defaultValue)
     {
         if (node == null)
         {
@@ -312,7 +322,7 @@ final class ConfigReader
         }
     }
 
-    private <T> T named(
+    <T> T named(
         final JsonNode node,
         final String path,
         final T defaultValue,
@@ -337,7 +347,7 @@ final class ConfigReader
         return value;
     }
 
-    private double decimal(final JsonNode node, final String path, final double defaultValue)
+    double decimal(final JsonNode node, final String path, final double defaultValue)
     {
         if (node == null)
         {
@@ -351,7 +361,7 @@ final class ConfigReader
         return node.doubleValue();
     }
 
-    private long longInteger(final JsonNode node, final String path, final long defaultValue)
+    long longInteger(final JsonNode node, final String path, final long defaultValue)
     {
         if (node == null)
         {
@@ -365,7 +375,7 @@ final class ConfigReader
         return node.longValue();
     }
 
-    private int integer(final JsonNode node, final String path, final int defaultValue)
+    int integer(final JsonNode node, final String path, final int defaultValue)
     {
         if (node == null)
         {
@@ -384,7 +394,7 @@ final class ConfigReader
         return node.intValue();
     }
 
-    private boolean bool(final JsonNode node, final String path, final boolean defaultValue)
+    boolean bool(final JsonNode node, final String path, final boolean defaultValue)
     {
         if (node == null)
         {
@@ -398,7 +408,7 @@ final class ConfigReader
         return node.booleanValue();
     }
 
-    private String string(final JsonNode node, final String path, final String defaultValue)
+    String string(final JsonNode node, final String path, final String defaultValue)
     {
         if (node == null)
         {
@@ -412,7 +422,7 @@ final class ConfigReader
         return node.asText();
     }
 
-    private JsonNode required(final JsonNode parent, final String path, final String key)
+    JsonNode required(final JsonNode parent, final String path, final String key)
     {
         final JsonNode node = parent.get(key);
         if (node == null)
@@ -422,7 +432,7 @@ final class ConfigReader
         return node;
     }
 
-    private boolean isObject(final JsonNode node, final String path, final String expected)
+    boolean isObject(final JsonNode node, final String path, final String expected)
     {
         if (node == null || !node.isObject())
         {
@@ -432,7 +442,7 @@ final class ConfigReader
         return true;
     }
 
-    private boolean isArray(final JsonNode node, final String path)
+    boolean isArray(final JsonNode node, final String path)
     {
         if (!node.isArray())
         {
@@ -442,7 +452,7 @@ final class ConfigReader
         return true;
     }
 
-    private void checkKeys(final JsonNode node, final String path, final Set<String> allowed)
+    void checkKeys(final JsonNode node, final String path, final Set<String> allowed)
     {
         final Iterator<String> names = node.fieldNames();
         while (names.hasNext())

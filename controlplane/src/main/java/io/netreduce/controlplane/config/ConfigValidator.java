@@ -25,12 +25,14 @@ public final class ConfigValidator
     private final ErrorCollector errors;
     private final ApplianceValidator appliance;
     private final RingValidator rings;
+    private final SwitchMlValidator switchMl;
 
     ConfigValidator(final ValidationOptions options, final ErrorCollector errors)
     {
         this.errors = errors;
         appliance = new ApplianceValidator(options, errors);
         rings = new RingValidator(errors);
+        switchMl = new SwitchMlValidator(errors);
     }
 
     /**
@@ -50,6 +52,13 @@ public final class ConfigValidator
     void check(final NetreduceConfig config)
     {
         appliance.check(config.appliance(), "appliance");
+        switchMl.checkAppliance(config.appliance().switchml(), child("appliance", "switchml"));
+        if (config.appliance().switchml() != null && config.appliance().dataplane().lanes() > 1)
+        {
+            errors.add("appliance.dataplane.lanes", "SwitchML jobs run on one lane: the lanes' steering knows rings " +
+                "only (set lanes: 1, or drop appliance.switchml)");
+        }
+        final Map<java.net.InetAddress, String> switchMlWorkers = new HashMap<>();
         final Map<String, String> jobNames = new HashMap<>();
         final Map<Integer, String> ringIds = new HashMap<>();
         for (int j = 0; j < config.jobs().size(); j++)
@@ -57,6 +66,10 @@ public final class ConfigValidator
             final JobConfig job = config.jobs().get(j);
             final String jobPath = index("jobs", j);
             checkJob(job, jobPath);
+            if (job.switchml() != null)
+            {
+                switchMl.checkJob(job, jobPath, config.appliance(), switchMlWorkers);
+            }
             final String namePath = child(jobPath, "name");
             final String previous = jobNames.putIfAbsent(job.name(), namePath);
             if (previous != null)
@@ -132,7 +145,7 @@ public final class ConfigValidator
             errors.add(namePath, "job name '" + job.name() + "' " + NAME_RULE);
         }
         final String ringsPath = child(path, "rings");
-        if (job.rings().isEmpty())
+        if (job.rings().isEmpty() && job.switchml() == null)
         {
             errors.add(ringsPath, "a job needs at least one ring");
         }
@@ -161,11 +174,19 @@ public final class ConfigValidator
                     parts.add(index(child(index("jobs", j), "rings"), r) + " " + ByteSize.human(bytes));
                 }
             }
+            if (job.switchml() != null)
+            {
+                final long bytes = job.switchml().aggregatorBytes();
+                total += bytes;
+                parts.add(child(index("jobs", j), "switchml") + " " + ByteSize.human(bytes));
+            }
         }
         final long budget = config.appliance().memoryBudget();
         if (budget > 0 && total > budget)
         {
-            errors.add("appliance.memoryBudget", "rings need " + ByteSize.human(total) + " of aggregator memory (" +
+            final boolean pools = config.jobs().stream().anyMatch(job -> job.switchml() != null);
+            errors.add("appliance.memoryBudget", (pools ? "rings and SwitchML pools" : "rings") + " need " +
+                ByteSize.human(total) + " of aggregator memory (" +
                 String.join(", ", parts) + "), over the budget of " + ByteSize.human(budget));
         }
     }

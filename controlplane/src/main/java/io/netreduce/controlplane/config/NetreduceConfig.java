@@ -71,7 +71,7 @@ public record NetreduceConfig(ApplianceConfig appliance, List<JobConfig> jobs)
         for (final JobConfig job : jobs)
         {
             final JobConfig mine = job.servedBy(appliance.name());
-            if (!mine.rings().isEmpty())
+            if (mine.isServed())
             {
                 served.add(mine);
             }
@@ -80,7 +80,7 @@ public record NetreduceConfig(ApplianceConfig appliance, List<JobConfig> jobs)
     }
 
     /**
-     * @return total aggregator bytes budgeted over all rings of all jobs.
+     * @return total aggregator bytes budgeted over all rings and SwitchML pools of all jobs.
      */
     public long aggregatorBytes()
     {
@@ -90,6 +90,10 @@ public record NetreduceConfig(ApplianceConfig appliance, List<JobConfig> jobs)
             for (final RingConfig ring : job.rings())
             {
                 total += ring.aggregatorBytes();
+            }
+            if (job.switchml() != null)
+            {
+                total += job.switchml().aggregatorBytes();
             }
         }
         return total;

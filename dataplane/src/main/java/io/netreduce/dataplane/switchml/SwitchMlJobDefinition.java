@@ -86,6 +86,15 @@ public record SwitchMlJobDefinition(
      */
     public long memoryBytes()
     {
-        return (long)poolSize * (2L * (elementsPerPacket * (long)Integer.BYTES + 2 * Integer.BYTES) + 2 * Long.BYTES);
+        return memoryBytes(poolSize, elementsPerPacket);
+    }
+
+    /**
+     * @return bytes of aggregator memory a pool of {@code poolSize} slots of {@code elementsPerPacket} takes.
+     */
+    public static long memoryBytes(final int poolSize, final int elementsPerPacket)
+    {
+        return (long)Math.max(0, poolSize) *
+            (2L * (Math.max(0, elementsPerPacket) * (long)Integer.BYTES + 2 * Integer.BYTES) + 2 * Long.BYTES);
     }
 }
