@@ -7,8 +7,11 @@
 #   nr-out              with --outsider: a host on the same switch that is not a ring member (10.77.0.100,
 #                       MAC 02:77:00:00:00:64), for tests that send crafted packets into a ring
 #
-# The switch redirects UDP 4791 arriving on worker ports to the appliance port with tc u32 + mirred
-# (the ACL redirect of a real deployment). The appliance re-emits results into sw-app with the workers'
+# The switch redirects UDP 4791 (RoCEv2) and UDP to SwitchML's ports 0xBEE0..0xBEEF arriving on worker ports to the
+# appliance port with tc u32 + mirred (the ACL redirect of a real deployment). The appliance namespace also has a
+# management interface, mgmt0 (10.77.0.253, MAC 02:77:00:00:00:fd), an ordinary port of the switch apart from the
+# dataplane's eth0: the SwitchML controller's gRPC service listens there. 10.77.0.254 (MAC 02:77:00:00:00:fe, the
+# appliance port's) is the bed's SwitchML "switch" address, answered by the dataplane, not by a kernel. The appliance re-emits results into sw-app with the workers'
 # own source MACs, so learning is off on sw-app and the worker MACs are static FDB entries, as on a real switch.
 #
 # With --racks R (paper §3.3, Figure 5) the W workers are split into R racks of W/R consecutive ranks:
@@ -82,6 +85,8 @@ worker_ns() { echo "${prefix}-w$1"; }
 worker_ip() { echo "10.77.0.$(( $1 + 1 ))"; }
 worker_mac() { printf '02:77:00:00:00:%02x' $(( $1 + 1 )); }
 APP_MAC="02:77:00:00:00:fe"
+MGMT_MAC="02:77:00:00:00:fd"
+MGMT_IP="10.77.0.253"
 
 NS_PATTERN="^${prefix}-(sw[0-9]*|app[0-9]*|ssw|spine|out|w[0-9]+)$"
 
@@ -178,18 +183,29 @@ up() {
     ip netns exec "$sw" bridge fdb replace "$out_mac" dev sw-out master static
     redirect_roce sw-out
   fi
+  # The appliance's management interface: where its control services listen for the workers (the SwitchML
+  # controller), an ordinary switch port, apart from the dataplane's port.
+  ip link add "${prefix}-appm" type veth peer name sw-mgmt netns "$sw"
+  ip link set "${prefix}-appm" netns "$app"
+  ip netns exec "$app" ip link set "${prefix}-appm" name mgmt0
+  ip netns exec "$app" ip link set mgmt0 address "$MGMT_MAC" mtu "$mtu" up
+  ip netns exec "$app" ip addr add "$MGMT_IP/24" dev mgmt0
+  ip netns exec "$sw" ip link set sw-mgmt master br0 mtu "$mtu" up
+  ip netns exec "$sw" bridge fdb replace "$MGMT_MAC" dev sw-mgmt master static
   # Static neighbours: RoCE endpoints resolve peers out of band, and no ARP is needed to start.
   for i in $(seq 0 $(( workers - 1 ))); do
     for j in $(seq 0 $(( workers - 1 ))); do
       [ "$i" = "$j" ] && continue
       ip netns exec "$(worker_ns "$i")" ip neigh replace "$(worker_ip "$j")" lladdr "$(worker_mac "$j")" dev eth0 nud permanent
     done
+    ip netns exec "$(worker_ns "$i")" ip neigh replace "$MGMT_IP" lladdr "$MGMT_MAC" dev eth0 nud permanent
+    ip netns exec "$app" ip neigh replace "$(worker_ip "$i")" lladdr "$(worker_mac "$i")" dev mgmt0 nud permanent
   done
   echo "testbed ${prefix}: up, ${workers} workers, mtu ${mtu}${rate:+, rate ${rate}}"
   for i in $(seq 0 $(( workers - 1 ))); do
     echo "  $(worker_ns "$i") eth0 $(worker_ip "$i") $(worker_mac "$i")"
   done
-  echo "  ${app} eth0 (appliance port, $APP_MAC)"
+  echo "  ${app} eth0 (appliance port, $APP_MAC; SwitchML address 10.77.0.254), mgmt0 $MGMT_IP $MGMT_MAC"
   [ "$outsider" -eq 0 ] || echo "  ${prefix}-out eth0 10.77.0.100 02:77:00:00:00:64 (not a ring member)"
 }
 

@@ -9,15 +9,27 @@
 # UDP 4791 (IPv4 and IPv6) leaves the stack at ingress, after the taps. tc's drop action (act_gact) is not in every
 # kernel (not in this project's CI kernel); mirred is, so the frames are redirected into a sink: a veth end whose
 # peer is down, where the kernel frees them (counted as the sink's tx_dropped).
+#
+# The same holds for SwitchML's results (UDP from the switch's ports 0xBEE0..0xBEEF, prio 13): a SwitchML worker
+# runs on DPDK, which takes the NIC from the kernel. A bed that attaches the published DPDK client's TAP interface
+# to DEV removes that filter (tc filter del dev DEV ingress prio 13) so the results reach the TAP.
 roce_nic() {
   local ns="$1" dev="$2"
   ip -n "$ns" link add roce-sink type veth peer name roce-sink-peer
   ip -n "$ns" link set roce-sink up
   redirect_roce_into "$ns" "$dev" roce-sink
+  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ip prio 13 u32 \
+    match ip protocol 17 0xff match ip sport "$SWITCHML_PORT" "$SWITCHML_PORT_MASK" \
+    action mirred egress redirect dev roce-sink
 }
 
-# redirect_roce_into NS DEV TARGET: UDP 4791 (IPv4 and IPv6) arriving on DEV in NS leaves through TARGET (tc u32 +
-# mirred at ingress): a switch's ACL redirect to its appliance (testbed.sh), or a NIC's sink (roce_nic).
+# SwitchML's UDP ports: 0xBEE0 with mask 0xFFF0 (p4app-switchML's udp_port and udp_mask).
+SWITCHML_PORT=0xbee0
+SWITCHML_PORT_MASK=0xfff0
+
+# redirect_roce_into NS DEV TARGET: UDP 4791 (IPv4 and IPv6) and UDP to SwitchML's ports (IPv4, 0xBEE0..0xBEEF)
+# arriving on DEV in NS leave through TARGET (tc u32 + mirred at ingress): a switch's ACL redirect to its appliance
+# (testbed.sh), or a NIC's sink (roce_nic).
 redirect_roce_into() {
   local ns="$1" dev="$2" target="$3"
   ip netns exec "$ns" tc qdisc add dev "$dev" ingress
@@ -25,6 +37,8 @@ redirect_roce_into() {
     match ip protocol 17 0xff match ip dport 4791 0xffff action mirred egress redirect dev "$target"
   ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ipv6 prio 11 u32 \
     match ip6 protocol 17 0xff match ip6 dport 4791 0xffff action mirred egress redirect dev "$target"
+  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ip prio 12 u32 \
+    match ip protocol 17 0xff match ip dport 0xbee0 0xfff0 action mirred egress redirect dev "$target"
 }
 
 # plain_switch NS: a switch does not run the host's iptables on the frames it bridges. Where the host has
