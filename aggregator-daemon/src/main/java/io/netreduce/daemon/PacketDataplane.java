@@ -1,5 +1,12 @@
 package io.netreduce.daemon;
 
+import io.netreduce.controlplane.config.ListenAddress;
+import io.netreduce.controlplane.config.SwitchMlApplianceConfig;
+import io.netreduce.switchml.controller.SwitchMlController;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+
 import io.netreduce.controlplane.api.ApplianceControl;
 import io.netreduce.controlplane.api.ConfiguredAppliance;
 import io.netreduce.controlplane.api.RingInstaller;
@@ -60,6 +67,7 @@ public final class PacketDataplane implements DataplaneAttachment
     private final DataplaneViews tables;
     private final DataplaneMetrics metrics;
     private CaptureManager captures;
+    private SwitchMlController switchMlController;
     private DropBurstWatcher dropWatcher;
     private ForeignTagReporter tagReporter;
 
@@ -129,11 +137,45 @@ public final class PacketDataplane implements DataplaneAttachment
             Path.of(config.appliance().captureDirectory()), CaptureTap.DEFAULT_RING_CAPACITY, COMMAND_TIMEOUT_MS);
         dropWatcher = DropBurstWatcher.start(proxy::counter, metrics.portDrops());
         tagReporter = ForeignTagReporter.start(proxy, rings::installed);
+        startSwitchMlController(config.appliance().switchml());
         LOG.info("dataplane started: {} port(s) {} ({}), {} lane(s) at nice {}, batch {}, idle {}{}",
             portsOfLane0.size(), portsOfLane0.stream().map(PacketPort::name).toList(),
             portsOfLane0.size() == 2 ? "bump in the wire" : "one-armed", settings.lanes(), settings.laneNice(),
             settings.batchSize(), settings.idleStrategy().configName(),
             settings.dropProbability() > 0 ? ", FAULT INJECTION drop probability " + settings.dropProbability() : "");
+    }
+
+    /**
+     * Serve the SwitchML controller's gRPC service where the configuration says, so the published client can open
+     * sessions; refusing to start when the address cannot be bound, as the API does.
+     */
+    private void startSwitchMlController(final SwitchMlApplianceConfig switchml)
+    {
+        if (switchml == null || switchml.controller() == null)
+        {
+            return;
+        }
+        final ListenAddress listen = ListenAddress.parse(switchml.controller());
+        try
+        {
+            switchMlController = SwitchMlController.start(new InetSocketAddress(listen.host(), listen.port()),
+                new SwitchMlSessions(switchMl, switchml));
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("appliance.switchml.controller.listen " + switchml.controller() +
+                ": cannot listen: " + ex.getMessage(), ex);
+        }
+        LOG.info("SwitchML controller listening on {} (sessions from {})", switchMlController.address(),
+            switchml.allow());
+    }
+
+    /**
+     * @return the SwitchML controller's bound address, or null if it does not run.
+     */
+    public InetSocketAddress switchMlControllerAddress()
+    {
+        return switchMlController == null ? null : switchMlController.address();
     }
 
     @Override
@@ -182,6 +224,10 @@ public final class PacketDataplane implements DataplaneAttachment
     @Override
     public void close()
     {
+        if (switchMlController != null)
+        {
+            switchMlController.close();
+        }
         if (captures != null)
         {
             // While the dataplane still runs: each capture's tap is removed and its file closed complete.

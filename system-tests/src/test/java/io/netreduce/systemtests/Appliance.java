@@ -60,6 +60,32 @@ final class Appliance implements AutoCloseable
     static Appliance start(final String namespace, final int mtu, final String name, final double dropProbability,
         final String jobs, final int lanes)
     {
+        return start(namespace, mtu, name, dropProbability, jobs, lanes, "");
+    }
+
+    /**
+     * An appliance that serves SwitchML from the bed's SwitchML address (10.77.0.254, the appliance port's MAC).
+     *
+     * @param controller {@code appliance.switchml.controller.listen}, or null for none.
+     */
+    static Appliance startSwitchMl(final TestBed bed, final double dropProbability, final String jobs,
+        final String controller)
+    {
+        final String switchml = """
+            switchml:
+                mac: "02:77:00:00:00:fe"
+                ip: 10.77.0.254
+            """ + (controller == null ? "" : """
+                controller:
+                  listen: %s
+                  allow: [10.77.0.0/24, 127.0.0.0/8]
+            """.formatted(controller));
+        return start(bed.applianceNamespace(), bed.mtu(), null, dropProbability, jobs, 1, switchml);
+    }
+
+    private static Appliance start(final String namespace, final int mtu, final String name,
+        final double dropProbability, final String jobs, final int lanes, final String switchml)
+    {
         final String text = """
             appliance:
               %s
@@ -78,8 +104,10 @@ final class Appliance implements AutoCloseable
                 listen: 127.0.0.1:0
               logging:
                 level: warn
+              %s
             %s
-            """.formatted(name == null ? "" : "name: " + name, mtu, lanes, Double.toString(dropProbability), jobs);
+            """.formatted(name == null ? "" : "name: " + name, mtu, lanes, Double.toString(dropProbability),
+            switchml.replace("\n", "\n  ").stripTrailing(), jobs);
         try
         {
             // The interface exists in the appliance namespace, not in the JVM's: only the document is validated here;

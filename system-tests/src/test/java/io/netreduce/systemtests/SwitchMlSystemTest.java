@@ -1,0 +1,152 @@
+package io.netreduce.systemtests;
+
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.host.switchml.SwitchMlWorker;
+import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.wire.SwitchMlHeader;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * SwitchML end to end on the namespace test bed: W workers (our SwitchML worker on an AF_PACKET port in each worker
+ * namespace) address the bed's SwitchML "switch" (10.77.0.254), the switch redirects their UDP to the appliance, the
+ * daemon's dataplane sums them in a job of its configuration and answers each worker; every result must be the
+ * exact int32 sum on every call, with loss at the appliance.
+ */
+@Timeout(value = 240, unit = TimeUnit.SECONDS)
+class SwitchMlSystemTest
+{
+    static final long SWITCH_MAC = 0x02_77_00_00_00_FEL;
+    static final int SWITCH_IP = 0x0A_4D_00_FE;
+    private static final int CALLS = 3;
+    private static TestBed bed;
+
+    @BeforeAll
+    static void up()
+    {
+        Assumptions.assumeTrue(TestBed.isRoot(), "system tests need root (network namespaces)");
+        bed = TestBed.up('s', 4, 9000, false);
+    }
+
+    @AfterAll
+    static void down()
+    {
+        if (bed != null)
+        {
+            bed.close();
+        }
+    }
+
+    static String job(final String name, final int world, final int elements, final int pool)
+    {
+        final StringBuilder workers = new StringBuilder();
+        for (int r = 0; r < world; r++)
+        {
+            workers.append("            - { rank: ").append(r).append(", ip: 10.77.0.").append(r + 1).append(" }\n");
+        }
+        return """
+            jobs:
+              - name: %s
+                switchml:
+                  elementsPerPacket: %d
+                  poolSize: %d
+                  workers:
+            %s""".formatted(name, elements, pool, workers);
+    }
+
+    @ParameterizedTest(name = "W={0} elements={1} loss={2}")
+    @CsvSource({ "2, 64, 0.0", "4, 256, 0.01", "4, 1024, 0.05" })
+    void shouldGiveEveryWorkerTheExactSumThroughTheAppliance(final int world, final int elements, final double loss)
+        throws Exception
+    {
+        final int outstanding = 32;
+        try (Appliance appliance = Appliance.startSwitchMl(bed, loss, job("sml", world, elements, outstanding), null))
+        {
+            final AfPacketPort[] ports = new AfPacketPort[world];
+            final SwitchMlWorker[] workers = new SwitchMlWorker[world];
+            try
+            {
+                for (int r = 0; r < world; r++)
+                {
+                    ports[r] = WorkerRing.openPort(bed.workerNamespace(r));
+                    workers[r] = new SwitchMlWorker(new SwitchMlWorker.Config(TestBed.workerMac(r),
+                        0x0A_4D_00_01 + r, 40_000 + r, SWITCH_MAC, SWITCH_IP, SwitchMlHeader.PORT_BASE, 0, elements,
+                        outstanding, 2_000_000L), ports[r], System::nanoTime);
+                }
+                final SplittableRandom random = new SplittableRandom(world * 1000L + elements);
+                final ExecutorService pool = Executors.newFixedThreadPool(world);
+                try
+                {
+                    for (int call = 0; call < CALLS; call++)
+                    {
+                        // Not a multiple of the packet: the last packet is padded.
+                        final int n = 300 * elements + elements / 2 + 3;
+                        final int[][] tensors = new int[world][n];
+                        final int[] expected = new int[n];
+                        for (int r = 0; r < world; r++)
+                        {
+                            for (int i = 0; i < n; i++)
+                            {
+                                tensors[r][i] = random.nextInt();
+                                expected[i] += tensors[r][i];
+                            }
+                        }
+                        final List<Future<?>> running = new ArrayList<>();
+                        for (int r = 0; r < world; r++)
+                        {
+                            final int rank = r;
+                            running.add(pool.submit(() -> workers[rank].allreduce(tensors[rank],
+                                TimeUnit.SECONDS.toNanos(20), Thread::onSpinWait)));
+                        }
+                        for (final Future<?> future : running)
+                        {
+                            future.get(60, TimeUnit.SECONDS);
+                        }
+                        for (int r = 0; r < world; r++)
+                        {
+                            assertThat(tensors[r]).as("call " + call + " rank " + r).isEqualTo(expected);
+                        }
+                    }
+                }
+                finally
+                {
+                    pool.shutdownNow();
+                }
+                final long packets = appliance.counter(DataplaneCounter.SWITCHML_PACKETS);
+                final int perCall = (300 * elements + elements / 2 + 3 + elements - 1) / elements;
+                assertThat(packets).as("every worker's packet added once").isEqualTo((long)CALLS * perCall * world);
+                assertThat(appliance.counter(DataplaneCounter.SWITCHML_COMPLETIONS)).isEqualTo((long)CALLS * perCall);
+                if (loss > 0)
+                {
+                    assertThat(appliance.counter(DataplaneCounter.DROP_INJECTED)).isPositive();
+                }
+                assertThat(appliance.request("GET", "/v1/switchml", null, null).body())
+                    .contains("\"name\":\"sml\"").contains("\"completions\":" + (CALLS * perCall));
+            }
+            finally
+            {
+                for (final AfPacketPort port : ports)
+                {
+                    if (port != null)
+                    {
+                        port.close();
+                    }
+                }
+            }
+        }
+    }
+}
