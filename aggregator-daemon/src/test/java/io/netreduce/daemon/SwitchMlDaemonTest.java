@@ -8,6 +8,8 @@ import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.SwitchMlHeader;
 import io.netreduce.protocol.writer.SwitchMlPacketWriter;
+import io.netreduce.switchml.controller.SwitchMlControllerClient;
+import io.netreduce.switchml.controller.UdpSessionReply;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -20,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The daemon with its real dataplane on a memory port serving a SwitchML job declared in its configuration: the
@@ -107,6 +110,62 @@ class SwitchMlDaemonTest
             assertThat(awaitFrames(2)).containsExactly(first, second);
             assertThat(api.send("GET", "/v1/counters", null, null).body())
                 .contains("\"netreduce_dataplane_pass_through_switchml_no_job\":{\"value\":2");
+        }
+    }
+
+    @Test
+    void shouldInstallASessionThatWorkersOpenThroughTheControllerAndSumItsPackets(@TempDir final Path dir)
+        throws Exception
+    {
+        final Path file = dir.resolve("netreduce.yaml");
+        Files.writeString(file, APPLIANCE + """
+                controller:
+                  listen: 127.0.0.1:0
+                  allow: [127.0.0.0/8]
+            """ + JOB.replace("10.77.0.1 }", "10.77.0.11 }").replace("10.77.0.2,", "10.77.0.12,"));
+        final NetreduceConfig config = ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY);
+        final PacketDataplane dataplane = new PacketDataplane(portConfig -> port);
+
+        try (Daemon daemon = Daemon.start(config, () -> ConfigLoader.load(file, ValidationOptions.DOCUMENT_ONLY),
+                ValidationOptions.DOCUMENT_ONLY, dataplane);
+            ApiClient api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(5), Daemon.apiToken()))
+        {
+            final int controllerPort = dataplane.switchMlControllerAddress().getPort();
+            final java.util.concurrent.ExecutorService ranks = java.util.concurrent.Executors.newFixedThreadPool(2);
+            final List<java.util.concurrent.Future<UdpSessionReply>> replies = new ArrayList<>();
+            for (int rank = 0; rank < 2; rank++)
+            {
+                final int r = rank;
+                replies.add(ranks.submit(() ->
+                {
+                    try (SwitchMlControllerClient client = new SwitchMlControllerClient("127.0.0.1", controllerPort))
+                    {
+                        // MTU_256: 64 elements per packet, as the published client asks for 64.
+                        return client.register(r, 2, 0x02_77_00_00_00_01L + r, 0x0A_4D_00_01 + r, 1);
+                    }
+                }));
+            }
+            for (final var reply : replies)
+            {
+                assertThat(reply.get(30, java.util.concurrent.TimeUnit.SECONDS))
+                    .isEqualTo(new UdpSessionReply(APPLIANCE_MAC, APPLIANCE_IP));
+            }
+            ranks.shutdown();
+            assertThat(api.send("GET", "/v1/switchml", null, null).body()).contains("\"origin\":\"controller\"")
+                .contains("\"workers\":[\"10.77.0.1\",\"10.77.0.2\"]").contains("\"name\":\"session-");
+
+            port.inject(packet(0, 0x02_77_00_00_00_01L, 3));
+            port.inject(packet(1, 0x02_77_00_00_00_02L, 4));
+            final List<byte[]> results = awaitFrames(2);
+            assertThat(results).hasSize(2);
+            assertThat(SwitchMlPacketWriter.element(new UnsafeBuffer(results.getFirst()), 0, 63)).isEqualTo(7 * 64);
+
+            // A worker of the configured job cannot be taken into a session.
+            try (SwitchMlControllerClient client = new SwitchMlControllerClient("127.0.0.1", controllerPort))
+            {
+                assertThatThrownBy(() -> client.udpSession(77, 0, 1, 0x02_77_00_00_00_0BL, 0x0A_4D_00_0B, 1))
+                    .hasMessageContaining("overlap job sml of the configuration");
+            }
         }
     }
 
