@@ -3,6 +3,7 @@ package io.netreduce.daemon;
 import io.netreduce.controlplane.config.Ipv4Cidr;
 import io.netreduce.controlplane.config.SwitchMlApplianceConfig;
 import io.netreduce.dataplane.switchml.SwitchMlJobDefinition;
+import io.netreduce.switchml.controller.PacketSizeCode;
 import io.netreduce.switchml.controller.SessionRefusedException;
 import io.netreduce.switchml.controller.UdpSessionReply;
 import io.netreduce.switchml.controller.UdpSessionRequest;
@@ -16,14 +17,14 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Set;
 
 /**
  * SwitchML sessions opened through the controller, as p4app-switchML's controller opens them: rank 0's request
  * clears the session (its job removed), every rank then registers its MAC and address, and the registration of the
  * last of {@code num_workers} installs the session's job ({@code session-<id>}) on the dataplane with the
- * appliance's session pool size and the packet size the request names. The client asks in that order (rank 0 before
+ * appliance's session pool size and the packet size the request names ({@link PacketSizeCode}: the published
+ * client's 64 and 256 elements, ours up to 2048). The client asks in that order (rank 0 before
  * a barrier the others wait on, and a barrier after every registration before its first packet), so the job is in
  * place before any packet.
  * <p>
@@ -35,9 +36,6 @@ import java.util.Set;
 final class SwitchMlSessions implements UdpSessions
 {
     private static final Logger LOG = LoggerFactory.getLogger(PacketDataplane.class);
-
-    /** The published client's PacketSize codes: MTU_256 (64..127 elements) and MTU_1024 (256 and more). */
-    private static final Map<Integer, Integer> ELEMENTS_BY_SIZE_CODE = Map.of(1, 64, 3, 256);
 
     private final DataplaneSwitchMl jobs;
     private final List<Ipv4Cidr> allow;
@@ -71,12 +69,12 @@ final class SwitchMlSessions implements UdpSessions
             throw new SessionRefusedException("rank " + request.rank() + " of " + request.numWorkers() +
                 " workers: ranks are 0..W-1, W at most " + SwitchMlJobDefinition.MAX_WORKERS);
         }
-        final Integer elements = ELEMENTS_BY_SIZE_CODE.get(request.packetSizeCode());
-        if (elements == null)
+        if (request.packetSizeCode() < 0 || request.packetSizeCode() > PacketSizeCode.MAX)
         {
-            throw new SessionRefusedException("packet size code " + request.packetSizeCode() + ": the appliance " +
-                "serves the published client's 64 (MTU_256) and 256 (MTU_1024) elements per packet");
+            throw new SessionRefusedException("packet size code " + request.packetSizeCode() + " is not 0.." +
+                PacketSizeCode.MAX + " (32 << code elements per packet)");
         }
+        final int elements = PacketSizeCode.elementsOf(request.packetSizeCode());
         final String name = jobName(request.sessionId());
         if (request.rank() == 0)
         {
