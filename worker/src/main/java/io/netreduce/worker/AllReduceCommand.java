@@ -35,7 +35,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * {@code netreduce worker allreduce}: one rank of a ring all-reducing a generated tensor, by NetReduce through the
- * appliance or by the ring algorithm, and checking every result against the exact expected sum.
+ * appliance or by the ring algorithm, and checking every result against the exact expected sum; or, with
+ * {@code --protocol switchml}, one worker of a SwitchML job on the appliance ({@link SwitchMlRun}).
  * <p>
  * Connection set-up: rank r listens on TCP port {@code --port + r} for its predecessor and connects to its
  * successor's port; over those connections the ranks exchange queue pair numbers, PSNs, addresses, MACs and the
@@ -49,7 +50,7 @@ import java.util.concurrent.TimeUnit;
 @Command(
     name = "allreduce",
     mixinStandardHelpOptions = true,
-    description = "One rank of a NetReduce (or ring) all-reduce; checks results against the exact sum.")
+    description = "One rank of a NetReduce (or ring, or SwitchML) all-reduce; checks results against the exact sum.")
 public final class AllReduceCommand implements Callable<Integer>
 {
     @Mixin
@@ -91,6 +92,7 @@ public final class AllReduceCommand implements Callable<Integer>
         final ElementType elementType;
         final boolean netreduce;
         final int[] rackFirst;
+        final SwitchMlSettings switchMl;
         try
         {
             elementType = ElementType.parse(options.type);
@@ -100,6 +102,13 @@ public final class AllReduceCommand implements Callable<Integer>
                 case "ring" -> false;
                 default -> throw new IllegalArgumentException("--mode must be netreduce or ring: " + options.mode);
             };
+            final boolean switchMlProtocol = switch (options.protocol)
+            {
+                case "netreduce" -> false;
+                case "switchml" -> true;
+                default -> throw new IllegalArgumentException("--protocol must be netreduce or switchml: " +
+                    options.protocol);
+            };
             if (world < 2 || rank < 0 || rank >= world)
             {
                 throw new IllegalArgumentException("need --world >= 2 and 0 <= --rank < --world");
@@ -108,6 +117,7 @@ public final class AllReduceCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--size must be a positive multiple of the element size");
             }
+            switchMl = switchMlProtocol ? SwitchMlSettings.of(options, elementType) : null;
             rackFirst = options.racks == null ? null : AllReduceOptions.parseRacks(options.racks, world);
             if (options.localWorkers < 1 || options.localWorkers > 16)
             {
@@ -132,6 +142,10 @@ public final class AllReduceCommand implements Callable<Integer>
         {
             System.err.println("allreduce: " + ex.getMessage());
             return 2;
+        }
+        if (switchMl != null)
+        {
+            return new SwitchMlRun(options, switchMl, elementType, out, checker).run();
         }
         final int payloadSize = options.payload != null ? options.payload : options.pmtu;
         final long timeoutNs = TimeUnit.SECONDS.toNanos(options.timeoutSeconds);

@@ -37,6 +37,35 @@ final class AllReduceOptions
     @Option(names = "--mode", description = "netreduce or ring (default ${DEFAULT-VALUE}).")
     String mode = "netreduce";
 
+    @Option(names = "--protocol", description = "netreduce (RoCEv2 RC connections beneath which the appliance " +
+        "aggregates; --mode ring for the ring baseline) or switchml (SwitchML's UDP protocol to the appliance's " +
+        "SwitchML job: int32 exact, fp32 in block fixed point; with --mode netreduce, the default; options " +
+        "--switch-ip, --switch-mac, --elements, --outstanding, --timeout-us, --udp-port) (default ${DEFAULT-VALUE}).")
+    String protocol = "netreduce";
+
+    @Option(names = "--switch-ip", description = "switchml: the switch's IPv4 address, which the appliance answers " +
+        "for (default ${DEFAULT-VALUE}, the test bed's).")
+    String switchIp = SwitchMlSettings.DEFAULT_SWITCH_IP;
+
+    @Option(names = "--switch-mac", description = "switchml: the switch's MAC, the destination of every packet " +
+        "(default ${DEFAULT-VALUE}, the test bed's appliance).")
+    String switchMac = SwitchMlSettings.DEFAULT_SWITCH_MAC;
+
+    @Option(names = "--elements", description = "switchml: elements per packet, even, 2..2048: the job's (default " +
+        "${DEFAULT-VALUE}).")
+    int elements = 256;
+
+    @Option(names = "--outstanding", description = "switchml: packets in flight, at most the job's pool size " +
+        "(default ${DEFAULT-VALUE}).")
+    int outstanding = 128;
+
+    @Option(names = "--timeout-us", description = "switchml: microseconds a packet waits for its result before it " +
+        "is sent again (default ${DEFAULT-VALUE}).")
+    long timeoutMicros = 1000;
+
+    @Option(names = "--udp-port", description = "switchml: this worker's UDP source port (default 40000 + rank).")
+    Integer udpPort;
+
     @Option(names = "--type", description = "fp32, fp16, bf16 or int32 (default ${DEFAULT-VALUE}).")
     String type = "fp32";
 

@@ -3,6 +3,7 @@ package io.netreduce.worker;
 import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.port.PacketPort;
 
 import java.io.PrintStream;
 import java.util.Locale;
@@ -18,7 +19,9 @@ final class AllReduceReport
     private final PrintStream out;
     private final AllReduceOptions options;
     private final ElementType elementType;
-    private final boolean netreduce;
+    private final String mode;
+    /** What a call whose check passed is said to be: exact, or (SwitchML fp32) within the bound. */
+    private final String passed;
     private final int bytes;
     private double totalSeconds;
     private double bestSeconds = Double.MAX_VALUE;
@@ -35,10 +38,22 @@ final class AllReduceReport
         final PrintStream out, final AllReduceOptions options, final ElementType elementType, final boolean netreduce,
         final int bytes)
     {
+        this(out, options, elementType, netreduce ? "netreduce" : "ring", "exact", bytes);
+    }
+
+    /**
+     * @param mode   netreduce, ring or switchml.
+     * @param passed what a call whose check passed is said to be ("exact", "within bound").
+     */
+    AllReduceReport(
+        final PrintStream out, final AllReduceOptions options, final ElementType elementType, final String mode,
+        final String passed, final int bytes)
+    {
         this.out = out;
         this.options = options;
         this.elementType = elementType;
-        this.netreduce = netreduce;
+        this.mode = mode;
+        this.passed = passed;
         this.bytes = bytes;
     }
 
@@ -81,7 +96,7 @@ final class AllReduceReport
         }
         out.printf(Locale.ROOT, "iteration %d rank %d %s %s %d bytes: %.3f ms, goodput %.3f Gbit/s, result: %s%n",
             iteration, options.rank, mode(), elementType.cliName(), bytes, seconds * 1e3,
-            bytes * 8 / seconds / 1e9, mismatch == null ? "exact" : "MISMATCH " + mismatch);
+            bytes * 8 / seconds / 1e9, mismatch == null ? passed : "MISMATCH " + mismatch);
     }
 
     /**
@@ -107,7 +122,7 @@ final class AllReduceReport
             bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
             totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted,
             completed > 0 ? posted / (double)bytes / completed : 0.0, wire, send.retransmittedPackets(),
-            send.timeouts(), ok ? "exact" : error != null ? "error" : "mismatch");
+            send.timeouts(), ok ? passed : error != null ? "error" : "mismatch");
         // The port's counters, for a loss census: frames the port could not take or deliver whole.
         out.printf(Locale.ROOT, "port %s: %s%n", endpoint.port().name(), endpoint.port().counters());
         out.printf(Locale.ROOT, "send qp: %s%nreceive qp: %s%n", send, link.receiveQp().counters());
@@ -132,9 +147,57 @@ final class AllReduceReport
         return ok ? 0 : 1;
     }
 
+    /**
+     * The summary of SwitchML calls (no RC connection): the same call figures, the frames and bytes this worker sent
+     * (retransmissions included), the retransmissions (each one a timeout) and the results it did not use.
+     *
+     * @param wire            frame bytes the port sent during the calls.
+     * @param framesSent      frames the worker sent during the calls.
+     * @param retransmissions packets sent again after the timeout.
+     * @param strayResults    results that answered nothing in flight (duplicates, an earlier call's).
+     * @param rxDropped       frames the kernel dropped during the calls because the receive ring was full.
+     * @return the exit status: 0 if every call's result passed its check, else 1.
+     */
+    int summariseSwitchMl(
+        final PacketPort port, final long wire, final long framesSent, final long retransmissions,
+        final long strayResults, final long rxDropped, final boolean endpointNiceApplied)
+    {
+        final boolean ok = error == null && matched == options.iterations;
+        out.printf(Locale.ROOT, "summary rank %d mode %s type %s size %d iterations %d matched %d: mean %.3f ms, " +
+            "best %.3f ms, goodput %.3f Gbit/s, wire bytes sent %d (%.3f x tensor per call), frames sent %d, " +
+            "retransmitted packets %d, stray results %d, result: %s%n", options.rank, mode(), elementType.cliName(),
+            bytes, options.iterations, matched, meanMs(totalSeconds, completed), bestMs(), goodputGbps(), wire,
+            completed > 0 ? wire / (double)bytes / completed : 0.0, framesSent, retransmissions, strayResults,
+            ok ? passed : error != null ? "error" : "mismatch");
+        out.printf(Locale.ROOT, "port %s: %s%n", port.name(), port.counters());
+        if (options.json)
+        {
+            out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
+                "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
+                "\"wire_bytes_sent\":%d,\"frames_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
+                "\"stray_results\":%d,\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s]," +
+                "\"cpu_ms\":[%s],\"call_start_ns\":[%s],\"endpoint_nice\":%s}%n",
+                options.rank, options.world, mode(), elementType.cliName(), bytes, options.iterations, matched, ok,
+                meanMs(totalSeconds, completed), bestMs(), goodputGbps(), wire, framesSent, retransmissions,
+                retransmissions, strayResults, jsonString(firstMismatch), jsonString(error), rxDropped, callMs, cpuMs,
+                callStartNs, endpointNiceApplied ? Integer.toString(options.endpointNice) : "null");
+        }
+        return ok ? 0 : 1;
+    }
+
     private String mode()
     {
-        return netreduce ? "netreduce" : "ring";
+        return mode;
+    }
+
+    private double bestMs()
+    {
+        return bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3;
+    }
+
+    private double goodputGbps()
+    {
+        return totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0;
     }
 
     private static double meanMs(final double totalSeconds, final int count)

@@ -3,13 +3,15 @@ package io.netreduce.worker;
 import io.netreduce.host.allreduce.Arithmetic;
 import io.netreduce.host.allreduce.Tensor;
 import io.netreduce.host.allreduce.TensorPattern;
+import io.netreduce.host.switchml.ExponentQuantizer;
 import io.netreduce.protocol.element.ElementType;
 
 import java.util.Locale;
 
 /**
  * Checks a call's results bit for bit against the exact sum, recomputed from every rank's input pattern
- * ({@link TensorPattern}) in the order the reduction adds the inputs, rounded to the element type at each step.
+ * ({@link TensorPattern}) in the order the reduction adds the inputs, rounded to the element type at each step;
+ * SwitchML's fp32 results against the exact sum within {@link ExponentQuantizer#errorBound}.
  */
 final class ResultCheck
 {
@@ -51,6 +53,72 @@ final class ResultCheck
             {
                 return String.format(Locale.ROOT, "element %d: expected 0x%08x (%s) got 0x%08x (%s)", i, expected,
                     Arithmetic.toFloat(elementType, expected), actual, Arithmetic.toFloat(elementType, actual));
+            }
+        }
+        return null;
+    }
+
+    /**
+     * SwitchML int32: the sum wraps, as the switch's does.
+     *
+     * @return null if every element is the exact sum of the ranks' inputs, else the first that is not.
+     */
+    String checkSwitchMl(final int[] tensor, final int iteration)
+    {
+        for (int i = 0; i < tensor.length; i++)
+        {
+            int expected = 0;
+            for (int r = 0; r < world; r++)
+            {
+                expected += TensorPattern.bits(ElementType.INT32, seed, r, iteration, i);
+            }
+            if (tensor[i] != expected)
+            {
+                return String.format(Locale.ROOT, "element %d: expected %d got %d", i, expected, tensor[i]);
+            }
+        }
+        return null;
+    }
+
+    /**
+     * SwitchML fp32: each packet's block of {@code elementsPerPacket} elements was scaled with the largest of the
+     * ranks' block exponents ({@link ExponentQuantizer}); every element must be within the bound of the exact sum of
+     * the ranks' inputs (a float64 sum: the patterns are multiples of 2^-23 in [-1, 1), so it is exact).
+     *
+     * @return null if every element is within the bound, else the first that is not.
+     */
+    String checkSwitchMl(final float[] tensor, final int elementsPerPacket, final int iteration)
+    {
+        final ExponentQuantizer quantizer = new ExponentQuantizer(world);
+        final float[][] blocks = new float[world][elementsPerPacket];
+        for (int from = 0; from < tensor.length; from += elementsPerPacket)
+        {
+            final int count = Math.min(elementsPerPacket, tensor.length - from);
+            int exponent = ExponentQuantizer.MIN_EXPONENT;
+            for (int r = 0; r < world; r++)
+            {
+                for (int e = 0; e < count; e++)
+                {
+                    blocks[r][e] = Float.intBitsToFloat(TensorPattern.bits(ElementType.FP32, seed, r, iteration,
+                        from + e));
+                }
+                exponent = Math.max(exponent, ExponentQuantizer.exponent(blocks[r], 0, count));
+            }
+            for (int e = 0; e < count; e++)
+            {
+                double exact = 0;
+                for (int r = 0; r < world; r++)
+                {
+                    exact += blocks[r][e];
+                }
+                final double bound = quantizer.errorBound(exponent, exact);
+                final float actual = tensor[from + e];
+                if (!(Math.abs(actual - exact) <= bound))
+                {
+                    return String.format(Locale.ROOT, "element %d: exact sum %s got %s, error %.3g above the " +
+                        "bound %.3g (block exponent %d)", from + e, exact, actual, Math.abs(actual - exact), bound,
+                        exponent);
+                }
             }
         }
         return null;

@@ -1,11 +1,15 @@
 package io.netreduce.worker;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -30,5 +34,51 @@ class AllReduceCommandTest
 
         assertThat(exit).isEqualTo(2);
         assertThat(err.toString(StandardCharsets.UTF_8)).contains("nice must be -20..19: 20");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+        --protocol switchml --mode ring | allreduce: --protocol switchml aggregates on the appliance; --mode ring does not go with it (leave --mode out)
+        --protocol switchml --type fp16 | allreduce: --protocol switchml carries int32 (exact) and fp32 (block fixed point) only, not fp16
+        --protocol switchml --type bf16 | allreduce: --protocol switchml carries int32 (exact) and fp32 (block fixed point) only, not bf16
+        --protocol rdma                 | allreduce: --protocol must be netreduce or switchml: rdma
+        --protocol switchml --elements 3    | allreduce: --elements must be even, 2..2048 (the job's elements per packet): 3
+        --protocol switchml --elements 4096 | allreduce: --elements must be even, 2..2048 (the job's elements per packet): 4096
+        --protocol switchml --elements 0    | allreduce: --elements must be even, 2..2048 (the job's elements per packet): 0
+        --protocol switchml --outstanding 0 | allreduce: --outstanding must be 1..16384 (and at most the job's pool size): 0
+        --protocol switchml --timeout-us 0  | allreduce: --timeout-us must be positive: 0
+        --protocol switchml --udp-port 70000 | allreduce: --udp-port must be 1..65535: 70000
+        --protocol switchml --switch-ip 10.77.0      | allreduce: --switch-ip must be an IPv4 address (a.b.c.d): 10.77.0
+        --protocol switchml --switch-ip 10.77.0.256  | allreduce: --switch-ip must be an IPv4 address (a.b.c.d): 10.77.0.256
+        --protocol switchml --switch-mac 02:77:00:00 | allreduce: --switch-mac must be a MAC address (aa:bb:cc:dd:ee:ff): 02:77:00:00
+        --protocol switchml --local-workers 2        | allreduce: --local-workers, --racks and --trace apply to --protocol netreduce only
+        --protocol switchml --racks 0-0,1-1          | allreduce: --local-workers, --racks and --trace apply to --protocol netreduce only
+        --protocol switchml --idle spin              | allreduce: --idle must be poll or yield: spin
+        --protocol switchml --world 65               | allreduce: --protocol switchml takes at most 64 workers: --world 65
+        """)
+    void shouldRefuseSwitchMlOptionsThatDoNotGoTogetherWithAClearMessageBeforeOpeningAPort(
+        final String options, final String message)
+    {
+        final List<String> args = new ArrayList<>(List.of("--rank", "0", "--dev", "no-such-device"));
+        args.addAll(List.of(options.trim().split(" +")));
+        if (!args.contains("--world"))
+        {
+            args.addAll(List.of("--world", "2"));
+        }
+        final PrintStream stderr = System.err;
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int exit;
+        try
+        {
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            exit = new CommandLine(new AllReduceCommand()).execute(args.toArray(String[]::new));
+        }
+        finally
+        {
+            System.setErr(stderr);
+        }
+
+        assertThat(exit).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8).strip()).isEqualTo(message.strip());
     }
 }

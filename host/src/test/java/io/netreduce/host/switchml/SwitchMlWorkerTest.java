@@ -1,12 +1,7 @@
 package io.netreduce.host.switchml;
 
-import io.netreduce.dataplane.agent.DataplaneAgent;
-import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.dataplane.switchml.SwitchMlJobDefinition;
-import io.netreduce.protocol.port.MemoryPort;
-import io.netreduce.protocol.port.PacketPort;
-import io.netreduce.protocol.wire.SwitchMlHeader;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -14,135 +9,183 @@ import org.junit.jupiter.params.provider.CsvSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Our SwitchML workers through the real dataplane on memory ports: every worker's tensor summed exactly (int32,
- * wrapping), with losses on the way to the appliance (its fault injection) and on the way back (dropped here).
+ * Our SwitchML workers through the real dataplane on memory ports, int32: every worker's tensor summed exactly
+ * (wrapping), with losses on the way to the appliance (its fault injection) and on the way back (dropped here); calls
+ * and jobs one after another; the job byte of each call.
  */
 class SwitchMlWorkerTest
 {
-    private static final long SWITCH_MAC = 0x02_00_00_00_00_AAL;
-    private static final int SWITCH_IP = 0x0A_4D_00_FE;
+    /** The job's id: nothing the workers send (the appliance finds the job by their addresses). */
     private static final int JOB = 3;
+    private static final int OUTSTANDING = 16;
+    /** Ethernet, IPv4 without options, UDP, then the message type and size byte. */
+    private static final int JOB_BYTE_OFFSET = 14 + 20 + 8 + 1;
 
     @ParameterizedTest(name = "W = {0}, {1} elements per packet, loss {2}")
-    @CsvSource({ "4, 64, 0.0", "4, 256, 0.01", "4, 1024, 0.05", "8, 256, 0.05", "2, 64, 0.0" })
+    @CsvSource({
+        "4, 64, 0.0", "4, 64, 0.01", "4, 64, 0.05",
+        "4, 256, 0.0", "4, 256, 0.01", "4, 256, 0.05",
+        "4, 1024, 0.0", "4, 1024, 0.01", "4, 1024, 0.05",
+        "8, 256, 0.05", "2, 64, 0.0" })
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void shouldSumEveryWorkersTensorExactlyThroughTheAppliance(final int workers, final int k, final double loss)
+    void shouldSumEveryWorkersTensorExactlyInEachOfThreeCallsInARow(
+        final int workers, final int k, final double loss)
     {
-        final int outstanding = 16;
-        final MemoryPort appliancePort = new MemoryPort("appliance", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096, 1 << 23);
-        final DataplaneAgent appliance = new DataplaneAgent(new DataplaneContext()
-            .ports(new ArrayList<PacketPort>(List.of(appliancePort)))
-            .memoryBudget(64L << 20)
-            .dropProbability(loss, 5));
-        final List<SwitchMlJobDefinition.Worker> members = new ArrayList<>();
-        for (int w = 0; w < workers; w++)
+        try (SwitchMlBed bed = new SwitchMlBed(workers, loss, 5))
         {
-            members.add(new SwitchMlJobDefinition.Worker(ip(w), SwitchMlJobDefinition.ANY_MAC));
-        }
-        await(appliance, appliance.proxy().installSwitchMlJob(
-            new SwitchMlJobDefinition(JOB, members, k, outstanding, SWITCH_MAC, SWITCH_IP)));
-
-        final AtomicLong now = new AtomicLong();
-        final MemoryPort[] ports = new MemoryPort[workers];
-        final SwitchMlWorker[] worker = new SwitchMlWorker[workers];
-        for (int w = 0; w < workers; w++)
-        {
-            ports[w] = new MemoryPort("w" + w, MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096, 1 << 23);
-            worker[w] = new SwitchMlWorker(new SwitchMlWorker.Config(0x02_00_00_00_01_00L + w, ip(w), 40_000 + w,
-                SWITCH_MAC, SWITCH_IP, SwitchMlHeader.PORT_BASE, JOB, k, outstanding, 1_000_000L), ports[w], now::get);
-        }
-        final SplittableRandom random = new SplittableRandom(workers * 31L + k);
-        final SplittableRandom lossBack = new SplittableRandom(9);
-        for (int call = 0; call < 3; call++)
-        {
-            // Not a multiple of k: the last packet is padded.
-            final int n = 50 * k + k / 2 + 1;
-            final int[][] tensors = new int[workers][n];
-            final int[] expected = new int[n];
-            for (int w = 0; w < workers; w++)
+            bed.install(JOB, k, OUTSTANDING);
+            final SwitchMlWorker[] worker = bed.workers(0, k, OUTSTANDING);
+            final SplittableRandom random = new SplittableRandom(workers * 31L + k);
+            // Not multiples of k (the last packet is padded); the second has fewer blocks than packets in flight.
+            for (final int n : new int[] { 50 * k + k / 2 + 1, 3 * k + 1, 20 * k })
             {
-                for (int i = 0; i < n; i++)
-                {
-                    tensors[w][i] = random.nextInt();
-                    expected[i] += tensors[w][i];
-                }
-                worker[w].begin(tensors[w]);
+                callAndCheck(bed, worker, random, n);
             }
-            for (int step = 0; !allDone(worker); step++)
-            {
-                assertThat(step).as("steps of call " + call).isLessThan(200_000);
-                now.addAndGet(100_000);
-                for (int w = 0; w < workers; w++)
-                {
-                    worker[w].doWork();
-                    for (final byte[] frame : ports[w].drainSent())
-                    {
-                        appliancePort.inject(frame);
-                    }
-                }
-                while (appliance.doWork() > 0)
-                {
-                    // drain the appliance
-                }
-                for (final byte[] result : appliancePort.drainSent())
-                {
-                    if (lossBack.nextDouble() < loss)
-                    {
-                        continue;
-                    }
-                    final int w = (result[33] & 0xFF) - 1; // the destination IPv4 address's last byte is w + 1
-                    ports[w].inject(result);
-                }
-            }
-            for (int w = 0; w < workers; w++)
-            {
-                assertThat(tensors[w]).as("worker " + w + ", call " + call).isEqualTo(expected);
-            }
-        }
-        assertThat(appliance.counters().get(DataplaneCounter.DROP_SWITCHML_NOT_MEMBER)).isZero();
-        assertThat(appliance.counters().get(DataplaneCounter.DROP_SWITCHML_WRONG_SIZE)).isZero();
-        if (loss > 0)
-        {
+            assertThat(bed.counter(DataplaneCounter.DROP_SWITCHML_NOT_MEMBER)).isZero();
+            assertThat(bed.counter(DataplaneCounter.DROP_SWITCHML_WRONG_SIZE)).isZero();
             long retransmissions = 0;
             for (final SwitchMlWorker each : worker)
             {
                 retransmissions += each.retransmissions();
             }
-            assertThat(retransmissions).isPositive();
-        }
-        appliance.onClose();
-    }
-
-    private static int ip(final int w)
-    {
-        return 0x0A_4D_00_01 + w;
-    }
-
-    private static boolean allDone(final SwitchMlWorker[] workers)
-    {
-        for (final SwitchMlWorker worker : workers)
-        {
-            if (!worker.isDone())
+            if (loss > 0)
             {
-                return false;
+                assertThat(retransmissions).isPositive();
+            }
+            else
+            {
+                // Every worker takes its results (whichever worker's port they are addressed to): nothing times out.
+                assertThat(retransmissions).isZero();
             }
         }
-        return true;
     }
 
-    private static <T> T await(final DataplaneAgent agent, final CompletableFuture<T> reply)
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldSumExactlyInASecondJobInstalledAfterTheFirstWasRemoved()
     {
-        for (int i = 0; i < 100 && !reply.isDone(); i++)
+        try (SwitchMlBed bed = new SwitchMlBed(4, 0.05, 11))
         {
-            agent.doWork();
+            final SplittableRandom random = new SplittableRandom(12);
+            bed.install(JOB, 64, OUTSTANDING);
+            callAndCheck(bed, bed.workers(0, 64, OUTSTANDING), random, 40 * 64 + 5);
+            bed.remove(JOB);
+
+            // Other element count, pool and id, the same workers' addresses: a fresh pool, new worker processes.
+            bed.install(200, 256, 2 * OUTSTANDING);
+            final SwitchMlWorker[] second = bed.workers(17, 256, 2 * OUTSTANDING);
+            callAndCheck(bed, second, random, 90 * 256 + 7);
+            callAndCheck(bed, second, random, 90 * 256 + 7);
         }
-        return reply.join();
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldIgnoreResultsThatCarryThePreviousCallsJobByte()
+    {
+        try (SwitchMlBed bed = new SwitchMlBed(4, 0.0, 13))
+        {
+            final int k = 64;
+            bed.install(JOB, k, OUTSTANDING);
+            final SwitchMlWorker[] worker = bed.workers(0, k, OUTSTANDING);
+            final SplittableRandom random = new SplittableRandom(14);
+            final List<byte[]> firstCallsResults = new ArrayList<>();
+            bed.tap(0, firstCallsResults::add);
+            callAndCheck(bed, worker, random, 10 * k);
+            bed.tap(0, null);
+            assertThat(firstCallsResults).hasSize(10);
+
+            // The same size again: the first call's results name packets (TSIs) the second call has in flight, and
+            // only their job byte tells them apart. Delivered late, before any of the second call's, they must not
+            // be taken for its results.
+            final int n = 10 * k;
+            final int[][] tensors = new int[4][];
+            final int[] expected = inputs(random, tensors, n);
+            for (int w = 0; w < 4; w++)
+            {
+                worker[w].begin(tensors[w]);
+            }
+            for (final byte[] late : firstCallsResults)
+            {
+                bed.port(0).inject(late);
+            }
+            bed.drive(worker);
+
+            assertThat(worker[0].strayResults()).isEqualTo(firstCallsResults.size());
+            for (int w = 0; w < 4; w++)
+            {
+                assertThat(tensors[w]).as("worker " + w).isEqualTo(expected);
+            }
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldCarryTheFirstJobByteInTheFirstCallAndOneMorePerCallWrappingAt256()
+    {
+        try (SwitchMlBed bed = new SwitchMlBed(2, 0.0, 15))
+        {
+            final int k = 64;
+            bed.install(JOB, k, OUTSTANDING);
+            final SwitchMlWorker[] worker = bed.workers(254, k, OUTSTANDING);
+            final SplittableRandom random = new SplittableRandom(16);
+            final List<Integer> echoed = new ArrayList<>();
+            bed.tap(1, result -> echoed.add(result[JOB_BYTE_OFFSET] & 0xFF));
+            final List<Integer> jobBytes = new ArrayList<>();
+            for (int call = 0; call < 3; call++)
+            {
+                echoed.clear();
+                callAndCheck(bed, worker, random, 3 * k);
+                jobBytes.add(worker[1].jobByte());
+                assertThat(echoed).as("the job byte the appliance echoed in call " + call).containsOnly(
+                    worker[1].jobByte());
+            }
+            assertThat(jobBytes).containsExactly(254, 255, 0);
+        }
+    }
+
+    /**
+     * One call of every worker on fresh random tensors of {@code n} elements, checked against the exact (wrapping)
+     * sum.
+     */
+    private static void callAndCheck(
+        final SwitchMlBed bed, final SwitchMlWorker[] worker, final SplittableRandom random, final int n)
+    {
+        final int[][] tensors = new int[worker.length][];
+        final int[] expected = inputs(random, tensors, n);
+        for (int w = 0; w < worker.length; w++)
+        {
+            worker[w].begin(tensors[w]);
+        }
+        bed.drive(worker);
+        for (int w = 0; w < worker.length; w++)
+        {
+            assertThat(tensors[w]).as("worker " + w + ", " + n + " elements").isEqualTo(expected);
+        }
+    }
+
+    /**
+     * Fill {@code tensors} with random inputs of {@code n} elements.
+     *
+     * @return their sum, wrapping.
+     */
+    private static int[] inputs(final SplittableRandom random, final int[][] tensors, final int n)
+    {
+        final int[] expected = new int[n];
+        for (int w = 0; w < tensors.length; w++)
+        {
+            tensors[w] = new int[n];
+            for (int i = 0; i < n; i++)
+            {
+                tensors[w][i] = random.nextInt();
+                expected[i] += tensors[w][i];
+            }
+        }
+        return expected;
     }
 }

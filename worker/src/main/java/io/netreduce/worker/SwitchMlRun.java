@@ -1,0 +1,185 @@
+package io.netreduce.worker;
+
+import io.netreduce.host.allreduce.TensorPattern;
+import io.netreduce.host.rc.ConnectionInfo;
+import io.netreduce.host.switchml.SwitchMlWorker;
+import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.PortCounters;
+import io.netreduce.protocol.port.PortPollIdleStrategy;
+import io.netreduce.protocol.port.PortPoller;
+import io.netreduce.protocol.wire.SwitchMlHeader;
+import io.netreduce.protocol.writer.SwitchMlPacketWriter;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.YieldingIdleStrategy;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code worker allreduce --protocol switchml}: one SwitchML worker ({@link SwitchMlWorker}) on an AF_PACKET port,
+ * --iterations calls on rank --rank's input pattern ({@link TensorPattern}), each checked against the sum of every
+ * rank's pattern ({@link ResultCheck}: int32 exact, fp32 within the block fixed point's bound) and reported as the
+ * netreduce mode reports ({@link AllReduceReport}).
+ * <p>
+ * There is no bootstrap and no barrier between calls: the job on the appliance (installed beforehand, with this
+ * worker's address) holds each slot until every worker has contributed, so a call's time includes waiting for the
+ * slowest worker to start it. The first call's job byte is 0.
+ */
+final class SwitchMlRun
+{
+    /** The switch's addresses, as a worker sends to them. */
+    record SwitchAddress(long mac, int ip)
+    {
+    }
+
+    private final AllReduceOptions options;
+    private final SwitchMlSettings settings;
+    private final ElementType elementType;
+    private final PrintStream out;
+    private final OffEndpointThread checker;
+
+    SwitchMlRun(
+        final AllReduceOptions options, final SwitchMlSettings settings, final ElementType elementType,
+        final PrintStream out, final OffEndpointThread checker)
+    {
+        this.options = options;
+        this.settings = settings;
+        this.elementType = elementType;
+        this.out = out;
+        this.checker = checker;
+    }
+
+    /**
+     * Where the worker sends: today --switch-mac and --switch-ip. The one place to plug in the SwitchML controller
+     * (module switchml-controller: {@code SwitchMlControllerClient.register(rank, numWorkers, mac, ipv4,
+     * packetSizeCode)} answers with the switch's MAC and IPv4 address), with this worker's own addresses.
+     */
+    static SwitchAddress resolveSwitch(
+        final SwitchMlSettings settings, final int rank, final int world, final long localMac, final int localIp)
+    {
+        return new SwitchAddress(settings.switchMac(), settings.switchIp());
+    }
+
+    /**
+     * @return the exit status: 0 if every call's result passed its check, 1 if not, 2 if the port cannot carry the
+     *         packets.
+     */
+    int run() throws IOException
+    {
+        final int frameLength = SwitchMlPacketWriter.frameLength(settings.elements());
+        final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(options.dev)
+            .withTxRing(Math.max(AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE, 2 * Integer.highestOneBit(frameLength)),
+                1024)
+            .withSegmentationOffload(false);
+        try (AfPacketPort port = AfPacketPort.open(portConfig))
+        {
+            if (frameLength > port.maxTxFrameLength())
+            {
+                System.err.println("allreduce: --elements " + settings.elements() + " makes frames of " + frameLength +
+                    " bytes; " + options.dev + " (MTU " + port.mtu() + ") sends at most " + port.maxTxFrameLength());
+                return 2;
+            }
+            final InetAddress local =
+                options.ip != null ? InetAddress.getByName(options.ip) : AllReduceCommand.interfaceAddress(options.dev);
+            if (!(local instanceof Inet4Address))
+            {
+                System.err.println("allreduce: SwitchML is IPv4 only; --ip " + options.ip + " is not IPv4");
+                return 2;
+            }
+            final int localIp = ByteBuffer.wrap(local.getAddress()).getInt();
+            final long localMac = ConnectionInfo.macFromBytes(port.macAddress());
+            final SwitchAddress target = resolveSwitch(settings, options.rank, options.world, localMac, localIp);
+            final SwitchMlWorker worker = new SwitchMlWorker(new SwitchMlWorker.Config(localMac, localIp,
+                settings.udpPort(), target.mac(), target.ip(), SwitchMlHeader.PORT_BASE, 0, options.world,
+                settings.elements(), settings.outstanding(), settings.timeoutNs()), port, System::nanoTime);
+            final boolean niceApplied = EndpointNice.apply(options.endpointNice, "allreduce", System.err);
+            try (PortPoller poller = new PortPoller(List.of(port)))
+            {
+                final IdleStrategy idle =
+                    "yield".equals(options.idleMode) ? new YieldingIdleStrategy() : new PortPollIdleStrategy(poller);
+                return calls(worker, port, idle, niceApplied);
+            }
+        }
+    }
+
+    private int calls(
+        final SwitchMlWorker worker, final AfPacketPort port, final IdleStrategy idle, final boolean niceApplied)
+    {
+        final int bytes = options.size;
+        final int elements = bytes / Integer.BYTES;
+        final int[] ints = settings.int32() ? new int[elements] : null;
+        final float[] floats = settings.int32() ? null : new float[elements];
+        final ResultCheck check = new ResultCheck(elementType, options.seed, options.world);
+        final AllReduceReport report = new AllReduceReport(out, options, elementType, "switchml",
+            settings.int32() ? "exact" : "within bound", bytes);
+        final long deadlineNs = TimeUnit.SECONDS.toNanos(options.timeoutSeconds);
+        final com.sun.management.OperatingSystemMXBean processCpu =
+            (com.sun.management.OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean();
+        port.refreshKernelStatistics();
+        final long rxDroppedBefore = port.counters().get(PortCounters.RX_DROPPED);
+        final long wireBefore = port.counters().txBytes();
+        final long framesBefore = worker.framesSent();
+        for (int iteration = 0; iteration < options.iterations; iteration++)
+        {
+            final int it = iteration;
+            checker.run(() -> fill(ints, floats, it));
+            final long cpuStart = processCpu.getProcessCpuTime();
+            final long start = System.nanoTime();
+            try
+            {
+                if (ints != null)
+                {
+                    worker.allreduce(ints, deadlineNs, idle);
+                }
+                else
+                {
+                    worker.allreduce(floats, deadlineNs, idle);
+                }
+            }
+            catch (final IllegalStateException ex)
+            {
+                report.failed(iteration, ex.getMessage());
+                break;
+            }
+            final double seconds = (System.nanoTime() - start) / 1e9;
+            report.called(start, seconds, (processCpu.getProcessCpuTime() - cpuStart) / 1e6);
+            final String mismatch = checker.call(() -> ints != null ? check.checkSwitchMl(ints, it) :
+                check.checkSwitchMl(floats, settings.elements(), it));
+            report.checked(iteration, seconds, mismatch);
+        }
+        port.refreshKernelStatistics();
+        return report.summariseSwitchMl(port, port.counters().txBytes() - wireBefore,
+            worker.framesSent() - framesBefore, worker.retransmissions(), worker.strayResults(),
+            port.counters().get(PortCounters.RX_DROPPED) - rxDroppedBefore, niceApplied);
+    }
+
+    /**
+     * This rank's input of call {@code iteration}.
+     */
+    private void fill(final int[] ints, final float[] floats, final int iteration)
+    {
+        final int rank = options.rank;
+        if (ints != null)
+        {
+            for (int i = 0; i < ints.length; i++)
+            {
+                ints[i] = TensorPattern.bits(ElementType.INT32, options.seed, rank, iteration, i);
+            }
+        }
+        else
+        {
+            for (int i = 0; i < floats.length; i++)
+            {
+                floats[i] = Float.intBitsToFloat(TensorPattern.bits(ElementType.FP32, options.seed, rank, iteration, i));
+            }
+        }
+    }
+}

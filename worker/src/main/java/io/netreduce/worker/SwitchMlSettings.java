@@ -1,0 +1,120 @@
+package io.netreduce.worker;
+
+import io.netreduce.host.switchml.ExponentQuantizer;
+import io.netreduce.host.switchml.SwitchMlWorker;
+import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.wire.EthernetHeader;
+
+/**
+ * {@code worker allreduce --protocol switchml}'s options, checked: what goes with SwitchML and what does not. The
+ * options of the RC transport (--pmtu, --payload, --window, --msg-len, --rto-us, --segment, --drop, tags, --peers,
+ * --port) do not apply and are ignored.
+ *
+ * @param switchIp    the switch's (the appliance's) IPv4 address, as an int.
+ * @param switchMac   its MAC.
+ * @param elements    elements per packet: even, 2 to 2048, the job's.
+ * @param outstanding packets in flight: at most the job's pool size.
+ * @param timeoutNs   the retransmission timeout.
+ * @param udpPort     this worker's UDP source port.
+ * @param int32       int32 (exact) rather than fp32 (block fixed point).
+ */
+record SwitchMlSettings(
+    int switchIp, long switchMac, int elements, int outstanding, long timeoutNs, int udpPort, boolean int32)
+{
+    /** The test bed's SwitchML address: the appliance answers for it (scripts/testbed.sh). */
+    static final String DEFAULT_SWITCH_IP = "10.77.0.254";
+    /** The test bed's appliance MAC. */
+    static final String DEFAULT_SWITCH_MAC = "02:77:00:00:00:fe";
+    /** Rank r's UDP source port by default: {@value} + r. */
+    static final int DEFAULT_UDP_PORT_BASE = 40_000;
+
+    /**
+     * @throws IllegalArgumentException with a message for the command line when an option does not go with
+     *                                  SwitchML or is out of range.
+     */
+    static SwitchMlSettings of(final AllReduceOptions options, final ElementType type)
+    {
+        if (!"netreduce".equals(options.mode))
+        {
+            throw new IllegalArgumentException("--protocol switchml aggregates on the appliance; --mode " +
+                options.mode + " does not go with it (leave --mode out)");
+        }
+        if (type != ElementType.INT32 && type != ElementType.FP32)
+        {
+            throw new IllegalArgumentException("--protocol switchml carries int32 (exact) and fp32 (block fixed " +
+                "point) only, not " + type.cliName());
+        }
+        if (options.world > ExponentQuantizer.MAX_WORKERS)
+        {
+            throw new IllegalArgumentException("--protocol switchml takes at most " + ExponentQuantizer.MAX_WORKERS +
+                " workers: --world " + options.world);
+        }
+        if (options.localWorkers != 1 || options.racks != null || options.traceFile != null)
+        {
+            throw new IllegalArgumentException("--local-workers, --racks and --trace apply to --protocol netreduce " +
+                "only");
+        }
+        if (options.elements < 2 || options.elements > SwitchMlWorker.Config.MAX_ELEMENTS ||
+            (options.elements & 1) != 0)
+        {
+            throw new IllegalArgumentException("--elements must be even, 2.." + SwitchMlWorker.Config.MAX_ELEMENTS +
+                " (the job's elements per packet): " + options.elements);
+        }
+        if (options.outstanding < 1 || options.outstanding > 16_384)
+        {
+            throw new IllegalArgumentException("--outstanding must be 1..16384 (and at most the job's pool size): " +
+                options.outstanding);
+        }
+        if (options.timeoutMicros < 1)
+        {
+            throw new IllegalArgumentException("--timeout-us must be positive: " + options.timeoutMicros);
+        }
+        if (!"poll".equals(options.idleMode) && !"yield".equals(options.idleMode))
+        {
+            throw new IllegalArgumentException("--idle must be poll or yield: " + options.idleMode);
+        }
+        final int udpPort = options.udpPort != null ? options.udpPort : DEFAULT_UDP_PORT_BASE + options.rank;
+        if (udpPort < 1 || udpPort > 0xFFFF)
+        {
+            throw new IllegalArgumentException("--udp-port must be 1..65535: " + udpPort);
+        }
+        return new SwitchMlSettings(parseIpv4("--switch-ip", options.switchIp),
+            parseMac("--switch-mac", options.switchMac), options.elements, options.outstanding,
+            options.timeoutMicros * 1_000, udpPort, type == ElementType.INT32);
+    }
+
+    /**
+     * @return a dotted-quad IPv4 address as an int (no name look-up).
+     */
+    static int parseIpv4(final String option, final String text)
+    {
+        final String[] parts = text.split("\\.", -1);
+        if (parts.length != 4)
+        {
+            throw new IllegalArgumentException(option + " must be an IPv4 address (a.b.c.d): " + text);
+        }
+        int ip = 0;
+        for (final String part : parts)
+        {
+            if (part.isEmpty() || part.length() > 3 || !part.chars().allMatch(c -> c >= '0' && c <= '9') ||
+                Integer.parseInt(part) > 255)
+            {
+                throw new IllegalArgumentException(option + " must be an IPv4 address (a.b.c.d): " + text);
+            }
+            ip = ip << 8 | Integer.parseInt(part);
+        }
+        return ip;
+    }
+
+    private static long parseMac(final String option, final String text)
+    {
+        try
+        {
+            return EthernetHeader.parseMac(text);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException(option + " must be a MAC address (aa:bb:cc:dd:ee:ff): " + text);
+        }
+    }
+}
