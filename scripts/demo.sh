@@ -17,11 +17,19 @@
 # (`worker allreduce --racks`: each rack in rank order, then the racks); the demo also prints the bytes on each
 # rack's spine link (uplink) per call and `ctl ctt` of every appliance.
 #
-# Exit status: 0 when every worker's every result was exact, 1 otherwise, 2 on a usage error.
+# With --protocol switchml (SwitchML, NSDI '21): the same job over SwitchML's UDP protocol instead: the daemon serves
+# the bed's SwitchML address and its controller on the appliance's management interface; each worker registers with
+# the controller as p4app-switchML's client does (which opens the session's job on the appliance) and sends its
+# packets to the "switch"; fp32 goes in SwitchML's block fixed point (each result within the documented bound),
+# int32 (--type int32) exactly; --elements picks the packet size (64, 256 as the published client; default 1024).
+#
+# Exit status: 0 when every worker's every result was exact (or, SwitchML fp32, within its bound), 1 otherwise, 2 on
+# a usage error.
 #
 # usage: scripts/demo.sh [--size BYTES|64MiB] [--iterations N] [--workers W] [--racks R] [--prefix P] [--no-build]
 #                        [--timeout SECONDS] [--idle busy-spin|yield|backoff|sleep|poll]
 #                        [--worker-idle poll|yield] [--port-type af_packet|af_xdp]
+#                        [--protocol netreduce|switchml] [--type fp32|int32] [--elements N (switchml)]
 # --port-type af_xdp (or NETREDUCE_PORT_TYPE=af_xdp) opens the appliance's port as an AF_XDP socket with the
 # daemon's XDP program (copy mode on the bed's veths) instead of AF_PACKET.
 # Needs root (network namespaces). On the shared 2-core development machine the default run (W=4, 64 MiB, 3
@@ -44,6 +52,9 @@ msg_len=16
 payload=4096
 ring_id=1
 racks=0
+protocol=netreduce
+type=fp32
+elements=1024
 
 to_bytes() { # 64MiB, 1GiB, 512KiB or plain bytes
   local v="$1"
@@ -68,11 +79,18 @@ while [ $# -gt 0 ]; do
     --idle) idle="$2"; shift 2 ;;
     --worker-idle) worker_idle="$2"; shift 2 ;;
     --port-type) export NETREDUCE_PORT_TYPE="$2"; shift 2 ;;
+    --protocol) protocol="$2"; shift 2 ;;
+    --type) type="$2"; shift 2 ;;
+    --elements) elements="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "demo: needs root (network namespaces, veth, tc)" >&2; exit 2; }
+case "$protocol" in netreduce|switchml) ;; *) echo "demo: --protocol netreduce or switchml" >&2; exit 2 ;; esac
+case "$type" in fp32|int32) ;; *) echo "demo: --type fp32 or int32" >&2; exit 2 ;; esac
+[ "$protocol" = netreduce ] && [ "$type" != fp32 ] && { echo "demo: --type int32 goes with --protocol switchml" >&2; exit 2; }
+[ "$protocol" = switchml ] && [ "$racks" -ne 0 ] && { echo "demo: --racks goes with --protocol netreduce" >&2; exit 2; }
 
 netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 work="$(mktemp -d /tmp/netreduce-demo.XXXXXX)"
@@ -120,7 +138,11 @@ if [ "$racks" -eq 0 ]; then
   bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix"
 
   step "appliance: daemon in ${prefix}-app"
-  bed_ring_config "$work/netreduce.yaml" "$api" demo "$workers" "$ring_id" "$window" "$msg_len" "$payload" "$idle"
+  if [ "$protocol" = switchml ]; then
+    bed_switchml_config "$work/netreduce.yaml" "$api" "$idle"
+  else
+    bed_ring_config "$work/netreduce.yaml" "$api" demo "$workers" "$ring_id" "$window" "$msg_len" "$payload" "$idle"
+  fi
   bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" demo
   grep -ho 'port eth0: AF_XDP .*' "$work/daemon.log" || true   # how an af_xdp port was bound
   daemon_pids=("$daemon_pid")
@@ -167,13 +189,15 @@ sys_before="$(sys_ticks)"
 racks_option=()
 [ "$racks" -eq 0 ] || racks_option=(--racks "$(bed_racks_spec "$workers" "$racks")")
 
-step "workers: $workers x netreduce worker allreduce, fp32, $size bytes, $iterations iterations"
+protocol_options=(--ring-id "$ring_id" --mode netreduce --window "$window" --msg-len "$msg_len" --pmtu "$payload")
+[ "$protocol" = netreduce ] || protocol_options=(--protocol switchml --controller 10.77.0.253:50099 \
+  --elements "$elements")
+step "workers: $workers x netreduce worker allreduce, $protocol, $type, $size bytes, $iterations iterations"
 start_ns="$(date +%s%N)"
 for i in $(seq 0 $(( workers - 1 ))); do
   timeout --signal=TERM --kill-after=10 "$timeout" \
     ip netns exec "${prefix}-w$i" "$netreduce" worker allreduce --rank "$i" --world "$workers" --dev eth0 \
-      --ring-id "$ring_id" --mode netreduce --type fp32 --size "$size" --iterations "$iterations" \
-      --window "$window" --msg-len "$msg_len" --pmtu "$payload" --timeout 30 --json \
+      --type "$type" --size "$size" --iterations "$iterations" --timeout 30 --json "${protocol_options[@]}" \
       ${worker_idle:+--idle "$worker_idle"} "${racks_option[@]}" \
       > "$work/worker$i.log" 2>&1 &
   worker_pids+=($!)
@@ -197,6 +221,10 @@ for i in $(seq 0 $(( workers - 1 ))); do
 done
 
 if [ "$racks" -eq 0 ]; then
+  if [ "$protocol" = switchml ]; then
+    step "appliance: ctl switchml"
+    ctl_at "" switchml 2>&1 || true
+  fi
   step "appliance counters (non-zero)"
   ctl_at "" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"'
 else
@@ -219,9 +247,11 @@ fi
 step "summary"
 summary_status=0
 "$NETREDUCE_PYTHON" - "$work" "$workers" "$size" "$iterations" "$elapsed_ms" \
-    "$(( ticks_after - ticks_before ))" "$hz" <<'EOF' || summary_status=$?
+    "$(( ticks_after - ticks_before ))" "$hz" "$protocol" "$type" <<'EOF' || summary_status=$?
 import json, os, sys
-work, workers, size, iterations, elapsed_ms, ticks, hz = sys.argv[1:]
+work, workers, size, iterations, elapsed_ms, ticks, hz, protocol, dtype = sys.argv[1:]
+bounded = protocol == "switchml" and dtype == "fp32"
+passed = "within bound" if bounded else "exact"
 workers, size, iterations, elapsed_ms, ticks, hz = int(workers), int(size), int(iterations), int(elapsed_ms), int(ticks), int(hz)
 rows, ok_all = [], True
 for rank in range(workers):
@@ -235,24 +265,28 @@ for rank in range(workers):
         rows.append((rank, "-", "-", "-", "-", "-", "-", "-", "no summary (crashed or timed out)"))
         continue
     ok_all &= bool(summary["ok"])
-    verdict = "exact" if summary["ok"] else (summary.get("error") or summary.get("first_mismatch") or "mismatch")
+    verdict = passed if summary["ok"] else (summary.get("error") or summary.get("first_mismatch") or "mismatch")
     rows.append((rank, f'{summary["matched"]}/{iterations}', f'{summary["mean_ms"]:.0f}', f'{summary["best_ms"]:.0f}',
-                 f'{summary["goodput_gbps"]:.3f}', f'{summary["rdma_bytes_sent"] / (size * iterations):.3f}',
+                 f'{summary["goodput_gbps"]:.3f}', f'{summary.get("rdma_bytes_sent", summary.get("payload_bytes_sent", 0)) / (size * iterations):.3f}',
                  f'{summary["wire_bytes_sent"] / 2**20:.1f}', f'{summary["retransmitted_packets"]}', verdict[:60]))
 head = ("rank", "exact", "mean ms", "best ms", "Gbit/s", "sent/|U|", "wire MiB (all calls)", "retx", "result")
 widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
 for row in (head, *rows):
     print("  ".join(str(x).rjust(w) if i < len(row) - 1 else str(x) for i, (x, w) in enumerate(zip(row, widths))))
 cpu = ticks / hz
-print(f"\ntensor {size} bytes fp32 x {iterations} iterations, {workers} workers; wall time {elapsed_ms / 1000:.1f} s "
+print(f"\ntensor {size} bytes {dtype} x {iterations} iterations, {workers} workers over {protocol}; wall time {elapsed_ms / 1000:.1f} s "
       f"(JVM start-up and connection set-up included)")
 system = int(os.environ.get("DEMO_APPLIANCE_SYS_TICKS", "0")) / hz
 gib_in = workers * size * iterations / 2**30
 print(f"appliance CPU time during the run: {cpu:.1f} s ({100 * cpu / max(elapsed_ms / 1000, 1e-9):.0f} % of one core; "
       f"{system:.1f} s of it in the kernel), {cpu / gib_in:.2f} CPU-s per GiB of gradient received")
-print("sent/|U|: RDMA payload each worker sent per all-reduce, in tensors (NetReduce: 1 + headers and padding;")
-print("a ring all-reduce would send 2(W-1)/W = %.2f)" % (2 * (workers - 1) / workers))
-print("RESULT: " + ("every worker's every result is the exact sum" if ok_all else "FAILED: not every result was exact"))
+print("sent/|U|: payload each worker sent per all-reduce (RDMA payload; SwitchML: elements, retransmissions")
+print("included), in tensors (INA: 1 + padding; a ring all-reduce would send 2(W-1)/W = %.2f)" % (2 * (workers - 1) / workers))
+if bounded:
+    print("RESULT: " + ("every worker's every result is within SwitchML's quantization bound of the exact sum" if ok_all
+                        else "FAILED: not every result was within the bound"))
+else:
+    print("RESULT: " + ("every worker's every result is the exact sum" if ok_all else "FAILED: not every result was exact"))
 sys.exit(0 if ok_all else 1)
 EOF
 [ "$failed" -eq 0 ] && [ "$summary_status" -eq 0 ]

@@ -35,6 +35,32 @@ bed_ring_config() {
 # bed_start_daemon PREFIX NETREDUCE CONFIG API WORKDIR NAME
 #   starts `netreduce daemon` in namespace PREFIX-app (log WORKDIR/daemon.log), sets daemon_pid, and waits until
 #   its API lists the rings (printed); exits 1 with the daemon's log if it dies first.
+# bed_switchml_config FILE API IDLE [JOB_WORKERS ELEMENTS POOL]: an appliance that serves SwitchML from the bed's
+# SwitchML address (10.77.0.254, the appliance port's MAC), with the controller on the management interface
+# (10.77.0.253:50099, open to the bed's workers); with JOB_WORKERS also a configured job "switchml" of ranks
+# 0..JOB_WORKERS-1 (for workers that do not register through the controller).
+bed_switchml_config() {
+  local file="$1" api="$2" idle="${3:-}" job_workers="${4:-0}" elements="${5:-256}" pool="${6:-512}"
+  {
+    printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n'
+    bed_port_type_line
+    printf '  memoryBudget: 256MiB\n'
+    [ -n "$idle" ] && printf '  dataplane:\n    idleStrategy: %s\n' "$idle"
+    printf '  api:\n    listen: %s\n  metrics:\n    listen: 127.0.0.1:0\n' "$api"
+    printf '  switchml:\n    mac: "02:77:00:00:00:fe"\n    ip: 10.77.0.254\n'
+    printf '    controller:\n      listen: 10.77.0.253:50099\n      allow: [10.77.0.0/24]\n'
+    if [ "$job_workers" -gt 0 ]; then
+      printf 'jobs:\n  - name: switchml\n    switchml:\n      elementsPerPacket: %s\n      poolSize: %s\n' \
+        "$elements" "$pool"
+      printf '      workers:\n'
+      local i
+      for i in $(seq 0 $(( job_workers - 1 ))); do
+        printf '        - { rank: %d, ip: 10.77.0.%d }\n' "$i" $(( i + 1 ))
+      done
+    fi
+  } > "$file"
+}
+
 bed_start_daemon() {
   local prefix="$1" netreduce="$2" config="$3" api="$4" work="$5" name="$6"
   ip netns exec "${prefix}-app" "$netreduce" daemon --config "$config" > "$work/daemon.log" 2>&1 &

@@ -4,6 +4,7 @@ import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.host.switchml.SwitchMlWorker;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.wire.SwitchMlHeader;
+import org.agrona.concurrent.BackoffIdleStrategy;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -84,7 +85,7 @@ class SwitchMlSystemTest
                 {
                     ports[r] = WorkerRing.openPort(bed.workerNamespace(r));
                     workers[r] = new SwitchMlWorker(new SwitchMlWorker.Config(TestBed.workerMac(r),
-                        0x0A_4D_00_01 + r, 40_000 + r, SWITCH_MAC, SWITCH_IP, SwitchMlHeader.PORT_BASE, 0, elements,
+                        0x0A_4D_00_01 + r, 40_000 + r, SWITCH_MAC, SWITCH_IP, SwitchMlHeader.PORT_BASE, 0, world, elements,
                         outstanding, 2_000_000L), ports[r], System::nanoTime);
                 }
                 final SplittableRandom random = new SplittableRandom(world * 1000L + elements);
@@ -110,7 +111,7 @@ class SwitchMlSystemTest
                         {
                             final int rank = r;
                             running.add(pool.submit(() -> workers[rank].allreduce(tensors[rank],
-                                TimeUnit.SECONDS.toNanos(20), Thread::onSpinWait)));
+                                TimeUnit.SECONDS.toNanos(20), new BackoffIdleStrategy())));
                         }
                         for (final Future<?> future : running)
                         {

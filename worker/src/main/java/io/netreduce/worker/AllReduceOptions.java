@@ -60,11 +60,19 @@ final class AllReduceOptions
     int outstanding = 128;
 
     @Option(names = "--timeout-us", description = "switchml: microseconds a packet waits for its result before it " +
-        "is sent again (default ${DEFAULT-VALUE}).")
-    long timeoutMicros = 1000;
+        "is sent again; each retransmission of the packet doubles its wait, up to 16 times this (default " +
+        "${DEFAULT-VALUE}).")
+    long timeoutMicros = 5000;
 
     @Option(names = "--udp-port", description = "switchml: this worker's UDP source port (default 40000 + rank).")
     Integer udpPort;
+
+    @Option(names = "--controller", paramLabel = "HOST:PORT", description = "switchml: register with the " +
+        "appliance's SwitchML controller (appliance.switchml.controller) as the published client does, which opens " +
+        "the session's job with these workers and --elements and answers with the switch's MAC and address " +
+        "(--switch-ip and --switch-mac are then not used). Without it the job must be in the appliance's " +
+        "configuration.")
+    String controller;
 
     @Option(names = "--type", description = "fp32, fp16, bf16 or int32 (default ${DEFAULT-VALUE}).")
     String type = "fp32";

@@ -174,11 +174,13 @@ final class AllReduceReport
         {
             out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
                 "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
-                "\"wire_bytes_sent\":%d,\"frames_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
+                "\"wire_bytes_sent\":%d,\"payload_bytes_sent\":%d,\"frames_sent\":%d," +
+                "\"retransmitted_packets\":%d,\"timeouts\":%d," +
                 "\"stray_results\":%d,\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s]," +
                 "\"cpu_ms\":[%s],\"call_start_ns\":[%s],\"endpoint_nice\":%s}%n",
                 options.rank, options.world, mode(), elementType.cliName(), bytes, options.iterations, matched, ok,
-                meanMs(totalSeconds, completed), bestMs(), goodputGbps(), wire, framesSent, retransmissions,
+                meanMs(totalSeconds, completed), bestMs(), goodputGbps(), wire,
+                framesSent * options.elements * (long)Integer.BYTES, framesSent, retransmissions,
                 retransmissions, strayResults, jsonString(firstMismatch), jsonString(error), rxDropped, callMs, cpuMs,
                 callStartNs, endpointNiceApplied ? Integer.toString(options.endpointNice) : "null");
         }

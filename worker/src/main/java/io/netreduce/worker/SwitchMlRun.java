@@ -1,5 +1,12 @@
 package io.netreduce.worker;
 
+import io.grpc.StatusRuntimeException;
+import io.netreduce.switchml.controller.PacketSizeCode;
+import io.netreduce.switchml.controller.SwitchMlControllerClient;
+import io.netreduce.switchml.controller.UdpSessionReply;
+import io.netreduce.switchml.controller.UncheckedSessionRefusedException;
+import java.time.Duration;
+
 import io.netreduce.host.allreduce.TensorPattern;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.switchml.SwitchMlWorker;
@@ -58,14 +65,39 @@ final class SwitchMlRun
     }
 
     /**
-     * Where the worker sends: today --switch-mac and --switch-ip. The one place to plug in the SwitchML controller
-     * (module switchml-controller: {@code SwitchMlControllerClient.register(rank, numWorkers, mac, ipv4,
-     * packetSizeCode)} answers with the switch's MAC and IPv4 address), with this worker's own addresses.
+     * Where the worker sends: --switch-mac and --switch-ip, or what the SwitchML controller answers when --controller
+     * names it (the published client's set-up: a session id broadcast from rank 0, rank 0's UdpSession first, a
+     * barrier after every rank's), with this worker's own addresses and the packet size.
+     *
+     * @throws IllegalStateException if the controller refuses the session (the reason is in its reply's trailer and
+     *                               the appliance's log).
      */
     static SwitchAddress resolveSwitch(
-        final SwitchMlSettings settings, final int rank, final int world, final long localMac, final int localIp)
+        final SwitchMlSettings settings, final String controller, final int rank, final int world,
+        final long localMac, final int localIp)
     {
-        return new SwitchAddress(settings.switchMac(), settings.switchIp());
+        if (controller == null)
+        {
+            return new SwitchAddress(settings.switchMac(), settings.switchIp());
+        }
+        final int colon = controller.lastIndexOf(':');
+        final String host = controller.substring(0, colon);
+        final int port = Integer.parseInt(controller.substring(colon + 1));
+        try (SwitchMlControllerClient client = new SwitchMlControllerClient(host, port, Duration.ofSeconds(60)))
+        {
+            final UdpSessionReply reply =
+                client.register(rank, world, localMac, localIp, PacketSizeCode.of(settings.elements()));
+            return new SwitchAddress(reply.mac(), reply.ipv4());
+        }
+        catch (final UncheckedSessionRefusedException ex)
+        {
+            throw new IllegalStateException("the SwitchML controller at " + controller + " refused the session: " +
+                ex.getMessage(), ex);
+        }
+        catch (final StatusRuntimeException ex)
+        {
+            throw new IllegalStateException("the SwitchML controller at " + controller + ": " + ex.getStatus(), ex);
+        }
     }
 
     /**
@@ -96,7 +128,16 @@ final class SwitchMlRun
             }
             final int localIp = ByteBuffer.wrap(local.getAddress()).getInt();
             final long localMac = ConnectionInfo.macFromBytes(port.macAddress());
-            final SwitchAddress target = resolveSwitch(settings, options.rank, options.world, localMac, localIp);
+            final SwitchAddress target;
+            try
+            {
+                target = resolveSwitch(settings, options.controller, options.rank, options.world, localMac, localIp);
+            }
+            catch (final IllegalStateException ex)
+            {
+                System.err.println("allreduce: " + ex.getMessage());
+                return 1;
+            }
             final SwitchMlWorker worker = new SwitchMlWorker(new SwitchMlWorker.Config(localMac, localIp,
                 settings.udpPort(), target.mac(), target.ip(), SwitchMlHeader.PORT_BASE, 0, options.world,
                 settings.elements(), settings.outstanding(), settings.timeoutNs()), port, System::nanoTime);

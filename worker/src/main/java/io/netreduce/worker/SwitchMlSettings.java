@@ -54,6 +54,28 @@ record SwitchMlSettings(
             throw new IllegalArgumentException("--local-workers, --racks and --trace apply to --protocol netreduce " +
                 "only");
         }
+        if (options.controller != null)
+        {
+            final int colon = options.controller.lastIndexOf(':');
+            int port = -1;
+            try
+            {
+                port = colon > 0 ? Integer.parseInt(options.controller.substring(colon + 1)) : -1;
+            }
+            catch (final NumberFormatException ex)
+            {
+                port = -1;
+            }
+            if (port < 1 || port > 65_535)
+            {
+                throw new IllegalArgumentException("--controller must be HOST:PORT, not " + options.controller);
+            }
+            if (Integer.bitCount(options.elements) != 1 || options.elements < 32)
+            {
+                throw new IllegalArgumentException("--controller opens a session by packet size code: --elements " +
+                    "must be a power of two from 32 to 2048, not " + options.elements);
+            }
+        }
         if (options.elements < 2 || options.elements > SwitchMlWorker.Config.MAX_ELEMENTS ||
             (options.elements & 1) != 0)
         {

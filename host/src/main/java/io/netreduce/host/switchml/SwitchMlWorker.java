@@ -106,7 +106,17 @@ public final class SwitchMlWorker
     private final int elements;
     private final int outstanding;
     private final int frameLength;
+    /** The most a packet's timeout grows to, in multiples of the configured one. */
+    static final int MAX_BACKOFF = 16;
+
     private final long[] sentAt;
+    /**
+     * Each packet in flight's own timeout: the base when first sent, doubled at every retransmission up to
+     * {@link #MAX_BACKOFF} times the base, as TCP backs off its RTO. A fixed timeout shorter than a loaded path's
+     * round trip resends every packet in flight again and again, and the resends fill the appliance's receive ring
+     * (the demo at 1 ms: ten retransmissions per packet and 760 000 frames dropped by the appliance's ring).
+     */
+    private final long[] timeoutOf;
     private final int[] packetOf;
     private final BlockCodec.Int32 int32;
     private final BlockCodec.Fp32 fp32;
@@ -141,6 +151,7 @@ public final class SwitchMlWorker
         this.outstanding = config.outstanding();
         this.frameLength = SwitchMlPacketWriter.frameLength(elements);
         this.sentAt = new long[outstanding];
+        this.timeoutOf = new long[outstanding];
         this.packetOf = new int[outstanding];
         this.int32 = new BlockCodec.Int32(elements);
         this.fp32 = new BlockCodec.Fp32(elements, new ExponentQuantizer(config.workers()), outstanding);
@@ -216,10 +227,12 @@ public final class SwitchMlWorker
         for (int i = 0; i < lead; i++)
         {
             final int p = packetOf[i];
-            if (p >= 0 && !done[p] && now - sentAt[i] > config.timeoutNs())
+            if (p >= 0 && !done[p] && now - sentAt[i] > timeoutOf[i])
             {
                 retransmissions++;
+                final long backedOff = Math.min(2 * timeoutOf[i], MAX_BACKOFF * config.timeoutNs());
                 send(p);
+                timeoutOf[i] = backedOff;
                 work++;
             }
         }
@@ -320,6 +333,7 @@ public final class SwitchMlWorker
         final int window = p % lead;
         packetOf[window] = p;
         sentAt[window] = clock.getAsLong();
+        timeoutOf[window] = config.timeoutNs();
         final int index = port.tryClaim(frameLength);
         if (index < 0)
         {
