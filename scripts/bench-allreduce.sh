@@ -12,7 +12,11 @@
 #              traffic goes worker -> bridge -> worker and never through the software appliance.
 #   gloo:      what users run today: torch.distributed's all-reduce with the gloo backend (Debian's python3-torch),
 #              one process per worker namespace (scripts/bench/gloo_allreduce.py), over TCP on the same shaped links.
-# --modes "netreduce ring gloo" picks the modes directly. --cpu-load starts one CPU-bound process beside each worker
+#   switchml-N: SwitchML (NSDI '21) through the appliance: W `netreduce worker allreduce --protocol switchml` processes
+#              with N elements per packet (64 and 256 as p4app-switchML's client sends; up to 2048, ours), each
+#              registering with the daemon's SwitchML controller (on the bed's mgmt0) as the published client does,
+#              which opens the session's job; fp32 in SwitchML's block fixed point (within its bound), int32 exact.
+# --modes "netreduce ring gloo switchml-1024" picks the modes directly; --type fp32|int32 the elements of every mode. --cpu-load starts one CPU-bound process beside each worker
 # (in its namespace) for every mode: the trainer a real worker shares its host with.
 # Every worker checks its results against the exact sum; a run that is not exact is reported (ok=false).
 #
@@ -26,7 +30,7 @@
 # usage: scripts/bench-allreduce.sh [--rates "none 1gbit 5gbit"] [--workers "2 4 8"] [--sizes-mib "1 4 16 64"]
 #                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
 #                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
-#                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)]
+#                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)] [--type fp32|int32]
 #                                   [--window N (default 16)] [--msg-len L (default 16)]
 #                                   [--offload on|off (default on): segmentation offload on the workers (--segmentation-offload)]
 #                                   [--appliance-offload on|off (default on): on the appliance's port too
@@ -47,6 +51,7 @@ source "$(dirname "$0")/env.sh"
 cd "$NETREDUCE_ROOT"
 
 rates="none 1gbit 5gbit"
+type=fp32
 workers_list="2 4 8"
 sizes_mib="1 4 16 64"
 iterations=3
@@ -90,6 +95,7 @@ while [ $# -gt 0 ]; do
     --nice) nice="$2"; shift 2 ;;
     --lane-nice) lane_nice="$2"; shift 2 ;;
     --gloo-nice) gloo_nice="$2"; shift 2 ;;
+    --type) type="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -102,14 +108,16 @@ case "$ring_path" in
   *) echo "bench-allreduce: --ring-path appliance|direct|both" >&2; exit 2 ;;
 esac
 [ -n "$modes_opt" ] && modes="$modes_opt"
+case "$type" in fp32|int32) ;; *) echo "bench-allreduce: --type fp32 or int32" >&2; exit 2 ;; esac
 for mode in $modes; do
   case "$mode" in
     netreduce|ring|ring-direct) ;;
+    switchml-[0-9]*) ;;
     gloo)
       "$NETREDUCE_PYTHON" -c 'import torch.distributed' 2>/dev/null || {
         echo "bench-allreduce: gloo mode needs PyTorch for $NETREDUCE_PYTHON: apt-get install python3-torch" >&2
         exit 2; } ;;
-    *) echo "bench-allreduce: unknown mode $mode (netreduce, ring, ring-direct, gloo)" >&2; exit 2 ;;
+    *) echo "bench-allreduce: unknown mode $mode (netreduce, ring, ring-direct, gloo, switchml-N)" >&2; exit 2 ;;
   esac
 done
 
@@ -164,6 +172,12 @@ appliance:
     listen: $api
   metrics:
     listen: 127.0.0.1:0
+  switchml:
+    mac: "02:77:00:00:00:fe"
+    ip: 10.77.0.254
+    controller:
+      listen: 10.77.0.253:50099
+      allow: [10.77.0.0/24]
 EOF
   [ -n "$lane_nice" ] && printf '  dataplane:\n    laneNice: %s\n' "$lane_nice" >> "$work/netreduce.yaml"
   rm -f "$work/api.sock"
@@ -183,7 +197,7 @@ job_file() { # world
     echo "name: bench"
     echo "rings:"
     echo "  - id: 1"
-    echo "    elementType: fp32"
+    echo "    elementType: $type"
     echo "    window: $window"
     echo "    msgLen: $msg_len"
     echo "    payloadSize: $payload"
@@ -225,12 +239,19 @@ run_one() { # rate world mode size
     if [ "$mode" = gloo ]; then
       timeout --signal=TERM --kill-after=10 900 \
         ip netns exec "${prefix}-w$i" "${cpu_time[@]}" ${gloo_nice:+nice -n "$gloo_nice"} "$NETREDUCE_PYTHON" scripts/bench/gloo_allreduce.py --rank "$i" \
-          --world "$world" --master 10.77.0.1 --size "$size" --iterations "$iterations" --warmup 0 \
+          --world "$world" --master 10.77.0.1 --size "$size" --iterations "$iterations" --warmup 0 --type "$type" \
+          > "$work/w$i.log" 2>&1 &
+    elif [ "${mode#switchml-}" != "$mode" ]; then
+      timeout --signal=TERM --kill-after=10 900 \
+        ip netns exec "${prefix}-w$i" "${cpu_time[@]}" "$netreduce" worker allreduce --rank "$i" --world "$world" \
+          --dev eth0 --protocol switchml --controller 10.77.0.253:50099 --elements "${mode#switchml-}" \
+          --type "$type" --size "$size" --iterations "$iterations" --timeout 60 --json \
+          ${nice:+--endpoint-nice "$nice"} \
           > "$work/w$i.log" 2>&1 &
     else
       timeout --signal=TERM --kill-after=10 900 \
         ip netns exec "${prefix}-w$i" "${cpu_time[@]}" "$netreduce" worker allreduce --rank "$i" --world "$world" --dev eth0 \
-          --ring-id 1 --mode "$cli_mode" --type fp32 --size "$size" --iterations "$iterations" --window "$window" \
+          --ring-id 1 --mode "$cli_mode" --type "$type" --size "$size" --iterations "$iterations" --window "$window" \
           --msg-len "$msg_len" --pmtu "$payload" --timeout 60 --rto-us "$rto_us" --json \
           $([ "$offload" = on ] && echo --segmentation-offload || echo --no-segmentation-offload) \
           ${trace_dir:+--trace "$trace_dir/$rate-w$world-$size-$mode-r$i.csv"} \
@@ -283,7 +304,8 @@ done = [r for r in runs if r is not None and r["matched"] > 0]
 mean = max((r["mean_ms"] for r in done), default=0.0)
 best = max((r["best_ms"] for r in done), default=0.0)
 goodput = size * 8 / (best / 1e3) / 1e9 if best > 0 else 0.0
-rdma = sum(r["rdma_bytes_sent"] for r in done) / max(len(done), 1) / iterations
+# SwitchML: the elements its packets carried (retransmissions included), in place of RDMA payload.
+rdma = sum(r.get("rdma_bytes_sent", r.get("payload_bytes_sent", 0)) for r in done) / max(len(done), 1) / iterations
 wire = sum(r["wire_bytes_sent"] for r in done) / max(len(done), 1) / iterations
 retx = sum(r["retransmitted_packets"] for r in runs if r is not None)
 timeouts = sum(r.get("timeouts", 0) for r in runs if r is not None)

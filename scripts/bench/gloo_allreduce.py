@@ -27,7 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--world", type=int, required=True)
     ap.add_argument("--master", required=True, help="address of rank 0 (the TCP store)")
     ap.add_argument("--port", type=int, default=29500)
-    ap.add_argument("--size", type=int, required=True, help="tensor bytes (fp32)")
+    ap.add_argument("--size", type=int, required=True, help="tensor bytes")
+    ap.add_argument("--type", choices=("fp32", "int32"), default="fp32", help="element type (4 bytes either way)")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--ifname", default="eth0", help="interface gloo binds to")
@@ -44,7 +45,8 @@ def main(argv=None) -> int:
     # Every rank's tensor, known to every rank: small integers, so fp32 sums are exact in any order.
     def tensor_of(rank: int, iteration: int) -> "torch.Tensor":
         g = torch.Generator().manual_seed(1000 * rank + iteration)
-        return torch.randint(-1000, 1000, (elements,), generator=g, dtype=torch.int32).to(torch.float32)
+        values = torch.randint(-1000, 1000, (elements,), generator=g, dtype=torch.int32)
+        return values if args.type == "int32" else values.to(torch.float32)
 
     calls, cpu_calls, starts, matched = [], [], [], 0
     error = None
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
         del generator
     ok = error is None and matched == args.iterations
     mean = sum(calls) / len(calls) if calls else 0.0
-    print(json.dumps({"rank": args.rank, "world": args.world, "mode": "gloo", "type": "fp32", "size": args.size,
+    print(json.dumps({"rank": args.rank, "world": args.world, "mode": "gloo", "type": args.type, "size": args.size,
                       "iterations": args.iterations, "matched": matched, "ok": ok, "mean_ms": mean,
                       "best_ms": min(calls) if calls else 0.0, "rdma_bytes_sent": 0, "wire_bytes_sent": 0,
                       "retransmitted_packets": 0, "timeouts": 0, "error": error,
