@@ -26,11 +26,13 @@ final class Appliance implements AutoCloseable
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Daemon daemon;
+    private final PacketDataplane dataplane;
     private final ApiClient api;
 
-    private Appliance(final Daemon daemon)
+    private Appliance(final Daemon daemon, final PacketDataplane dataplane)
     {
         this.daemon = daemon;
+        this.dataplane = dataplane;
         this.api = new ApiClient(daemon.apiAddress(), Duration.ofSeconds(10), Daemon.apiToken());
     }
 
@@ -117,7 +119,7 @@ final class Appliance implements AutoCloseable
                 port -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openPort(port)),
                 (port, count) -> NetworkNamespace.callIn(namespace, () -> PacketDataplane.openLanePorts(port, count)));
             return new Appliance(Daemon.start(config, () -> ConfigLoader.parse(text, ValidationOptions.DOCUMENT_ONLY),
-                ValidationOptions.DOCUMENT_ONLY, dataplane));
+                ValidationOptions.DOCUMENT_ONLY, dataplane), dataplane);
         }
         catch (final io.netreduce.controlplane.config.ConfigException ex)
         {
@@ -183,6 +185,15 @@ final class Appliance implements AutoCloseable
     static String leafName(final int rack)
     {
         return "leaf-" + (char)('a' + rack);
+    }
+
+    /**
+     * @return the port the SwitchML controller listens on (in the test's own namespace), or -1 if none.
+     */
+    int switchMlControllerPort()
+    {
+        final java.net.InetSocketAddress address = dataplane.switchMlControllerAddress();
+        return address == null ? -1 : address.getPort();
     }
 
     /**

@@ -1,9 +1,13 @@
 package io.netreduce.systemtests;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.host.switchml.ExponentQuantizer;
 import io.netreduce.host.switchml.SwitchMlWorker;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.wire.SwitchMlHeader;
+import io.netreduce.switchml.controller.PacketSizeCode;
+import io.netreduce.switchml.controller.SwitchMlControllerClient;
+import io.netreduce.switchml.controller.UdpSessionReply;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
@@ -140,6 +144,124 @@ class SwitchMlSystemTest
             }
             finally
             {
+                for (final AfPacketPort port : ports)
+                {
+                    if (port != null)
+                    {
+                        port.close();
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * fp32 through a session the workers open at the daemon's controller, as the published client does (the
+     * controller listens in the test's namespace, on loopback; the workers' packets come from their namespaces):
+     * every result within the quantizer's bound of the exact sum, with loss at the appliance.
+     */
+    @org.junit.jupiter.api.Test
+    void shouldSumFp32WithinTheBoundThroughASessionOpenedAtTheController() throws Exception
+    {
+        final int world = 4;
+        final int elements = 256;
+        final int outstanding = 64;
+        try (Appliance appliance = Appliance.startSwitchMl(bed, 0.01, "", "127.0.0.1:0"))
+        {
+            final int controller = appliance.switchMlControllerPort();
+            final AfPacketPort[] ports = new AfPacketPort[world];
+            final ExecutorService pool = Executors.newFixedThreadPool(world);
+            try
+            {
+                final List<Future<SwitchMlWorker>> registered = new ArrayList<>();
+                for (int r = 0; r < world; r++)
+                {
+                    final int rank = r;
+                    ports[r] = WorkerRing.openPort(bed.workerNamespace(r));
+                    registered.add(pool.submit(() ->
+                    {
+                        try (SwitchMlControllerClient client = new SwitchMlControllerClient("127.0.0.1", controller))
+                        {
+                            final UdpSessionReply reply = client.register(rank, world, TestBed.workerMac(rank),
+                                0x0A_4D_00_01 + rank, PacketSizeCode.of(elements));
+                            return new SwitchMlWorker(new SwitchMlWorker.Config(TestBed.workerMac(rank),
+                                0x0A_4D_00_01 + rank, 40_000 + rank, reply.mac(), reply.ipv4(),
+                                SwitchMlHeader.PORT_BASE, 0, world, elements, outstanding, 2_000_000L), ports[rank],
+                                System::nanoTime);
+                        }
+                    }));
+                }
+                final SwitchMlWorker[] workers = new SwitchMlWorker[world];
+                for (int r = 0; r < world; r++)
+                {
+                    workers[r] = registered.get(r).get(60, TimeUnit.SECONDS);
+                }
+                final ExponentQuantizer quantizer = new ExponentQuantizer(world);
+                final SplittableRandom random = new SplittableRandom(17);
+                for (int call = 0; call < CALLS; call++)
+                {
+                    final int n = 200 * elements + 5;
+                    final float[][] tensors = new float[world][n];
+                    for (int r = 0; r < world; r++)
+                    {
+                        for (int i = 0; i < n; i++)
+                        {
+                            // Blocks of different magnitudes, and signs.
+                            tensors[r][i] =
+                                (float)((random.nextDouble() - 0.5) * Math.scalb(1.0, (i / elements) % 20 - 10));
+                        }
+                    }
+                    final double[] exact = new double[n];
+                    for (int r = 0; r < world; r++)
+                    {
+                        for (int i = 0; i < n; i++)
+                        {
+                            exact[i] += tensors[r][i];
+                        }
+                    }
+                    final int[] exponents = new int[(n + elements - 1) / elements];
+                    java.util.Arrays.fill(exponents, ExponentQuantizer.MIN_EXPONENT);
+                    for (int r = 0; r < world; r++)
+                    {
+                        for (int b = 0; b < exponents.length; b++)
+                        {
+                            final int from = b * elements;
+                            exponents[b] = Math.max(exponents[b],
+                                ExponentQuantizer.exponent(tensors[r], from, Math.min(elements, n - from)));
+                        }
+                    }
+                    final List<Future<?>> running = new ArrayList<>();
+                    for (int r = 0; r < world; r++)
+                    {
+                        final int rank = r;
+                        running.add(pool.submit(() -> workers[rank].allreduce(tensors[rank],
+                            TimeUnit.SECONDS.toNanos(20), new BackoffIdleStrategy())));
+                    }
+                    for (final Future<?> future : running)
+                    {
+                        future.get(60, TimeUnit.SECONDS);
+                    }
+                    for (int r = 0; r < world; r++)
+                    {
+                        for (int i = 0; i < n; i++)
+                        {
+                            final double bound = quantizer.errorBound(exponents[i / elements], exact[i]);
+                            assertThat(Math.abs(tensors[r][i] - exact[i])).as("call %d rank %d element %d", call, r, i)
+                                .isLessThanOrEqualTo(bound);
+                        }
+                    }
+                    for (int r = 1; r < world; r++)
+                    {
+                        assertThat(tensors[r]).as("every rank the same result").isEqualTo(tensors[0]);
+                    }
+                }
+                assertThat(appliance.request("GET", "/v1/switchml", null, null).body())
+                    .contains("\"origin\":\"controller\"").contains("\"elementsPerPacket\":256");
+                assertThat(appliance.counter(DataplaneCounter.DROP_INJECTED)).isPositive();
+            }
+            finally
+            {
+                pool.shutdownNow();
                 for (final AfPacketPort port : ports)
                 {
                     if (port != null)

@@ -177,6 +177,13 @@ final class CtlSubcommands
                     ids.add(ring.path("id").asText());
                     ranks += ring.path("members").size();
                 }
+                final JsonNode switchml = job.path("switchml");
+                if (switchml.isObject())
+                {
+                    // A SwitchML job has no rings: its workers are its ranks (ctl switchml shows its pool).
+                    table.row(job.path("name").asText(), "switchml", "-", switchml.path("workers").size());
+                    continue;
+                }
                 table.row(job.path("name").asText(), job.path("rings").size(), String.join(",", ids), ranks);
             }
             table.print(out);
