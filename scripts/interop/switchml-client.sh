@@ -264,7 +264,7 @@ EOF
   echo "$file"
 }
 
-ATTACH_PRIO=47   # tc filter priority of attach's filters on DEV (testbed.sh uses 10 and 11 there)
+ATTACH_PRIO=9    # before the bed's own filters on DEV (testbed.sh: 10-13, 13 sinking SwitchML results as a DPDK NIC would)
 
 attach() {
   local ns="" tap="" dev=eth0 port=4000
