@@ -110,17 +110,8 @@ class SwitchMlSystemTest
                                 expected[i] += tensors[r][i];
                             }
                         }
-                        final List<Future<?>> running = new ArrayList<>();
-                        for (int r = 0; r < world; r++)
-                        {
-                            final int rank = r;
-                            running.add(pool.submit(() -> workers[rank].allreduce(tensors[rank],
-                                TimeUnit.SECONDS.toNanos(20), new BackoffIdleStrategy())));
-                        }
-                        for (final Future<?> future : running)
-                        {
-                            future.get(60, TimeUnit.SECONDS);
-                        }
+                        onEveryRank(pool, world, rank -> workers[rank].allreduce(tensors[rank],
+                            TimeUnit.SECONDS.toNanos(20), new BackoffIdleStrategy()));
                         for (int r = 0; r < world; r++)
                         {
                             assertThat(tensors[r]).as("call " + call + " rank " + r).isEqualTo(expected);
@@ -230,17 +221,8 @@ class SwitchMlSystemTest
                                 ExponentQuantizer.exponent(tensors[r], from, Math.min(elements, n - from)));
                         }
                     }
-                    final List<Future<?>> running = new ArrayList<>();
-                    for (int r = 0; r < world; r++)
-                    {
-                        final int rank = r;
-                        running.add(pool.submit(() -> workers[rank].allreduce(tensors[rank],
-                            TimeUnit.SECONDS.toNanos(20), new BackoffIdleStrategy())));
-                    }
-                    for (final Future<?> future : running)
-                    {
-                        future.get(60, TimeUnit.SECONDS);
-                    }
+                    onEveryRank(pool, world, rank -> workers[rank].allreduce(tensors[rank],
+                        TimeUnit.SECONDS.toNanos(20), new BackoffIdleStrategy()));
                     for (int r = 0; r < world; r++)
                     {
                         for (int i = 0; i < n; i++)
@@ -270,6 +252,24 @@ class SwitchMlSystemTest
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * Run one call on every rank at once, each on its own thread, and wait for all of them.
+     */
+    private static void onEveryRank(
+        final ExecutorService pool, final int world, final java.util.function.IntConsumer call) throws Exception
+    {
+        final List<Future<?>> running = new ArrayList<>();
+        for (int r = 0; r < world; r++)
+        {
+            final int rank = r;
+            running.add(pool.submit(() -> call.accept(rank)));
+        }
+        for (final Future<?> future : running)
+        {
+            future.get(60, TimeUnit.SECONDS);
         }
     }
 }
