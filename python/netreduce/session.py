@@ -56,7 +56,20 @@ class Session:
       core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE or RLIMIT_NICE, and without
       either the sidecar keeps its value and its warning goes to the ``netreduce`` logger).
     * ``shm_bytes``: the shared memory a call works in; larger tensors go through in pieces of what it holds (for
-      the sidecar: half of it, less 8 bytes of every MsgLen x payload_size, as input and output areas of messages).
+      the sidecar: half of it, less 8 bytes of every MsgLen x payload_size, as input and output areas of messages;
+      for switchml: all of it). Every rank must give the same.
+
+    ``transport="switchml"`` sums through the appliance's SwitchML service instead of a NetReduce ring (a Java
+    SwitchML worker beside the trainer, :mod:`netreduce.switchml`): ``device`` as for the sidecar, and
+
+    * ``controller``: ``"HOST:PORT"`` of the appliance's SwitchML controller (required); every rank registers there
+      at start, which opens the session's job on the appliance.
+    * ``switchml_elements``: elements per packet, a power of two from 32 to 2048 (default 256; 1024 needs links
+      with an MTU above 4096 + 52).
+    * ``switchml_outstanding``: packets in flight (default 128; at most the appliance's ``sessionPoolSize``).
+    * ``element_type``: ``"fp32"`` (SwitchML's block fixed point: each result within a bound of the exact sum,
+      docs/python.md) or ``"int32"`` (exact); fp16 and bf16 raise :class:`SetupError`, as does ``install=True``
+      (there is no ring to install; ``appliance`` is not consulted). The ring settings do not apply.
     """
 
     def __init__(self, *, device: Optional[str] = None, transport="sidecar", ring_id: int = 1,
@@ -65,10 +78,23 @@ class Session:
                  token_file: Optional[str] = None, install: bool = False, job_name: Optional[str] = None,
                  process_group=None, fallback: bool = False, timeout: float = 30.0,
                  shm_bytes: int = DEFAULT_SHM_BYTES, ip: Optional[str] = None, sidecar_command=None,
-                 rto_us: int = 400_000, endpoint_nice: Optional[int] = None):
+                 rto_us: int = 400_000, endpoint_nice: Optional[int] = None, controller: Optional[str] = None,
+                 switchml_elements: int = 256, switchml_outstanding: int = 128):
         torch, dist = _torch()
         if element_type not in _TORCH_DTYPES:
             raise SetupError(f"element_type must be one of {', '.join(_TORCH_DTYPES)}: {element_type!r}")
+        if transport == "switchml":
+            from .switchml import check_options  # noqa: PLC0415
+
+            check_options(element_type=element_type, controller=controller, elements=switchml_elements,
+                          outstanding=switchml_outstanding)
+            if install:
+                raise SetupError("install=True installs a NetReduce ring; the switchml transport has none (its "
+                                 "session's job is opened through the SwitchML controller at start)")
+            if device is None:
+                raise SetupError("the switchml transport needs device= (the interface to the switch)")
+        elif controller is not None:
+            raise SetupError("controller= is the switchml transport's (transport='switchml')")
         if not dist.is_available() or not dist.is_initialized():
             raise SetupError("netreduce.Session needs torch.distributed initialised first "
                              "(dist.init_process_group(...), e.g. with the gloo backend and env://)")
@@ -86,7 +112,7 @@ class Session:
         self.bytes_reduced = 0
         self._broken: Optional[str] = None
         self._logged_fallback = False
-        self._appliance = ApplianceClient(appliance, token_file) if appliance else None
+        self._appliance = ApplianceClient(appliance, token_file) if appliance and transport != "switchml" else None
         self._installed_job = None
         self._closed = False
         self.ring = {"ringId": ring_id, "elementType": element_type, "window": window, "msgLen": msg_len,
@@ -103,15 +129,22 @@ class Session:
             from .sidecar import SidecarTransport  # noqa: PLC0415
             self.transport = SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
                                               rto_us=rto_us, endpoint_nice=endpoint_nice)
+        elif transport == "switchml":
+            from .switchml import SwitchMlTransport  # noqa: PLC0415
+            self.transport = SwitchMlTransport(device, shm_bytes, controller, elements=switchml_elements,
+                                               outstanding=switchml_outstanding, element_type=element_type, ip=ip,
+                                               command=sidecar_command, endpoint_nice=endpoint_nice)
         elif transport == "verbs":
             if device is None:
                 raise SetupError("the verbs transport needs device= (the RDMA device, e.g. mlx5_0 or rxe0)")
             from .verbs import VerbsTransport  # noqa: PLC0415
             self.transport = VerbsTransport(device, shm_bytes, payload_size, ip=ip)
         elif isinstance(transport, str):
-            raise SetupError(f"unknown transport {transport!r} (sidecar, verbs, or a transport object)")
+            raise SetupError(f"unknown transport {transport!r} (sidecar, verbs, switchml, or a transport object)")
         else:
             self.transport = transport
+        self._label = f"ring {ring_id}" if getattr(self.transport, "needs_ring", True) else \
+            f"{getattr(self.transport, 'name', 'transport')} session"
         try:
             self._setup(install, job_name)
         except BaseException:
@@ -145,6 +178,9 @@ class Session:
             raise SetupError("could not open the transport on " +
                              "; ".join(f"rank {r}: {reason}" for r, reason in failed.items()))
         self.addresses = [info["ip"] for info in infos]
+        if not getattr(self.transport, "needs_ring", True):
+            self._check_same_session(infos)
+            return  # no ring: nothing to install, check or connect (SwitchML: the controller opened the job)
         if self._appliance is not None:
             if install:
                 self._install(job_name or f"netreduce-ring-{self.ring_id}")
@@ -172,6 +208,19 @@ class Session:
         if refusals:
             raise SetupError("could not connect the ring on " +
                              "; ".join(f"rank {r}: {reason}" for r, reason in refusals.items()))
+
+    def _check_same_session(self, infos) -> None:
+        """A transport without a ring (SwitchML): every rank must cut a tensor into the same calls and packets, or the
+        appliance would add up values of different positions: the same ``elements`` (what a call takes at most: the
+        shared memory) and ``elementsPerPacket``, the same switch, and the same ``elementType`` (the appliance adds
+        int32 whatever the ranks mean by them)."""
+        keys = ("elements", "elementsPerPacket", "elementType", "switchIp")
+        seen = [tuple(info.get(key) for key in keys) for info in infos]
+        if len(set(seen)) > 1:
+            raise SetupError("the ranks' switchml sessions differ (every rank needs the same shm_bytes, "
+                             "switchml_elements and element_type): " + "; ".join(
+                                 f"rank {r}: " + ", ".join(f"{key} {value}" for key, value in zip(keys, values))
+                                 for r, values in enumerate(seen)))
 
     def _install(self, job_name: str) -> None:
         error = None
@@ -311,7 +360,7 @@ class Session:
                 piece.copy_(result)
             return None
         except NetReduceError as error:
-            self._broken = f"ring {self.ring_id}: {error}"
+            self._broken = f"{self._label}: {error}"
             return self._broken
 
     def _through_flat_memory(self, flat) -> Optional[str]:
@@ -330,7 +379,7 @@ class Session:
                 piece.copy_(result)
             return None
         except NetReduceError as error:
-            self._broken = f"ring {self.ring_id}: {error}"
+            self._broken = f"{self._label}: {error}"
             return self._broken
 
     def _fall_back(self, flat, reason: str) -> None:

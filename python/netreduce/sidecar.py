@@ -45,8 +45,15 @@ class SidecarTransport:
     def __init__(self, device: str, shm_bytes: int, pmtu: int, ip: Optional[str] = None,
                  command: Optional[list] = None, rto_us: int = 400_000, start_timeout: float = 60.0,
                  endpoint_nice: Optional[int] = None):
-        self.shm_bytes = shm_bytes
         self.layout: Optional[dict] = None  # set by open(): messages, messageBytes, input, output
+        self._start(device, shm_bytes, ["--pmtu", str(pmtu), "--rto-us", str(rto_us)], ip=ip, command=command,
+                    start_timeout=start_timeout, endpoint_nice=endpoint_nice)
+
+    def _start(self, device: str, shm_bytes: int, options: list, *, ip: Optional[str], command: Optional[list],
+               start_timeout: float, endpoint_nice: Optional[int]) -> None:
+        """Create the shared memory, start ``netreduce worker serve`` with ``options`` (the protocol's) and connect
+        to its socket."""
+        self.shm_bytes = shm_bytes
         self._dir = tempfile.mkdtemp(prefix="netreduce-")  # 0700: only this user reaches the socket and memory
         self._socket_path = os.path.join(self._dir, "sidecar.sock")
         shm_dir = "/dev/shm" if os.path.isdir("/dev/shm") else self._dir
@@ -57,8 +64,8 @@ class SidecarTransport:
         finally:
             os.close(fd)
         argv = list(command or _default_command()) + [
-            "worker", "serve", "--dev", device, "--socket", self._socket_path, "--pmtu", str(pmtu),
-            "--rto-us", str(rto_us), "--accept-timeout", str(int(start_timeout))]
+            "worker", "serve", "--dev", device, "--socket", self._socket_path, *options,
+            "--accept-timeout", str(int(start_timeout))]
         if ip:
             argv += ["--ip", ip]
         if endpoint_nice is not None:

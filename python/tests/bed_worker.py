@@ -251,6 +251,133 @@ def scenario_unreachable(args, out):
     out["ok"] = out["raised"] is not None
 
 
+def switchml_bound(inputs, world, block):
+    """Per element, SwitchML's fp32 error bound (docs/architecture.md, "The worker"): with e the block's largest
+    exponent over the workers (IEEE exponent field - 126: every |x| of the block below 2^e; -126 for zeros and
+    denormals) and the sum taken in float64 (within W 2^(e-53) of the exact sum, inside the bound's slack),
+    |result - sum| <= (1 + 2^-18) W^2 2^(e-1) / (2^31 - 1) + 2^-24 |sum| + 2^-150. ``inputs``: every rank's 1-d
+    fp32 tensor of one call, whose blocks of ``block`` elements start at element 0. Returns (sum, bound), float64."""
+    import torch
+
+    stacked = torch.stack(inputs).to(torch.float64)
+    total = stacked.sum(0)
+    n = total.numel()
+    padded = torch.zeros(world, (n + block - 1) // block * block, dtype=torch.float64)
+    padded[:, :n] = stacked.abs()
+    largest = padded.view(world, -1, block).amax(dim=(0, 2))
+    _, exponent = torch.frexp(largest)                     # largest = m 2^k, 0.5 <= m < 1: k = floor(log2) + 1 = e
+    e = torch.clamp(exponent, min=-126).to(torch.float64)  # zeros and denormals: -126
+    e = e.repeat_interleave(block)[:n]
+    bound = (1 + 2.0 ** -18) * world ** 2 * torch.pow(2.0, e - 1) / (2 ** 31 - 1) + 2.0 ** -24 * total.abs() \
+        + 2.0 ** -150
+    return total, bound
+
+
+def wrapped_int32_sum(inputs):
+    import torch
+
+    total = torch.stack(inputs).to(torch.int64).sum(0)
+    return ((total + 2 ** 31) % 2 ** 32 - 2 ** 31).to(torch.int32)
+
+
+def scenario_switchml(args, out):
+    """The switchml transport through the daemon's SwitchML controller and job: int32 allreduce_ exact (wrapping),
+    fp32 allreduce_ within the bound, then DDP with the unchanged allreduce_hook, every bucket within the bound (of
+    the average) and the replicas' parameters identical on every rank after each step."""
+    import torch
+    import netreduce
+
+    world = args.world
+    block = 256
+    shm_bytes = 1 << 20   # 262144 elements: the 300 000-element calls go in two pieces
+    settings = dict(transport="switchml", device=args.device, controller="10.77.0.253:50099",
+                    switchml_elements=block, shm_bytes=shm_bytes, timeout=args.call_timeout,
+                    sidecar_command=args.netreduce.split())
+    checked = []
+
+    session = netreduce.Session(element_type="int32", **settings)
+    try:
+        for elements in (1, 1000, 300_000):
+            g = torch.Generator().manual_seed(7 * args.rank + elements)
+            # the whole int32 range, so that sums wrap
+            mine = torch.randint(-2 ** 31, 2 ** 31, (elements,), generator=g, dtype=torch.int64).to(torch.int32)
+            result = netreduce.allreduce_(mine.clone(), session)
+            expected = wrapped_int32_sum(gathered(mine, world))
+            checked.append({"what": f"int32 allreduce_ {elements}", "exact": bool(torch.equal(result, expected))})
+        out["int32_stats"] = session.stats()
+    finally:
+        session.close()
+
+    session = netreduce.Session(element_type="fp32", **settings)
+    try:
+        for elements in (5, 1000, 300_000):
+            g = torch.Generator().manual_seed(11 * args.rank + elements)
+            # blocks of very different magnitudes (2^-30 .. 2^30), some all zero
+            scale = torch.pow(2.0, torch.randint(-30, 31, ((elements + block - 1) // block,), generator=g).float())
+            scale[::7] = 0
+            mine = torch.randn(elements, generator=g) * scale.repeat_interleave(block)[:elements]
+            result = netreduce.allreduce_(mine.clone(), session)
+            inputs = gathered(mine, world)
+            pieces = [(0, elements)] if elements <= shm_bytes // 4 else \
+                [(0, shm_bytes // 4), (shm_bytes // 4, elements)]
+            worst = 0.0
+            for a, b in pieces:
+                total, bound = switchml_bound([t[a:b] for t in inputs], world, block)
+                worst = max(worst, float(((result[a:b].double() - total).abs() / bound).max()))
+            checked.append({"what": f"fp32 allreduce_ {elements}", "exact": worst <= 1.0, "worst_of_bound": worst})
+
+        torch.manual_seed(0)
+        # Over DDP's 1 MB first bucket, so several buckets of different sizes go through per step.
+        model = torch.nn.Sequential(torch.nn.Linear(32, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                    torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                    torch.nn.Linear(512, 10))
+        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
+        records = []
+
+        def checking_hook(state, bucket):
+            before = bucket.buffer().clone()
+            future = netreduce.allreduce_hook(state, bucket)
+
+            def keep(done):
+                records.append((bucket.index(), before, done.value().clone()))
+                return done.value()
+
+            return future.then(keep)
+
+        ddp.register_comm_hook(session, checking_hook)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        g = torch.Generator().manual_seed(100 + args.rank)
+        losses = []
+        for step in range(3):
+            records.clear()
+            x = torch.randn(32, 32, generator=g)
+            y = torch.randint(0, 10, (32,), generator=g)
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(ddp(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss))
+            for index, before, after in sorted(records, key=lambda r: r[0]):
+                # The hook averages: the sum (within the bound), divided by W in fp32 (one more rounding).
+                total, bound = switchml_bound(gathered(before, world), world, block)
+                error = (after.double() - total / world).abs()
+                allowed = bound / world + 2.0 ** -24 * (total / world).abs() + 2.0 ** -150
+                worst = float((error / allowed).max())
+                checked.append({"what": f"step {step} bucket {index} ({before.numel()} fp32)", "exact": worst <= 1.0,
+                                "worst_of_bound": worst})
+            # Every rank got the same bits for every bucket, so the replicas stay identical.
+            flat = torch.cat([p.detach().view(-1) for p in model.parameters()])
+            checked.append({"what": f"step {step}: parameters equal on every rank",
+                            "exact": all(torch.equal(flat, other) for other in gathered(flat, world))})
+        out["losses"] = losses
+        out["buckets"] = sum(1 for c in checked if "bucket" in c["what"])
+        out["stats"] = session.stats()
+    finally:
+        session.close()
+    out["checked"] = checked
+    out["ok"] = all(c["exact"] for c in checked) and out["buckets"] >= 6
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 

@@ -35,8 +35,12 @@ def _config(api: str, world: int) -> str:
     for ring_id, element_type in ((1, "fp32"), (2, "fp16")):
         rings += (f"      - id: {ring_id}\n        elementType: {element_type}\n        window: 8\n"
                   f"        msgLen: 16\n        payloadSize: 4096\n        pmtu: 4096\n        members:\n" + members)
+    # The SwitchML service as scripts/lib/appliance.sh's bed_switchml_config has it (the bed's SwitchML address, the
+    # controller on mgmt0), with a small session pool: the switchml transport's 128 packets in flight fit it.
+    switchml = ("  switchml:\n    mac: \"02:77:00:00:00:fe\"\n    ip: 10.77.0.254\n    sessionPoolSize: 512\n"
+                "    controller:\n      listen: 10.77.0.253:50099\n      allow: [10.77.0.0/24]\n")
     return ("appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n  memoryBudget: 128MiB\n"
-            f"  api:\n    listen: unix:{api}\n  metrics:\n    listen: 127.0.0.1:0\n"
+            f"  api:\n    listen: unix:{api}\n  metrics:\n    listen: 127.0.0.1:0\n" + switchml +
             "jobs:\n  - name: pytest\n    rings:\n" + rings)
 
 
@@ -132,6 +136,22 @@ def test_should_sum_every_ddp_bucket_and_tensor_exactly_in_rank_order(bed):
         # RC timeouts are not asserted: on a loaded shared machine a retransmission timer can fire with nothing lost
         # (seen once with a benchmark running beside the suite), and recovery is part of the protocol; the bit-exact
         # checks above are what must hold. scripts/train.sh and bench-session.sh report timeouts.
+
+
+def test_should_train_and_sum_through_switchml(bed):
+    """transport="switchml": every rank registers with the daemon's SwitchML controller (which opens the session's
+    job), int32 sums exact, fp32 sums and every DDP bucket within SwitchML's bound, replicas identical."""
+    start = time.monotonic()
+    results, logs = run_ranks(bed, "switchml", timeout=120, api=False)
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+        assert r["stats"]["fallback_calls"] == 0
+    seconds = time.monotonic() - start
+    worst = max(c.get("worst_of_bound", 0) for r in results for c in r["checked"])
+    print(f"switchml: W={WORLD}, {results[0]['buckets']} buckets, worst error {worst:.3f} of the bound, "
+          f"losses {results[0]['losses']}, {seconds:.1f} s")
+    switchml = subprocess.run([NETREDUCE, "ctl", "--api", bed["api"], "switchml"], capture_output=True, text=True)
+    assert switchml.returncode == 0, switchml.stderr
 
 
 def test_should_average_fp16_compressed_buckets_as_the_compression_hook_does(bed):

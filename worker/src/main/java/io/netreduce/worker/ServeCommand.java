@@ -7,12 +7,17 @@ import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.ThreadNice;
+import io.netreduce.protocol.writer.SwitchMlPacketWriter;
 import io.netreduce.worker.sidecar.SidecarRunner;
+import io.netreduce.worker.sidecar.SwitchMlSidecar;
 import org.agrona.concurrent.SystemNanoClock;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.io.IOException;
+import java.net.Inet4Address;
 import java.net.InetAddress;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
@@ -20,13 +25,15 @@ import java.util.concurrent.Callable;
  * {@code netreduce worker serve}: the sidecar a trainer on a host without an RDMA NIC hands its gradient buckets to
  * (the Python package's {@code sidecar} transport starts it). It opens an AF_PACKET port on {@code --dev}, listens
  * on an owner-only Unix socket for its one trainer, and runs the ring the trainer opens, reading and writing the
- * buckets in the shared memory file the trainer names.
+ * buckets in the shared memory file the trainer names. With {@code --protocol switchml} (the Python package's
+ * {@code switchml} transport) it is a SwitchML worker instead: it registers with the appliance's SwitchML controller
+ * ({@code --controller}) when the trainer opens, and sums the trainer's buffers through the session's job.
  */
 @Command(
     name = "serve",
     mixinStandardHelpOptions = true,
-    description = "Sidecar for a trainer: runs a NetReduce ring over this host's software RC endpoint, fed through " +
-        "shared memory and a Unix socket (see docs/python.md).")
+    description = "Sidecar for a trainer: runs a NetReduce ring over this host's software RC endpoint (or, with " +
+        "--protocol switchml, a SwitchML worker), fed through shared memory and a Unix socket (see docs/python.md).")
 public final class ServeCommand implements Callable<Integer>
 {
     @Option(names = "--dev", required = true, description = "Interface to open an AF_PACKET port on.")
@@ -38,6 +45,30 @@ public final class ServeCommand implements Callable<Integer>
     @Option(names = "--socket", required = true, description = "Unix socket path to listen on for the trainer " +
         "(created owner-only; its directory must exist and should be private).")
     Path socket;
+
+    @Option(names = "--protocol", description = "netreduce (a ring over the software RC endpoint) or switchml (a " +
+        "SwitchML worker registered with --controller; options --elements, --outstanding, --timeout-us, " +
+        "--udp-port-base; --pmtu, --rto-us and --segmentation-offload do not apply) (default ${DEFAULT-VALUE}).")
+    String protocol = "netreduce";
+
+    @Option(names = "--controller", paramLabel = "HOST:PORT", description = "switchml: the appliance's SwitchML " +
+        "controller; the worker registers there when the trainer opens (rank and world come with the open).")
+    String controller;
+
+    @Option(names = "--elements", description = "switchml: elements per packet, the session's: a power of two " +
+        "from 32 to 2048 (default ${DEFAULT-VALUE}).")
+    int elements = 256;
+
+    @Option(names = "--outstanding", description = "switchml: packets in flight (default ${DEFAULT-VALUE}).")
+    int outstanding = 128;
+
+    @Option(names = "--timeout-us", description = "switchml: microseconds a packet waits for its result before it " +
+        "is sent again, doubling per retransmission up to 16 times this (default ${DEFAULT-VALUE}).")
+    long timeoutMicros = 5000;
+
+    @Option(names = "--udp-port-base", description = "switchml: rank r sends from UDP port this + r (default " +
+        "${DEFAULT-VALUE}).")
+    int udpPortBase = SwitchMlSettings.DEFAULT_UDP_PORT_BASE;
 
     @Option(names = "--pmtu", description = "Path MTU, which is the ring's payload size: 256..4096 (default " +
         "${DEFAULT-VALUE}).")
@@ -62,6 +93,15 @@ public final class ServeCommand implements Callable<Integer>
     @Override
     public Integer call() throws Exception
     {
+        if ("switchml".equals(protocol))
+        {
+            return serveSwitchMl();
+        }
+        if (!"netreduce".equals(protocol))
+        {
+            System.err.println("serve: --protocol must be netreduce or switchml: " + protocol);
+            return 2;
+        }
         final RcConfig rc;
         try
         {
@@ -85,6 +125,65 @@ public final class ServeCommand implements Callable<Integer>
                 ConnectionInfo.macFromBytes(port.macAddress()));
             EndpointNice.apply(endpointNice, "serve", System.err); // the runner drives the endpoint on this thread
             return SidecarRunner.run(endpoint, doorbell, socket, acceptTimeoutSeconds);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            System.err.println("serve: " + ex.getMessage());
+            return 2;
+        }
+    }
+
+    private int serveSwitchMl() throws IOException
+    {
+        final SwitchMlSidecar.Settings settings;
+        try
+        {
+            if (controller == null)
+            {
+                throw new IllegalArgumentException("--protocol switchml needs --controller HOST:PORT (the " +
+                    "appliance's SwitchML controller)");
+            }
+            SwitchMlSettings.requireController(controller, elements);
+            SwitchMlSettings.requireFlight(outstanding, timeoutMicros);
+            if (udpPortBase < 1 || udpPortBase > 0xFFFF)
+            {
+                throw new IllegalArgumentException("--udp-port-base must be 1..65535: " + udpPortBase);
+            }
+            ThreadNice.validate(endpointNice);
+            settings = new SwitchMlSidecar.Settings(elements, outstanding, timeoutMicros * 1_000, udpPortBase);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            System.err.println("serve: " + ex.getMessage());
+            return 2;
+        }
+        try (AfPacketPort port = AfPacketPort.open(SwitchMlRun.portConfiguration(dev, elements));
+            Doorbell doorbell = new Doorbell())
+        {
+            final int frameLength = SwitchMlPacketWriter.frameLength(elements);
+            if (frameLength > port.maxTxFrameLength())
+            {
+                System.err.println("serve: --elements " + elements + " makes frames of " + frameLength + " bytes; " +
+                    dev + " (MTU " + port.mtu() + ") sends at most " + port.maxTxFrameLength());
+                return 2;
+            }
+            final InetAddress local = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
+            if (!(local instanceof Inet4Address))
+            {
+                System.err.println("serve: SwitchML is IPv4 only; " + local.getHostAddress() + " is not IPv4");
+                return 2;
+            }
+            final int localIp = ByteBuffer.wrap(local.getAddress()).getInt();
+            final long localMac = ConnectionInfo.macFromBytes(port.macAddress());
+            final String at = controller;
+            final SwitchMlSidecar.Registrar registrar = (rank, world, mac, address, perPacket) ->
+            {
+                final SwitchMlRun.SwitchAddress target = SwitchMlRun.register(at, rank, world, mac, address, perPacket);
+                return new SwitchMlSidecar.Switch(target.mac(), target.ip());
+            };
+            EndpointNice.apply(endpointNice, "serve", System.err); // the runner drives the worker on this thread
+            return SidecarRunner.runSwitchMl(port, localMac, localIp, settings, registrar, doorbell, socket,
+                acceptTimeoutSeconds);
         }
         catch (final IllegalArgumentException ex)
         {

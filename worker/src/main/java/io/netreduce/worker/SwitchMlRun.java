@@ -80,13 +80,27 @@ final class SwitchMlRun
         {
             return new SwitchAddress(settings.switchMac(), settings.switchIp());
         }
+        return register(controller, rank, world, localMac, localIp, settings.elements());
+    }
+
+    /**
+     * Register with the SwitchML controller at {@code controller} (HOST:PORT, checked) as the published client does,
+     * opening the session's job of {@code elements} per packet: blocks until every rank has registered.
+     *
+     * @return the switch's addresses.
+     * @throws IllegalStateException if the controller refuses the session or cannot be reached.
+     */
+    static SwitchAddress register(
+        final String controller, final int rank, final int world, final long localMac, final int localIp,
+        final int elements)
+    {
         final int colon = controller.lastIndexOf(':');
         final String host = controller.substring(0, colon);
         final int port = Integer.parseInt(controller.substring(colon + 1));
         try (SwitchMlControllerClient client = new SwitchMlControllerClient(host, port, Duration.ofSeconds(60)))
         {
             final UdpSessionReply reply =
-                client.register(rank, world, localMac, localIp, PacketSizeCode.of(settings.elements()));
+                client.register(rank, world, localMac, localIp, PacketSizeCode.of(elements));
             return new SwitchAddress(reply.mac(), reply.ipv4());
         }
         catch (final UncheckedSessionRefusedException ex)
@@ -101,17 +115,26 @@ final class SwitchMlRun
     }
 
     /**
+     * @return the AF_PACKET port of a SwitchML worker sending {@code elements} per packet (transmit frames that hold
+     *         its packets; no segmentation offload).
+     */
+    static AfPacketConfiguration portConfiguration(final String dev, final int elements)
+    {
+        final int frameLength = SwitchMlPacketWriter.frameLength(elements);
+        return AfPacketConfiguration.defaults(dev)
+            .withTxRing(Math.max(AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE, 2 * Integer.highestOneBit(frameLength)),
+                1024)
+            .withSegmentationOffload(false);
+    }
+
+    /**
      * @return the exit status: 0 if every call's result passed its check, 1 if not, 2 if the port cannot carry the
      *         packets.
      */
     int run() throws IOException
     {
         final int frameLength = SwitchMlPacketWriter.frameLength(settings.elements());
-        final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(options.dev)
-            .withTxRing(Math.max(AfPacketConfiguration.DEFAULT_TX_FRAME_SIZE, 2 * Integer.highestOneBit(frameLength)),
-                1024)
-            .withSegmentationOffload(false);
-        try (AfPacketPort port = AfPacketPort.open(portConfig))
+        try (AfPacketPort port = AfPacketPort.open(portConfiguration(options.dev, settings.elements())))
         {
             if (frameLength > port.maxTxFrameLength())
             {

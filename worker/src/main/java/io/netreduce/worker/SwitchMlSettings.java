@@ -56,25 +56,7 @@ record SwitchMlSettings(
         }
         if (options.controller != null)
         {
-            final int colon = options.controller.lastIndexOf(':');
-            int port = -1;
-            try
-            {
-                port = colon > 0 ? Integer.parseInt(options.controller.substring(colon + 1)) : -1;
-            }
-            catch (final NumberFormatException ex)
-            {
-                port = -1;
-            }
-            if (port < 1 || port > 65_535)
-            {
-                throw new IllegalArgumentException("--controller must be HOST:PORT, not " + options.controller);
-            }
-            if (Integer.bitCount(options.elements) != 1 || options.elements < 32)
-            {
-                throw new IllegalArgumentException("--controller opens a session by packet size code: --elements " +
-                    "must be a power of two from 32 to 2048, not " + options.elements);
-            }
+            requireController(options.controller, options.elements);
         }
         if (options.elements < 2 || options.elements > SwitchMlWorker.Config.MAX_ELEMENTS ||
             (options.elements & 1) != 0)
@@ -82,15 +64,7 @@ record SwitchMlSettings(
             throw new IllegalArgumentException("--elements must be even, 2.." + SwitchMlWorker.Config.MAX_ELEMENTS +
                 " (the job's elements per packet): " + options.elements);
         }
-        if (options.outstanding < 1 || options.outstanding > 16_384)
-        {
-            throw new IllegalArgumentException("--outstanding must be 1..16384 (and at most the job's pool size): " +
-                options.outstanding);
-        }
-        if (options.timeoutMicros < 1)
-        {
-            throw new IllegalArgumentException("--timeout-us must be positive: " + options.timeoutMicros);
-        }
+        requireFlight(options.outstanding, options.timeoutMicros);
         if (!"poll".equals(options.idleMode) && !"yield".equals(options.idleMode))
         {
             throw new IllegalArgumentException("--idle must be poll or yield: " + options.idleMode);
@@ -103,6 +77,51 @@ record SwitchMlSettings(
         return new SwitchMlSettings(parseIpv4("--switch-ip", options.switchIp),
             parseMac("--switch-mac", options.switchMac), options.elements, options.outstanding,
             options.timeoutMicros * 1_000, udpPort, type == ElementType.INT32);
+    }
+
+    /**
+     * Checks --outstanding and --timeout-us (worker allreduce, worker serve).
+     */
+    static void requireFlight(final int outstanding, final long timeoutMicros)
+    {
+        if (outstanding < 1 || outstanding > 16_384)
+        {
+            throw new IllegalArgumentException("--outstanding must be 1..16384 (and at most the job's pool size): " +
+                outstanding);
+        }
+        if (timeoutMicros < 1)
+        {
+            throw new IllegalArgumentException("--timeout-us must be positive: " + timeoutMicros);
+        }
+    }
+
+    /**
+     * Checks --controller and the --elements it opens a session with (worker allreduce, worker serve).
+     *
+     * @throws IllegalArgumentException if the controller is not HOST:PORT, or the elements have no packet size code
+     *                                  (a power of two from 32 to 2048).
+     */
+    static void requireController(final String controller, final int elements)
+    {
+        final int colon = controller.lastIndexOf(':');
+        int port;
+        try
+        {
+            port = colon > 0 ? Integer.parseInt(controller.substring(colon + 1)) : -1;
+        }
+        catch (final NumberFormatException ex)
+        {
+            port = -1;
+        }
+        if (port < 1 || port > 65_535)
+        {
+            throw new IllegalArgumentException("--controller must be HOST:PORT, not " + controller);
+        }
+        if (Integer.bitCount(elements) != 1 || elements < 32 || elements > SwitchMlWorker.Config.MAX_ELEMENTS)
+        {
+            throw new IllegalArgumentException("--controller opens a session by packet size code: --elements " +
+                "must be a power of two from 32 to 2048, not " + elements);
+        }
     }
 
     /**

@@ -81,10 +81,13 @@ abstract sealed class BlockCodec permits BlockCodec.Int32, BlockCodec.Fp32
             super(elementsPerPacket);
         }
 
-        void tensor(final int[] tensor)
+        /**
+         * @param length the call's elements: the first {@code length} of {@code tensor}.
+         */
+        void tensor(final int[] tensor, final int length)
         {
             this.tensor = tensor;
-            this.length = tensor.length;
+            this.length = length;
             this.blocks = blocksOf(length);
         }
 
@@ -141,14 +144,15 @@ abstract sealed class BlockCodec permits BlockCodec.Int32, BlockCodec.Fp32
         }
 
         /**
+         * @param length the call's elements: the first {@code length} of {@code tensor}.
          * @throws IllegalArgumentException if an element has no block exponent (NaN, infinite, 2<sup>127</sup> or
          *                                  more in magnitude): nothing has been sent.
          */
-        void tensor(final float[] tensor)
+        void tensor(final float[] tensor, final int length)
         {
-            ExponentQuantizer.requireQuantizable(tensor, 0, tensor.length);
+            ExponentQuantizer.requireQuantizable(tensor, 0, length);
             this.tensor = tensor;
-            this.length = tensor.length;
+            this.length = length;
             this.blocks = blocksOf(length);
         }
 

@@ -191,8 +191,21 @@ public final class SwitchMlWorker
      */
     public void begin(final int[] tensor)
     {
+        begin(tensor, tensor.length);
+    }
+
+    /**
+     * Start a call on the first {@code length} elements of {@code tensor} (the rest is neither sent nor written):
+     * for callers that keep one array for calls of any size (a sidecar's).
+     *
+     * @throws IllegalArgumentException if {@code length} is negative or beyond the array.
+     * @throws IllegalStateException    if the last call is not done.
+     */
+    public void begin(final int[] tensor, final int length)
+    {
         requireNoCallInProgress();
-        int32.tensor(tensor);
+        requireLength(length, tensor.length);
+        int32.tensor(tensor, length);
         start(int32);
     }
 
@@ -205,14 +218,45 @@ public final class SwitchMlWorker
      */
     public void begin(final float[] tensor)
     {
+        begin(tensor, tensor.length);
+    }
+
+    /**
+     * Start a call on the first {@code length} elements of {@code tensor} (the rest is neither sent nor written).
+     *
+     * @throws IllegalArgumentException if {@code length} is negative or beyond the array, or an element of the call
+     *                                  is NaN, infinite or 2<sup>127</sup> or more in magnitude (nothing is sent;
+     *                                  the call does not count).
+     * @throws IllegalStateException    if the last call is not done.
+     */
+    public void begin(final float[] tensor, final int length)
+    {
         requireNoCallInProgress();
-        fp32.tensor(tensor);
+        requireLength(length, tensor.length);
+        fp32.tensor(tensor, length);
         start(fp32);
     }
 
     public boolean isDone()
     {
         return resultsIn == packets;
+    }
+
+    /**
+     * @return results of the current (or last) call taken so far: progress, for a caller that drives
+     *         {@link #doWork} itself and gives up after a time without any.
+     */
+    public int resultsIn()
+    {
+        return resultsIn;
+    }
+
+    /**
+     * @return packets of the current (or last) call.
+     */
+    public int packets()
+    {
+        return packets;
     }
 
     /**
@@ -289,6 +333,14 @@ public final class SwitchMlWorker
                     retransmissions + " retransmissions (is the job installed on the appliance, with this worker?)");
             }
             idle.idle(work);
+        }
+    }
+
+    private static void requireLength(final int length, final int capacity)
+    {
+        if (length < 0 || length > capacity)
+        {
+            throw new IllegalArgumentException("a call of " + length + " elements on an array of " + capacity);
         }
     }
 

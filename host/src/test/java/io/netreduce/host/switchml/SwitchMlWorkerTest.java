@@ -7,11 +7,13 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Our SwitchML workers through the real dataplane on memory ports, int32: every worker's tensor summed exactly
@@ -146,6 +148,46 @@ class SwitchMlWorkerTest
                     worker[1].jobByte());
             }
             assertThat(jobBytes).containsExactly(254, 255, 0);
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldSumOnlyTheFirstLengthElementsOfALargerArray()
+    {
+        try (SwitchMlBed bed = new SwitchMlBed(3, 0.01, 17))
+        {
+            final int k = 64;
+            bed.install(JOB, k, OUTSTANDING);
+            final SwitchMlWorker[] worker = bed.workers(0, k, OUTSTANDING);
+            final SplittableRandom random = new SplittableRandom(18);
+            // One array per worker for calls of any size, as a sidecar keeps: a call of n sums the first n only.
+            final int capacity = 40 * k;
+            final int[][] arrays = new int[3][];
+            inputs(random, arrays, capacity);
+            for (final int n : new int[] { 30 * k + 5, 1, capacity })
+            {
+                final int[][] before = new int[3][];
+                final int[] expected = new int[n];
+                for (int w = 0; w < 3; w++)
+                {
+                    before[w] = arrays[w].clone();
+                    for (int i = 0; i < n; i++)
+                    {
+                        expected[i] += arrays[w][i];
+                    }
+                    worker[w].begin(arrays[w], n);
+                }
+                bed.drive(worker);
+                for (int w = 0; w < 3; w++)
+                {
+                    assertThat(Arrays.copyOf(arrays[w], n)).as("worker " + w + ", " + n).isEqualTo(expected);
+                    assertThat(Arrays.copyOfRange(arrays[w], n, capacity)).as("beyond the call")
+                        .isEqualTo(Arrays.copyOfRange(before[w], n, capacity));
+                }
+            }
+            assertThatThrownBy(() -> worker[0].begin(new int[4], 5)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("a call of 5 elements on an array of 4");
         }
     }
 

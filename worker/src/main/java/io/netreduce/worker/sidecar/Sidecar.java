@@ -15,11 +15,7 @@ import org.agrona.concurrent.SystemNanoClock;
 
 import java.io.IOException;
 import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -36,126 +32,62 @@ import java.util.concurrent.TimeUnit;
  * <p>
  * Requests: {@code open} (ring parameters and the shared file; answers this rank's connection info for the ring
  * neighbours and the areas' geometry), {@code connect} (the neighbours' info), {@code allreduce} (elements in the
- * input area; answered when the sum is in the output area or with the error), {@code stats}, {@code close}. One call runs at a time; requests queue in order.
+ * input area; answered when the sum is in the output area or with the error), {@code stats}, {@code close}; the
+ * loop, its dispatch and the mapping are {@link SidecarLoop}'s. One call runs at a time; requests queue in order.
  * Between calls the loop keeps the endpoint running, so neighbours' retransmissions are answered while this
  * trainer computes. It blocks in poll(2) on the port and the doorbell, so an idle sidecar takes no CPU.
  */
-public final class Sidecar
+final class Sidecar extends SidecarLoop
 {
     private final RcEndpoint endpoint;
-    private final ControlChannel control;
     private final IdleStrategy idle;
 
     private RingLink link;
     private NetReduceAllReduce op;
     private NetReduceConfig opConfig;
     private ElementType elementType;
-    private MappedByteBuffer shared;
     private int areaMessages;
-    private FileChannel sharedFile;
-    private long callStartNs;
-    private boolean inCall;
-    private boolean closing;
-    private long calls;
-    private long failedCalls;
 
     Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle)
     {
+        super(control);
         this.endpoint = endpoint;
-        this.control = control;
         this.idle = idle;
     }
 
-    /**
-     * Serve until the trainer sends {@code close} or goes away.
-     */
-    void run() throws IOException
+    @Override
+    IdleStrategy idleStrategy()
     {
-        while (!closing)
-        {
-            int work = endpoint.doWork();
-            if (inCall)
-            {
-                work += pollCall();
-            }
-            else
-            {
-                final String line = control.poll();
-                if (line != null)
-                {
-                    handle(line);
-                    work++;
-                }
-                else if (control.isClosed())
-                {
-                    break;
-                }
-            }
-            idle.idle(work);
-        }
-        if (sharedFile != null)
-        {
-            sharedFile.close();
-        }
+        return idle;
     }
 
-    private int pollCall() throws IOException
+    @Override
+    int doWork()
+    {
+        return endpoint.doWork();
+    }
+
+    @Override
+    int pollCall() throws CallFailedException
     {
         try
         {
-            final int work = op.poll();
-            if (op.isDone())
-            {
-                inCall = false;
-                calls++;
-                control.reply(Requests.ok()
-                    .put("us", TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - callStartNs)).toString());
-            }
-            return work;
+            return op.poll();
         }
         catch (final AllReduceException ex)
         {
-            inCall = false;
-            failedCalls++;
-            control.reply(Requests.error(ex.getMessage()));
-            return 1;
+            throw new CallFailedException(ex.getMessage());
         }
     }
 
-    private void handle(final String line) throws IOException
+    @Override
+    boolean callDone()
     {
-        final JsonNode request;
-        try
-        {
-            request = Requests.parse(line);
-            final String opName = request.get("op").textValue();
-            switch (opName)
-            {
-                case "open" -> control.reply(open(request));
-                case "connect" -> control.reply(connect(request));
-                case "allreduce" -> beginCall(request);
-                case "stats" -> control.reply(stats());
-                case "close" ->
-                {
-                    closing = true;
-                    control.reply(Requests.ok().toString());
-                }
-                default -> throw new IllegalArgumentException("unknown op '" + opName + "' (open, connect, " +
-                    "allreduce, stats, close)");
-            }
-        }
-        catch (final IllegalArgumentException | IllegalStateException ex)
-        {
-            control.reply(Requests.error(ex.getMessage()));
-        }
-        catch (final IOException ex)
-        {
-            // the shared memory file could not be opened or mapped: the trainer's mistake, not the sidecar's end
-            control.reply(Requests.error("open: shared memory: " + ex.getMessage()));
-        }
+        return op.isDone();
     }
 
-    private String open(final JsonNode request) throws IOException
+    @Override
+    ObjectNode open(final JsonNode request, final ObjectNode reply) throws IOException
     {
         if (link != null)
         {
@@ -194,7 +126,7 @@ public final class Sidecar
             throw new IllegalArgumentException("open: shmBytes " + shmBytes + " holds no message: the input and " +
                 "output areas need at least 2 x MsgLen x payloadSize = " + 2L * messageBytes + " bytes");
         }
-        mapShared(Path.of(Requests.textField(request, "shm", null)), shmBytes);
+        final MappedByteBuffer shared = mapShared(Path.of(Requests.textField(request, "shm", null)), shmBytes);
         final int areaBytes = (int)(messages * messageBytes);
         // The regions are the mapping itself (slices share its memory): the input area is what messages are sent
         // from, the output area what the predecessor's connection writes the sums into.
@@ -203,7 +135,6 @@ public final class Sidecar
             endpoint.registerMemory(shared.slice(areaBytes, areaBytes)));
         areaMessages = (int)messages;
         opConfig = config;
-        final ObjectNode reply = Requests.ok();
         reply.put("messages", areaMessages);
         reply.put("messageBytes", messageBytes);
         reply.put("input", 0);
@@ -212,10 +143,11 @@ public final class Sidecar
         reply.put("receive", link.receiveInfo().toLine());
         reply.put("ip", endpoint.localIp().getHostAddress());
         reply.put("mac", ConnectionInfo.formatMac(endpoint.localMac()));
-        return reply.toString();
+        return reply;
     }
 
-    private String connect(final JsonNode request)
+    @Override
+    void connect(final JsonNode request)
     {
         if (link == null)
         {
@@ -229,10 +161,10 @@ public final class Sidecar
         final ConnectionInfo predecessor = ConnectionInfo.parse(Requests.textField(request, "predecessor", null));
         link.connect(successor, predecessor);
         op = NetReduceAllReduce.placed(link, opConfig, areaMessages);
-        return Requests.ok().toString();
     }
 
-    private void beginCall(final JsonNode request)
+    @Override
+    void beginCall(final JsonNode request)
     {
         if (op == null)
         {
@@ -252,14 +184,12 @@ public final class Sidecar
                 " elements do not fit the input area: it holds " + areaMessages + " messages of " + dataBytes +
                 " data bytes (" + areaMessages * dataBytes / elementType.size() + " elements)");
         }
-        callStartNs = System.nanoTime();
         op.beginPlaced((int)messages);
-        inCall = true;
     }
 
-    private String stats()
+    @Override
+    void stats(final ObjectNode reply)
     {
-        final ObjectNode reply = Requests.ok().put("calls", calls).put("failedCalls", failedCalls);
         if (op != null)
         {
             final var send = link.sendQp().counters();
@@ -267,26 +197,6 @@ public final class Sidecar
                 .put("retransmittedPackets", send.retransmittedPackets())
                 .put("timeouts", send.timeouts());
         }
-        return reply.toString();
-    }
-
-    private void mapShared(final Path path, final long bytes) throws IOException
-    {
-        if (bytes <= 0 || bytes > Integer.MAX_VALUE)
-        {
-            throw new IllegalArgumentException("open: shmBytes must be 1.." + Integer.MAX_VALUE + ": " + bytes);
-        }
-        if (!Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS))
-        {
-            throw new IllegalArgumentException("open: shm " + path + " is not a regular file");
-        }
-        if (Files.size(path) < bytes)
-        {
-            throw new IllegalArgumentException("open: shm " + path + " holds " + Files.size(path) +
-                " bytes, fewer than shmBytes " + bytes);
-        }
-        sharedFile = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        shared = sharedFile.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
     }
 
     private static int tag(final String name, final String text)

@@ -2,15 +2,20 @@ package io.netreduce.worker.sidecar;
 
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.Doorbell;
+import io.netreduce.protocol.port.PacketPort;
+import io.netreduce.protocol.port.PortPoller;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 
 /**
- * Runs a {@link Sidecar} on an open endpoint: listen, wait for the trainer, serve, clean up the socket.
+ * Runs a sidecar on an open port: listen, wait for the trainer, serve, clean up the socket. A {@link Sidecar} (a
+ * NetReduce ring over an RC endpoint) or a {@link SwitchMlSidecar}.
  */
 public final class SidecarRunner
 {
@@ -23,6 +28,30 @@ public final class SidecarRunner
      */
     public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Path socket,
         final int acceptTimeoutSeconds) throws IOException
+    {
+        return run(doorbell, socket, acceptTimeoutSeconds,
+            control -> new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)));
+    }
+
+    /**
+     * A SwitchML worker's sidecar on {@code port} (see {@link SwitchMlSidecar}).
+     *
+     * @return the process exit status, as {@link #run(RcEndpoint, Doorbell, Path, int)}'s.
+     */
+    public static int runSwitchMl(
+        final PacketPort port, final long localMac, final int localIp, final SwitchMlSidecar.Settings settings,
+        final SwitchMlSidecar.Registrar registrar, final Doorbell doorbell, final Path socket,
+        final int acceptTimeoutSeconds) throws IOException
+    {
+        try (PortPoller poller = new PortPoller(List.of(port), doorbell))
+        {
+            return run(doorbell, socket, acceptTimeoutSeconds,
+                control -> new SwitchMlSidecar(port, poller, localMac, localIp, settings, registrar, control));
+        }
+    }
+
+    private static int run(final Doorbell doorbell, final Path socket, final int acceptTimeoutSeconds,
+        final Function<ControlChannel, SidecarLoop> sidecar) throws IOException
     {
         try (ControlChannel control = new ControlChannel(socket, doorbell))
         {
@@ -58,7 +87,7 @@ public final class SidecarRunner
                 System.err.println("serve: accepting on " + socket + " failed: " + ex.getMessage());
                 return 1;
             }
-            new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)).run();
+            sidecar.apply(control).run();
             return 0;
         }
     }

@@ -1,0 +1,246 @@
+package io.netreduce.worker.sidecar;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.agrona.concurrent.IdleStrategy;
+
+import java.io.IOException;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What every sidecar does whatever it aggregates through: one thread that drives its port, takes the trainer's
+ * requests from the {@link ControlChannel} between calls (one call at a time; requests queue in order), dispatches
+ * them ({@code open}, {@code connect}, {@code allreduce}, {@code stats}, {@code close}: docs/python.md), answers each,
+ * and maps the shared memory file the trainer names in {@code open} ({@link #mapShared}). What a request does is the protocol's:
+ * {@link Sidecar} (a NetReduce ring over the software RC endpoint), {@link SwitchMlSidecar} (a SwitchML worker).
+ * <p>
+ * Between calls the loop keeps {@link #doWork driving the port}; it blocks in its idle strategy, which wakes on a frame
+ * or the doorbell the control channel rings, so an idle sidecar takes no CPU.
+ */
+abstract class SidecarLoop
+{
+    /**
+     * A call failed: answered with its message, counted in {@code failedCalls}.
+     */
+    static final class CallFailedException extends Exception
+    {
+        private static final long serialVersionUID = 1L;
+
+        CallFailedException(final String message)
+        {
+            super(message);
+        }
+    }
+
+    private final ControlChannel control;
+    private FileChannel sharedFile;
+    private long callStartNs;
+    private boolean inCall;
+    private boolean closing;
+    private long calls;
+    private long failedCalls;
+
+    SidecarLoop(final ControlChannel control)
+    {
+        this.control = control;
+    }
+
+    /**
+     * @return how the loop waits after a duty cycle (asked once, when the loop starts).
+     */
+    abstract IdleStrategy idleStrategy();
+
+    /**
+     * One turn of the port between and during calls (frames in, timers).
+     *
+     * @return the work done.
+     */
+    abstract int doWork();
+
+    /**
+     * {@code open}: check the request, {@link #mapShared map} its shared memory and set up.
+     *
+     * @param reply {@code {"ok":true}}, to add to.
+     * @return the reply.
+     * @throws IOException if the shared memory cannot be mapped.
+     */
+    abstract ObjectNode open(JsonNode request, ObjectNode reply) throws IOException;
+
+    /**
+     * {@code connect}.
+     */
+    abstract void connect(JsonNode request);
+
+    /**
+     * {@code allreduce}: check the request and start the call (its first packets may go out).
+     */
+    abstract void beginCall(JsonNode request);
+
+    /**
+     * Drive the call begun last, after {@link #doWork}.
+     *
+     * @return the work done.
+     * @throws CallFailedException if the call failed (the sidecar takes no other).
+     */
+    abstract int pollCall() throws CallFailedException;
+
+    /**
+     * @return whether the call begun last is done (its sums are where the trainer reads them).
+     */
+    abstract boolean callDone();
+
+    /**
+     * {@code stats}: the protocol's counters, besides {@code calls} and {@code failedCalls}.
+     */
+    abstract void stats(ObjectNode reply);
+
+    /**
+     * @return whether a call is in progress.
+     */
+    final boolean inCall()
+    {
+        return inCall;
+    }
+
+    /**
+     * Serve until the trainer sends {@code close} or goes away.
+     */
+    final void run() throws IOException
+    {
+        final IdleStrategy idle = idleStrategy();
+        try
+        {
+            while (!closing)
+            {
+                int work = doWork();
+                if (inCall)
+                {
+                    work += serveCall();
+                }
+                else
+                {
+                    final String line = control.poll();
+                    if (line != null)
+                    {
+                        handle(line);
+                        work++;
+                    }
+                    else if (control.isClosed())
+                    {
+                        break;
+                    }
+                }
+                idle.idle(work);
+            }
+        }
+        finally
+        {
+            if (sharedFile != null)
+            {
+                sharedFile.close();
+            }
+        }
+    }
+
+    private int serveCall() throws IOException
+    {
+        try
+        {
+            final int work = pollCall();
+            if (callDone())
+            {
+                inCall = false;
+                calls++;
+                control.reply(Requests.ok()
+                    .put("us", TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - callStartNs)).toString());
+            }
+            return work;
+        }
+        catch (final CallFailedException ex)
+        {
+            inCall = false;
+            failedCalls++;
+            control.reply(Requests.error(ex.getMessage()));
+            return 1;
+        }
+    }
+
+    private void handle(final String line) throws IOException
+    {
+        try
+        {
+            final JsonNode request = Requests.parse(line);
+            final String opName = request.get("op").textValue();
+            switch (opName)
+            {
+                case "open" -> control.reply(open(request, Requests.ok()).toString());
+                case "connect" ->
+                {
+                    connect(request);
+                    control.reply(Requests.ok().toString());
+                }
+                case "allreduce" ->
+                {
+                    callStartNs = System.nanoTime();
+                    beginCall(request);
+                    inCall = true;
+                }
+                case "stats" ->
+                {
+                    final ObjectNode reply = Requests.ok().put("calls", calls).put("failedCalls", failedCalls);
+                    stats(reply);
+                    control.reply(reply.toString());
+                }
+                case "close" ->
+                {
+                    closing = true;
+                    control.reply(Requests.ok().toString());
+                }
+                default -> throw new IllegalArgumentException("unknown op '" + opName + "' (open, connect, " +
+                    "allreduce, stats, close)");
+            }
+        }
+        catch (final IllegalArgumentException | IllegalStateException ex)
+        {
+            control.reply(Requests.error(ex.getMessage()));
+        }
+        catch (final IOException ex)
+        {
+            // the shared memory file could not be opened or mapped: the trainer's mistake, not the sidecar's end
+            control.reply(Requests.error("open: shared memory: " + ex.getMessage()));
+        }
+    }
+
+    /**
+     * Map {@code path}, {@code bytes} long (the open request's {@code shm} and {@code shmBytes}): once per sidecar,
+     * by {@link #open}, after its own checks.
+     */
+    final MappedByteBuffer mapShared(final Path path, final long bytes) throws IOException
+    {
+        if (sharedFile != null)
+        {
+            throw new IllegalStateException("open: the shared memory is already mapped");
+        }
+        if (bytes <= 0 || bytes > Integer.MAX_VALUE)
+        {
+            throw new IllegalArgumentException("open: shmBytes must be 1.." + Integer.MAX_VALUE + ": " + bytes);
+        }
+        if (!Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS))
+        {
+            throw new IllegalArgumentException("open: shm " + path + " is not a regular file");
+        }
+        if (Files.size(path) < bytes)
+        {
+            throw new IllegalArgumentException("open: shm " + path + " holds " + Files.size(path) +
+                " bytes, fewer than shmBytes " + bytes);
+        }
+        sharedFile = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        return sharedFile.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
+    }
+}
