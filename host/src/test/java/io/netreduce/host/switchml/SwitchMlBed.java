@@ -28,7 +28,7 @@ final class SwitchMlBed implements AutoCloseable
     static final long SWITCH_MAC = 0x02_00_00_00_00_AAL;
     static final int SWITCH_IP = 0x0A_4D_00_FE;
     static final long TIMEOUT_NS = 1_000_000L;
-    /** Simulated time per step: a packet without its result is sent again after 10 steps. */
+    /** Simulated time per step by default: a packet without its result is sent again after 10 steps. */
     private static final long STEP_NS = 100_000L;
 
     private final int workers;
@@ -40,6 +40,7 @@ final class SwitchMlBed implements AutoCloseable
     private final SplittableRandom lossBack;
     private final Consumer<byte[]>[] taps;
     private Predicate<byte[]> dropBack = result -> false;
+    private long stepNs = STEP_NS;
 
     /**
      * @param loss the probability that a frame is lost on the way to the appliance, and the same on the way back.
@@ -103,6 +104,14 @@ final class SwitchMlBed implements AutoCloseable
         return worker;
     }
 
+    /**
+     * Let {@code nanos} of simulated time pass per step: a round trip takes a step or two.
+     */
+    void stepNs(final long nanos)
+    {
+        stepNs = nanos;
+    }
+
     MemoryPort port(final int w)
     {
         return ports[w];
@@ -137,7 +146,7 @@ final class SwitchMlBed implements AutoCloseable
         for (int step = 0; !allDone(worker); step++)
         {
             assertThat(step).as("steps").isLessThan(200_000);
-            now.addAndGet(STEP_NS);
+            now.addAndGet(stepNs);
             for (int w = 0; w < workers; w++)
             {
                 worker[w].doWork();

@@ -88,6 +88,29 @@ class SwitchMlWorkerTest
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldStretchItsTimeoutToTheRoundTripItMeasuresInsteadOfResendingEveryPacket()
+    {
+        try (SwitchMlBed bed = new SwitchMlBed(4, 0.0, 21))
+        {
+            final int k = 64;
+            bed.install(JOB, k, OUTSTANDING);
+            final SwitchMlWorker[] worker = bed.workers(0, k, OUTSTANDING);
+            // A round trip of a step or two of 3 ms, three times the configured timeout (a loaded, shaped path).
+            bed.stepNs(3 * SwitchMlBed.TIMEOUT_NS);
+            final SplittableRandom random = new SplittableRandom(22);
+            callAndCheck(bed, worker, random, 40 * OUTSTANDING * k);
+            final long firstCall = worker[0].retransmissions();
+            callAndCheck(bed, worker, random, 40 * OUTSTANDING * k);
+
+            assertThat(worker[0].retransmissionTimeoutNs()).isGreaterThan(3 * SwitchMlBed.TIMEOUT_NS);
+            // The first packets time out before any round trip is known; once timed, none does.
+            assertThat(firstCall).isLessThanOrEqualTo(2L * OUTSTANDING);
+            assertThat(worker[0].retransmissions()).isEqualTo(firstCall);
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void shouldIgnoreResultsThatCarryThePreviousCallsJobByte()
     {
         try (SwitchMlBed bed = new SwitchMlBed(4, 0.0, 13))
