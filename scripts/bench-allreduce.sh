@@ -31,6 +31,8 @@
 #                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
 #                                   [--ring-path appliance|direct|both] [--modes "netreduce ring gloo"]
 #                                   [--cpu-load] [--rto-us MICROSECONDS (default 400000)] [--type fp32|int32]
+#                                   [--switchml-outstanding K: SwitchML packets in flight per worker (the worker's
+#                                    default, 128)]
 #                                   [--window N (default 16)] [--msg-len L (default 16)]
 #                                   [--offload on|off (default on): segmentation offload on the workers (--segmentation-offload)]
 #                                   [--appliance-offload on|off (default on): on the appliance's port too
@@ -52,6 +54,7 @@ cd "$NETREDUCE_ROOT"
 
 rates="none 1gbit 5gbit"
 type=fp32
+switchml_outstanding=""
 workers_list="2 4 8"
 sizes_mib="1 4 16 64"
 iterations=3
@@ -96,6 +99,7 @@ while [ $# -gt 0 ]; do
     --lane-nice) lane_nice="$2"; shift 2 ;;
     --gloo-nice) gloo_nice="$2"; shift 2 ;;
     --type) type="$2"; shift 2 ;;
+    --switchml-outstanding) switchml_outstanding="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-allreduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -246,7 +250,7 @@ run_one() { # rate world mode size
         ip netns exec "${prefix}-w$i" "${cpu_time[@]}" "$netreduce" worker allreduce --rank "$i" --world "$world" \
           --dev eth0 --protocol switchml --controller 10.77.0.253:50099 --elements "${mode#switchml-}" \
           --type "$type" --size "$size" --iterations "$iterations" --timeout 60 --json \
-          ${nice:+--endpoint-nice "$nice"} \
+          ${switchml_outstanding:+--outstanding "$switchml_outstanding"} ${nice:+--endpoint-nice "$nice"} \
           > "$work/w$i.log" 2>&1 &
     else
       timeout --signal=TERM --kill-after=10 900 \

@@ -59,8 +59,9 @@ public final class ServeCommand implements Callable<Integer>
         "from 32 to 2048 (default ${DEFAULT-VALUE}).")
     int elements = 256;
 
-    @Option(names = "--outstanding", description = "switchml: packets in flight (default ${DEFAULT-VALUE}).")
-    int outstanding = 128;
+    @Option(names = "--outstanding", description = "switchml: packets in flight (default: 128 KiB of elements in " +
+        "flight, at least 16 packets: 128 at 256 elements, 32 at 1024).")
+    Integer outstanding;
 
     @Option(names = "--timeout-us", description = "switchml: microseconds a packet waits for its result before it " +
         "is sent again, doubling per retransmission up to 16 times this (default ${DEFAULT-VALUE}).")
@@ -144,13 +145,14 @@ public final class ServeCommand implements Callable<Integer>
                     "appliance's SwitchML controller)");
             }
             SwitchMlSettings.requireController(controller, elements);
-            SwitchMlSettings.requireFlight(outstanding, timeoutMicros);
+            final int flight = outstanding != null ? outstanding : SwitchMlSettings.defaultOutstanding(elements);
+            SwitchMlSettings.requireFlight(flight, timeoutMicros);
             if (udpPortBase < 1 || udpPortBase > 0xFFFF)
             {
                 throw new IllegalArgumentException("--udp-port-base must be 1..65535: " + udpPortBase);
             }
             ThreadNice.validate(endpointNice);
-            settings = new SwitchMlSidecar.Settings(elements, outstanding, timeoutMicros * 1_000, udpPortBase);
+            settings = new SwitchMlSidecar.Settings(elements, flight, timeoutMicros * 1_000, udpPortBase);
         }
         catch (final IllegalArgumentException ex)
         {
