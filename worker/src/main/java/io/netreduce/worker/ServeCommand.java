@@ -60,7 +60,7 @@ public final class ServeCommand implements Callable<Integer>
     int elements = 256;
 
     @Option(names = "--outstanding", description = "switchml: packets in flight (default: 128 KiB of elements in " +
-        "flight, at least 16 packets: 128 at 256 elements, 32 at 1024).")
+        "flight, 16 to 128 packets: 128 at 256 elements, 32 at 1024).")
     Integer outstanding;
 
     @Option(names = "--timeout-us", description = "switchml: microseconds a packet waits for its result before it " +

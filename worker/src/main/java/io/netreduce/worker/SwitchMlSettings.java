@@ -85,15 +85,16 @@ record SwitchMlSettings(
     static final int DEFAULT_BYTES_IN_FLIGHT = 128 << 10;
 
     /**
-     * Packets in flight by default: {@value #DEFAULT_BYTES_IN_FLIGHT} bytes of elements, at least 16 packets. What a
+     * Packets in flight by default: {@value #DEFAULT_BYTES_IN_FLIGHT} bytes of elements, 16 to 128 packets. What a
      * worker has in flight waits in its link's queue, and every packet's round trip includes it: at 1 Gbit/s, W = 4,
      * 64 MiB int32 with 1024 elements per packet, 128 packets (512 KiB, 4 ms of the link) gave a median call of
      * 1001 ms and 0.18 of every tensor resent, 32 packets 656 ms and 0.007 (NetReduce in the same runs: 692 and
-     * 699 ms); unshaped, W = 8: 1984 against 1283 ms (docs/performance.md).
+     * 699 ms); unshaped, W = 8: 1984 against 1283 ms. Small packets stay at 128: 512 packets of 64 elements took
+     * 7410 ms and resent 0.34 of every tensor, 128 of them 4489 ms (docs/performance.md).
      */
     static int defaultOutstanding(final int elements)
     {
-        return Math.max(16, DEFAULT_BYTES_IN_FLIGHT / (Math.max(2, elements) * Integer.BYTES));
+        return Math.clamp(DEFAULT_BYTES_IN_FLIGHT / (Math.max(2, elements) * Integer.BYTES), 16, 128);
     }
 
     /**
