@@ -50,6 +50,29 @@ def session_of(args, **overrides):
     return netreduce.Session(**settings)
 
 
+def recording(hook, records):
+    """A DDP communication hook that runs ``hook`` and appends (bucket index, bucket before, result) of every bucket
+    to ``records``."""
+    def checking_hook(state, bucket):
+        before = bucket.buffer().clone()
+
+        def keep(done):
+            records.append((bucket.index(), before, done.value().clone()))
+            return done.value()
+
+        return hook(state, bucket).then(keep)
+
+    return checking_hook
+
+
+def layered_model(torch, in_features):
+    """Over DDP's 1 MB first bucket, so several buckets of different sizes go through per step (with
+    bucket_cap_mb=0.05)."""
+    return torch.nn.Sequential(torch.nn.Linear(in_features, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                               torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                               torch.nn.Linear(512, 10))
+
+
 def scenario_ddp(args, out):
     """allreduce_ of odd sizes (one larger than the shared memory), then DDP with the hook, every bucket checked."""
     import torch
@@ -67,24 +90,11 @@ def scenario_ddp(args, out):
             checked.append({"what": f"allreduce_ {elements}", "exact": bool(torch.equal(result, expected))})
 
         torch.manual_seed(0)
-        # Over DDP's 1 MB first bucket, so several buckets of different sizes go through per step.
-        model = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                    torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                                    torch.nn.Linear(512, 10))
+        model = layered_model(torch, 64)
         ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
         records = []
 
-        def checking_hook(state, bucket):
-            before = bucket.buffer().clone()
-            future = netreduce.allreduce_hook(state, bucket)
-
-            def keep(done):
-                records.append((bucket.index(), before, done.value().clone()))
-                return done.value()
-
-            return future.then(keep)
-
-        ddp.register_comm_hook(session, checking_hook)
+        ddp.register_comm_hook(session, recording(netreduce.allreduce_hook, records))
         optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
         g = torch.Generator().manual_seed(100 + args.rank)
         for step in range(3):
@@ -128,17 +138,7 @@ def scenario_fp16(args, out):
         ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.01)
         records = []
 
-        def checking_hook(state, bucket):
-            before = bucket.buffer().clone()
-            future = netreduce.fp16_compress_hook(state, bucket)
-
-            def keep(done):
-                records.append((bucket.index(), before, done.value().clone()))
-                return done.value()
-
-            return future.then(keep)
-
-        ddp.register_comm_hook(session, checking_hook)
+        ddp.register_comm_hook(session, recording(netreduce.fp16_compress_hook, records))
         g = torch.Generator().manual_seed(200 + args.rank)
         for step in range(2):
             records.clear()
@@ -327,24 +327,11 @@ def scenario_switchml(args, out):
             checked.append({"what": f"fp32 allreduce_ {elements}", "exact": worst <= 1.0, "worst_of_bound": worst})
 
         torch.manual_seed(0)
-        # Over DDP's 1 MB first bucket, so several buckets of different sizes go through per step.
-        model = torch.nn.Sequential(torch.nn.Linear(32, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                    torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                                    torch.nn.Linear(512, 10))
+        model = layered_model(torch, 32)
         ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
         records = []
 
-        def checking_hook(state, bucket):
-            before = bucket.buffer().clone()
-            future = netreduce.allreduce_hook(state, bucket)
-
-            def keep(done):
-                records.append((bucket.index(), before, done.value().clone()))
-                return done.value()
-
-            return future.then(keep)
-
-        ddp.register_comm_hook(session, checking_hook)
+        ddp.register_comm_hook(session, recording(netreduce.allreduce_hook, records))
         optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
         g = torch.Generator().manual_seed(100 + args.rank)
         losses = []

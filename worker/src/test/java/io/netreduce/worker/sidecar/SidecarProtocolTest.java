@@ -102,21 +102,7 @@ class SidecarProtocolTest
 
     private JsonNode ask(final String line) throws Exception
     {
-        out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
-        final String reply = CompletableFuture.supplyAsync(() ->
-        {
-            try
-            {
-                return in.readLine();
-            }
-            catch (final Exception ex)
-            {
-                throw new IllegalStateException(ex);
-            }
-        }, threads).get(10, TimeUnit.SECONDS);
-        assertThat(reply).isNotNull();
-        return Requests.JSON.readTree(reply);
+        return SidecarLines.ask(out, in, threads, line, 10);
     }
 
     private String open(final String extra)
