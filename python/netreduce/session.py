@@ -79,7 +79,7 @@ class Session:
                  process_group=None, fallback: bool = False, timeout: float = 30.0,
                  shm_bytes: int = DEFAULT_SHM_BYTES, ip: Optional[str] = None, sidecar_command=None,
                  rto_us: int = 400_000, endpoint_nice: Optional[int] = None, controller: Optional[str] = None,
-                 switchml_elements: int = 256, switchml_outstanding: int = 128):
+                 switchml_elements: int = 256, switchml_outstanding: int = 128, cuda_piece_bytes: Optional[int] = None):
         torch, dist = _torch()
         if element_type not in _TORCH_DTYPES:
             raise SetupError(f"element_type must be one of {', '.join(_TORCH_DTYPES)}: {element_type!r}")
@@ -155,6 +155,12 @@ class Session:
         self._layout = getattr(self.transport, "layout", None)
         if self._layout is not None:
             self._placed_areas(self._layout, result_tag)
+        if cuda_piece_bytes is not None and cuda_piece_bytes < 1 << 16:
+            raise SetupError(f"cuda_piece_bytes must be at least 64 KiB: {cuda_piece_bytes}")
+        self._cuda_piece_elements = self._elements_per_piece if cuda_piece_bytes is None else \
+            min(self._elements_per_piece, cuda_piece_bytes // _ELEMENT_SIZES[element_type])
+        self._streams: dict = {}
+        self._pinned_buffers = None
         self._queue: "queue.Queue" = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="netreduce-session", daemon=True)
         self._thread.start()
@@ -267,21 +273,33 @@ class Session:
     # -- calls --------------------------------------------------------------------------------------------------
 
     def submit(self, tensor, average: bool = False):
-        """Queue an in-place all-reduce of ``tensor``; a ``torch.futures.Future`` holding the tensor when done."""
+        """Queue an in-place all-reduce of ``tensor``; a ``torch.futures.Future`` holding the tensor when done.
+
+        A tensor on a CUDA device is read once the work queued on its stream so far (the caller's current stream at
+        this call) is done, and summed through pinned host memory in pieces (:meth:`_reduce_cuda`). The future is
+        CUDA-aware: it completes when the sums are on the device, and whoever waits on it (``wait()``, ``then``,
+        DDP) has its current stream wait for the copies, not the host."""
         torch = self._torch
         if self._closed:
             raise NetReduceError("the session is closed")
         if tensor.dtype != self.dtype:
             raise TypeError(f"this session's ring sums {self.element_type}; the tensor is {tensor.dtype} "
                             f"(convert it, or open a session on a ring of that type)")
+        if tensor.device.type == "cuda":
+            future = torch.futures.Future(devices=[tensor.device])
+            ready = torch.cuda.Event()
+            ready.record(torch.cuda.current_stream(tensor.device))
+            self._queue.put((tensor, average, future, ready))
+            return future
         if tensor.device.type != "cpu":
-            raise TypeError(f"netreduce sums CPU tensors; the tensor is on {tensor.device}")
+            raise TypeError(f"netreduce sums CPU and CUDA tensors; the tensor is on {tensor.device}")
         future = torch.futures.Future()
-        self._queue.put((tensor, average, future))
+        self._queue.put((tensor, average, future, None))
         return future
 
     def allreduce_(self, tensor, average: bool = False):
-        """Sum ``tensor`` across the ranks in place (or average it); returns it. Blocks until done."""
+        """Sum ``tensor`` across the ranks in place (or average it); returns it. Blocks until done (for a CUDA
+        tensor: the caller's current stream waits for the sums; the host does not)."""
         return self.submit(tensor, average).wait()
 
     def _serve(self) -> None:
@@ -289,8 +307,11 @@ class Session:
             item = self._queue.get()
             if item is None:
                 return
-            tensor, average, future = item
+            tensor, average, future, ready = item
             try:
+                if ready is not None:
+                    self._reduce_cuda(tensor, average, future, ready)
+                    continue
                 self._reduce(tensor)
                 if average:
                     tensor.div_(self.world_size)
@@ -302,58 +323,135 @@ class Session:
         flat = tensor.view(-1) if tensor.is_contiguous() else None
         work = flat if flat is not None else tensor.contiguous().view(-1)
         error = self._through_appliance(work) if self._broken is None else self._broken
-        if self.fallback:
-            # Every rank must take the same path for this call, or a gloo all_reduce would wait for ever.
-            flag = self._torch.tensor([0 if error is None else 1], dtype=self._torch.int32)
-            self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX, group=self.group)
-            if int(flag.item()) != 0:
-                if error is None:
-                    error = "another rank's call through the appliance failed"
-                self._fall_back(work, error)
-        elif error is not None:
-            raise TransportError(error)
+        self._settle(work, error)
         if flat is None:
             tensor.copy_(work.view_as(tensor))
         self.calls += 1
         self.bytes_reduced += work.numel() * work.element_size()
 
-    def _through_appliance(self, flat) -> Optional[str]:
-        if self._layout is not None:
-            return self._through_areas(flat)
-        return self._through_flat_memory(flat)
+    def _settle(self, work, error: Optional[str]) -> None:
+        """After a call through the appliance: if any rank's failed (with ``fallback``), all sum ``work`` (still
+        their own values) through the process group."""
+        if self._any_failed(error):
+            self._fall_back(work, error or "another rank's call through the appliance failed")
 
-    def _through_areas(self, flat) -> Optional[str]:
-        """Sum ``flat`` through a transport in message layout, piece by piece: each piece is copied into the input
-        area's data parts (the last message's tail zeroed), summed, and its sum copied out of the output area's data
-        parts. The last piece's sum goes straight into ``flat``; earlier ones are kept aside until every piece is
-        done, so on failure ``flat`` still holds this rank's own values."""
+    def _any_failed(self, error: Optional[str]) -> bool:
+        """Whether this call must fall back: with ``fallback``, every rank learns whether any failed (every rank
+        must take the same path for the call, or a gloo all_reduce would wait for ever); without, a failure
+        raises."""
+        if not self.fallback:
+            if error is not None:
+                raise TransportError(error)
+            return False
+        flag = self._torch.tensor([0 if error is None else 1], dtype=self._torch.int32)
+        self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX, group=self.group)
+        return int(flag.item()) != 0
+
+    # -- CUDA tensors ---------------------------------------------------------------------------------------------
+
+    def _reduce_cuda(self, tensor, average: bool, future, ready) -> None:
+        """Sum a CUDA tensor: everything on one copy stream of the session's, which first waits for ``ready`` (the
+        caller's stream when it submitted), so no unrelated stream is synchronised. The tensor is copied to pinned
+        host memory a piece at a time (:meth:`_through_pinned`), and the sums land in a device buffer beside it, so
+        that on failure the tensor still holds this rank's own values for the fallback. The future is completed
+        inside the copy stream's context: it records the copy stream, and its waiters wait for that."""
         torch = self._torch
-        data = self._data_bytes
+        stream = self._copy_stream(tensor.device)
+        with torch.cuda.device(tensor.device), torch.cuda.stream(stream):
+            stream.wait_event(ready)
+            # The caching allocator must not hand the tensor's memory to another stream's work before the copy
+            # stream's is done (a compress hook's temporary goes out of scope as soon as the hook returns).
+            tensor.record_stream(stream)
+            flat = tensor.view(-1) if tensor.is_contiguous() else None
+            work = flat if flat is not None else tensor.contiguous().view(-1)
+            sums = torch.empty_like(work)
+            error = self._through_pinned(work, sums, stream) if self._broken is None else self._broken
+            if self._any_failed(error):
+                # gloo sums host tensors: this rank's own values go to the host (after the copy stream's work so
+                # far), are summed there and come back on the copy stream.
+                host = work.to("cpu")
+                self._fall_back(host, error or "another rank's call through the appliance failed")
+                work.copy_(host)
+            else:
+                work.copy_(sums)
+            if flat is None:
+                tensor.copy_(work.view_as(tensor))
+            if average:
+                tensor.div_(self.world_size)
+            self.calls += 1
+            self.bytes_reduced += work.numel() * work.element_size()
+            future.set_result(tensor)
+
+    def _copy_stream(self, device):
+        streams = self._streams
+        stream = streams.get(device.index)
+        if stream is None:
+            stream = streams[device.index] = self._torch.cuda.Stream(device)
+        return stream
+
+    def _pinned(self):
+        """Two pinned host buffers for pieces on their way out and two for their sums on the way back, made at the
+        first CUDA call (pinning is slow) and kept."""
+        if self._pinned_buffers is None:
+            torch = self._torch
+            size = self._cuda_piece_elements * _ELEMENT_SIZES[self.element_type]
+            self._pinned_buffers = [torch.empty(size, dtype=torch.uint8).pin_memory() for _ in range(4)]
+        return self._pinned_buffers
+
+    def _through_pinned(self, work, sums, stream) -> Optional[str]:
+        """Sum ``work`` (on the device) into ``sums`` (on the device) piece by piece through pinned host memory: the
+        device-to-host copy of piece k+1 is queued before piece k goes on the ring, and piece k's sums are queued
+        back to the device as soon as they are here, so both copies overlap the ring. Two buffers each way; a
+        buffer is reused only once the copy that used it is done (its event)."""
+        torch = self._torch
+        elements = self._cuda_piece_elements
+        size = work.element_size()
+        outs, backs = self._pinned()[:2], self._pinned()[2:]
+        starts = list(range(0, work.numel(), elements))
+        back_done = [None, None]
+
+        def fetch(index):
+            start = starts[index]
+            count = min(elements, work.numel() - start)
+            outs[index % 2][:count * size].view(work.dtype).copy_(work[start:start + count], non_blocking=True)
+            event = torch.cuda.Event()
+            event.record(stream)
+            return event
+
+        try:
+            fetched = fetch(0)
+            for index, start in enumerate(starts):
+                count = min(elements, work.numel() - start)
+                slot = index % 2
+                fetched.synchronize()
+                if index + 1 < len(starts):
+                    fetched = fetch(index + 1)  # its buffer's last reader was piece index - 1, already summed
+                if back_done[slot] is not None:
+                    back_done[slot].synchronize()  # piece index - 2's sums have left this buffer
+                self._sum_piece(outs[slot][:count * size], backs[slot][:count * size], size)
+                sums[start:start + count].copy_(backs[slot][:count * size].view(work.dtype), non_blocking=True)
+                back_done[slot] = torch.cuda.Event()
+                back_done[slot].record(stream)
+            return None
+        except NetReduceError as error:
+            self._broken = f"{self._label}: {error}"
+            return self._broken
+
+    # -- host pieces ----------------------------------------------------------------------------------------------
+
+    def _through_appliance(self, flat) -> Optional[str]:
+        """Sum ``flat`` (on the host) piece by piece; None on success, the reason otherwise. The last piece's sum
+        goes straight into ``flat``; earlier ones are kept aside until every piece is done, so on failure ``flat``
+        still holds this rank's own values (which the fallback then sums)."""
+        torch = self._torch
         done = []
         try:
             starts = range(0, flat.numel(), self._elements_per_piece)
             for index, start in enumerate(starts):
                 piece = flat[start:start + self._elements_per_piece].view(torch.uint8)
-                full, tail = divmod(piece.numel(), data)
-                self._input[:full].copy_(piece[:full * data].view(full, data))
-                if tail:
-                    self._input[full, :tail].copy_(piece[full * data:])
-                    self._input[full, tail:].zero_()
-                self.transport.allreduce(piece.numel() // flat.element_size())
                 last = index == len(starts) - 1
                 result = piece if last else torch.empty_like(piece)
-                result[:full * data].view(full, data).copy_(self._output[:full])
-                if tail:
-                    result[full * data:].copy_(self._output[full, :tail])
-                # The sidecar checked every header when the sums arrived; a write landing in the output area
-                # after that (only traffic passing the appliance unaggregated could, e.g. a ring removed between
-                # two calls) shows as a request tag where the result tag was. Checked after the copy, so it
-                # covers every byte copied.
-                messages = full + (1 if tail else 0)
-                if not bool((self._output_tags[:messages] == self._result_tag).all()):
-                    raise TransportError(f"a result was overwritten while it was read (a message arrived "
-                                         f"unaggregated: ring {self.ring_id} removed from the appliance, or the "
-                                         f"traffic bypasses it)")
+                self._sum_piece(piece, result, flat.element_size())
                 if not last:
                     done.append((piece, result))
             for piece, result in done:
@@ -363,24 +461,37 @@ class Session:
             self._broken = f"{self._label}: {error}"
             return self._broken
 
-    def _through_flat_memory(self, flat) -> Optional[str]:
-        """Sum ``flat`` through the ring, piece by piece; None on success, the reason otherwise. Results are copied
-        back only when every piece is done, so on failure ``flat`` still holds this rank's own values (which the
-        fallback then sums)."""
-        view = self._memory.view(self.dtype)
-        done = []
-        try:
-            for start in range(0, flat.numel(), self._elements_per_piece):
-                piece = flat[start:start + self._elements_per_piece]
-                view[:piece.numel()].copy_(piece)
-                self.transport.allreduce(0, piece.numel())
-                done.append((piece, view[:piece.numel()].clone()))
-            for piece, result in done:
-                piece.copy_(result)
-            return None
-        except NetReduceError as error:
-            self._broken = f"{self._label}: {error}"
-            return self._broken
+    def _sum_piece(self, piece, result, element_size: int) -> None:
+        """Sum one piece (host bytes, at most what the transport's memory holds) into ``result`` (host bytes, may be
+        ``piece`` itself)."""
+        if self._layout is not None:
+            self._sum_piece_in_areas(piece, result, element_size)
+            return
+        view = self._memory
+        view[:piece.numel()].copy_(piece)
+        self.transport.allreduce(0, piece.numel() // element_size)
+        result.copy_(view[:piece.numel()])
+
+    def _sum_piece_in_areas(self, piece, result, element_size: int) -> None:
+        """Through a transport in message layout: the piece is copied into the input area's data parts (the last
+        message's tail zeroed), summed, and its sum copied out of the output area's data parts."""
+        data = self._data_bytes
+        full, tail = divmod(piece.numel(), data)
+        self._input[:full].copy_(piece[:full * data].view(full, data))
+        if tail:
+            self._input[full, :tail].copy_(piece[full * data:])
+            self._input[full, tail:].zero_()
+        self.transport.allreduce(piece.numel() // element_size)
+        result[:full * data].view(full, data).copy_(self._output[:full])
+        if tail:
+            result[full * data:].copy_(self._output[full, :tail])
+        # The sidecar checked every header when the sums arrived; a write landing in the output area after that
+        # (only traffic passing the appliance unaggregated could, e.g. a ring removed between two calls) shows as
+        # a request tag where the result tag was. Checked after the copy, so it covers every byte copied.
+        messages = full + (1 if tail else 0)
+        if not bool((self._output_tags[:messages] == self._result_tag).all()):
+            raise TransportError(f"a result was overwritten while it was read (a message arrived unaggregated: "
+                                 f"ring {self.ring_id} removed from the appliance, or the traffic bypasses it)")
 
     def _fall_back(self, flat, reason: str) -> None:
         self.fallback_calls += 1

@@ -1,0 +1,238 @@
+"""What a Session does around its transport, against a transport double that sums for real (summing_transport.py):
+host tensors cut into pieces, CUDA tensors staged through pinned host memory with the caller's stream semantics,
+the DDP hooks on a GPU model, and the fallback. Ranks are processes with a gloo process group on this machine.
+
+The CUDA tests need a CUDA device and skip without one (``torch.cuda.is_available()`` is False), as in CI; they
+were run on an H200 (see docs/python.md).
+"""
+import os
+import sys
+import tempfile
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+from summing_transport import SummingTransport  # noqa: E402
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="needs a CUDA device (torch.cuda.is_available() is False)")
+
+
+def _spawn(scenario, world: int = 3, **options):
+    with tempfile.TemporaryDirectory() as directory:
+        mp.spawn(_rank, args=(world, os.path.join(directory, "store"), scenario, options), nprocs=world, join=True)
+
+
+def _rank(rank, world, store, scenario, options):
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # the ranks are on this machine
+    os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")  # fewer streams sharing a hardware queue
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    try:
+        globals()[scenario](rank, world, **options)
+    finally:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        dist.destroy_process_group()
+
+
+def _inputs(rank, elements, dtype=torch.float32, seed=0):
+    generator = torch.Generator().manual_seed(1000 * seed + rank)
+    if dtype == torch.int32:
+        return torch.randint(-2 ** 30, 2 ** 30, (elements,), generator=generator, dtype=torch.int32)
+    return torch.randn(elements, generator=generator).to(dtype)
+
+
+def _rank_order_sum(tensors):
+    total = tensors[0].clone()
+    for other in tensors[1:]:
+        total += other
+    return total
+
+
+def _session(transport, element_type="fp32", **options):
+    from netreduce import Session
+
+    return Session(transport=transport, element_type=element_type, **options)
+
+
+# -- host tensors --------------------------------------------------------------------------------------------------
+
+def host_pieces(rank, world, layout):
+    transport = SummingTransport(1 << 18, layout=layout)
+    session = _session(transport)
+    try:
+        for elements in (1, 1021, 100_003):  # one element, a part message, many pieces with a tail
+            tensor = _inputs(rank, elements)
+            expected = _rank_order_sum([_inputs(r, elements) for r in range(world)])
+            session.allreduce_(tensor)
+            assert torch.equal(tensor, expected), f"{elements} elements"
+        assert transport.calls > 3, "the largest tensor went through in several pieces"
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("layout", [True, False], ids=["message-areas", "flat-memory"])
+def test_should_sum_host_tensors_in_pieces_bit_exact_in_rank_order(layout):
+    _spawn("host_pieces", layout=layout)
+
+
+# -- CUDA tensors --------------------------------------------------------------------------------------------------
+
+def cuda_pieces(rank, world, layout, dtype_name):
+    dtype = {"fp32": torch.float32, "int32": torch.int32, "fp16": torch.float16}[dtype_name]
+    transport = SummingTransport(1 << 20, layout=layout)
+    session = _session(transport, element_type=dtype_name, cuda_piece_bytes=1 << 16)
+    try:
+        for elements in (1, 4093, 200_003):  # one element, part of a piece, many pieces with a tail
+            tensor = _inputs(rank, elements, dtype).cuda()
+            expected = _rank_order_sum([_inputs(r, elements, dtype) for r in range(world)])
+            result = session.allreduce_(tensor)
+            assert result is tensor and tensor.is_cuda
+            assert torch.equal(tensor.cpu(), expected), f"{elements} elements of {dtype_name}"
+        strided = _inputs(rank, 2 * 5000, dtype).view(5000, 2).cuda().t()  # not contiguous
+        expected = _rank_order_sum([_inputs(r, 2 * 5000, dtype).view(5000, 2).t() for r in range(world)])
+        session.allreduce_(strided)
+        assert torch.equal(strided.cpu(), expected), "a non-contiguous tensor"
+        averaged = _inputs(rank, 3000).cuda() if dtype_name == "fp32" else None
+        if averaged is not None:
+            session.allreduce_(averaged, average=True)
+            assert torch.equal(averaged.cpu(), _rank_order_sum([_inputs(r, 3000) for r in range(world)]).cuda()
+                               .div(world).cpu())
+    finally:
+        session.close()
+
+
+@needs_cuda
+@pytest.mark.parametrize("layout", [True, False], ids=["message-areas", "flat-memory"])
+@pytest.mark.parametrize("dtype_name", ["fp32", "int32", "fp16"])
+def test_should_sum_cuda_tensors_through_pinned_pieces_bit_exact_in_rank_order(layout, dtype_name):
+    _spawn("cuda_pieces", layout=layout, dtype_name=dtype_name)
+
+
+def cuda_streams(rank, world):
+    session = _session(SummingTransport(4 << 20))
+    try:
+        elements = 300_000  # one piece: the call takes one of the double's round trips
+        values = _inputs(rank, elements).cuda()
+        expected = _rank_order_sum([_inputs(r, elements) for r in range(world)])
+        session.allreduce_(values.clone())  # the first call makes the pinned buffers and the copy stream
+        torch.cuda.synchronize()
+        producer, unrelated = torch.cuda.Stream(), torch.cuda.Stream()
+        with torch.cuda.stream(producer):
+            bucket = torch.zeros(elements, device="cuda")
+            torch.cuda._sleep(int(2e8))  # the bucket is written only after this: the call must wait for it
+            bucket.copy_(values)
+            future = session.submit(bucket)
+        # Then a long kernel on a stream the call has nothing to do with (queued after the producer's work, so
+        # that a hardware queue the two streams may share cannot hold the producer back behind it).
+        with torch.cuda.stream(unrelated):
+            torch.cuda._sleep(int(1e10))
+        while not future.done():
+            time.sleep(0.001)
+        assert not unrelated.query(), "the call waited for a stream it had nothing to do with"
+        with torch.cuda.stream(producer):
+            result = future.wait()  # the producer's stream waits for the sums' copies; the host does not
+            copied = result.clone()
+        producer.synchronize()
+        assert torch.equal(copied.cpu(), expected), "the sum read the bucket before its stream had written it"
+    finally:
+        session.close()
+
+
+@needs_cuda
+def test_should_wait_for_the_callers_stream_and_no_other():
+    _spawn("cuda_streams", world=2)
+
+
+class _Bucket:
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def buffer(self):
+        return self._tensor
+
+
+def cuda_hooks(rank, world):
+    from netreduce.hooks import allreduce_hook, bf16_compress_hook, fp16_compress_hook
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).cuda()
+    reference = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).cuda()
+    reference.load_state_dict(model.state_dict())
+    inputs = [torch.randn(32, 64, generator=torch.Generator().manual_seed(r)).cuda() for r in range(world)]
+    targets = [torch.randint(0, 10, (32,), generator=torch.Generator().manual_seed(100 + r)).cuda()
+               for r in range(world)]
+
+    # Every rank's own gradients, computed here for all ranks, averaged in rank order: what the hook must give.
+    local = []
+    for r in range(world):
+        reference.zero_grad()
+        torch.nn.functional.cross_entropy(reference(inputs[r]), targets[r]).backward()
+        local.append([p.grad.detach().cpu().clone() for p in reference.parameters()])
+    expected = [_rank_order_sum([local[r][i] for r in range(world)]).cuda().div(world).cpu()
+                for i in range(len(local[0]))]
+
+    session = _session(SummingTransport(1 << 20), cuda_piece_bytes=1 << 16)
+    try:
+        ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()],
+                                                        bucket_cap_mb=0.02)
+        ddp.register_comm_hook(session, allreduce_hook)
+        for step in range(3):
+            ddp.zero_grad()
+            torch.nn.functional.cross_entropy(ddp(inputs[rank]), targets[rank]).backward()
+            for index, parameter in enumerate(model.parameters()):
+                assert torch.equal(parameter.grad.cpu(), expected[index]), f"step {step}, parameter {index}"
+        assert session.calls >= 3, "a bucket per step at least"
+    finally:
+        session.close()
+
+    for hook, element_type, dtype in ((fp16_compress_hook, "fp16", torch.float16),
+                                      (bf16_compress_hook, "bf16", torch.bfloat16)):
+        session = _session(SummingTransport(1 << 20), element_type=element_type, cuda_piece_bytes=1 << 16)
+        try:
+            buffers = [_inputs(r, 50_001, seed=3).cuda() for r in range(world)]
+            compressed = [b.div(world).to(dtype).cpu() for b in buffers]  # cast on the GPU, as the hook does
+            want = _rank_order_sum(compressed).cuda().to(torch.float32).cpu()
+            bucket = buffers[rank].clone()
+            got = hook(session, _Bucket(bucket)).wait()
+            assert got is bucket and got.dtype == torch.float32 and got.is_cuda
+            assert torch.equal(got.cpu(), want), element_type
+        finally:
+            session.close()
+
+
+@needs_cuda
+def test_should_average_ddp_gpu_buckets_and_compressed_gpu_buckets_bit_exact():
+    _spawn("cuda_hooks", world=3)
+
+
+def cuda_fallback(rank, world):
+    pieces = -(-100_000 * 4 // (1 << 16))  # of the first tensor
+    session = _session(SummingTransport(1 << 20, fail_at_call=pieces + 2 if rank == 1 else 0), fallback=True,
+                       cuda_piece_bytes=1 << 16)
+    try:
+        first = _inputs(rank, 100_000).cuda()
+        session.allreduce_(first)
+        assert torch.equal(first.cpu(), _rank_order_sum([_inputs(r, 100_000) for r in range(world)]))
+        # The double fails from rank 1's second transport call on, in the middle of this tensor's pieces: every
+        # rank falls back for the whole tensor, from its own values, not from half-summed ones.
+        second = _inputs(rank, 100_000, seed=1).cuda()
+        session.allreduce_(second)
+        want = _rank_order_sum([_inputs(r, 100_000, seed=1) for r in range(world)])
+        assert torch.allclose(second.cpu(), want, rtol=1e-6, atol=1e-5)
+        assert session.fallback_calls == 1 and session.stats()["broken"]
+    finally:
+        session.close()
+
+
+@needs_cuda
+def test_should_fall_back_from_a_cuda_tensors_own_values_when_a_piece_fails():
+    _spawn("cuda_fallback", world=3)
