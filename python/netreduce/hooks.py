@@ -18,10 +18,17 @@ def _require(session, element_type: str, hook: str) -> None:
                          f"is {session.element_type}")
 
 
+def _is_last(bucket) -> bool:
+    """Whether the bucket is the step's last (so that a session on its fallback may try the appliance again after
+    it); a bucket object without ``is_last`` counts as one."""
+    is_last = getattr(bucket, "is_last", None)
+    return bool(is_last()) if callable(is_last) else True
+
+
 def allreduce_hook(session, bucket):
     """Average the bucket's gradients across the ranks through the appliance (fp32 ring)."""
     _require(session, "fp32", "allreduce_hook")
-    return session.submit(bucket.buffer(), average=True)
+    return session.submit(bucket.buffer(), average=True, boundary=_is_last(bucket))
 
 
 def _compress_hook(session, bucket, dtype, element_type: str, hook: str):
@@ -29,7 +36,7 @@ def _compress_hook(session, bucket, dtype, element_type: str, hook: str):
     buffer = bucket.buffer()
     # Divide first, as PyTorch's compression hooks do, so the low-precision sum cannot overflow.
     compressed = buffer.div(session.world_size).to(dtype)
-    future = session.submit(compressed)
+    future = session.submit(compressed, boundary=_is_last(bucket))
 
     def decompress(done):
         buffer.copy_(done.value())

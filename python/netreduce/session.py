@@ -11,6 +11,7 @@ group (``env://`` or whatever ``init_process_group`` was given), so no other han
 import logging
 import queue
 import threading
+import time
 from typing import Optional
 
 from .control import ApplianceClient, check_ring_parameters
@@ -50,7 +51,15 @@ class Session:
       ``job_name`` from the ranks' addresses (and removes it at :meth:`close`).
     * ``process_group``: for the rendezvous, the fallback and barriers (default: the default group).
     * ``fallback``: when a call through the appliance fails, run the process group's own ``all_reduce`` for that
-      call (all ranks agree on it), log once and count it in :attr:`fallback_calls`, instead of raising.
+      call (all ranks agree on it), log once and count it in :attr:`fallback_calls`, instead of raising. Later calls
+      stay on the process group until the appliance is back (``recover_after``).
+    * ``recover_after``: with ``fallback``, seconds on the fallback before the ranks try the appliance again, and
+      between tries (default 30; ``None``: stay on the fallback for good). A try happens after a call that ends a
+      step (a DDP bucket that is the step's last; every ``allreduce_``), on every rank at the same call: the ring's
+      parameters are checked on the appliance (with ``appliance=``), a fresh transport is started and connected,
+      and the next call goes through the appliance; a failed try keeps the fallback. Counted in
+      :attr:`recoveries`. A transport given as an object cannot be replaced (give a factory: a callable that returns
+      one).
     * ``timeout``: seconds without progress before a call fails.
     * ``endpoint_nice``: nice value of the sidecar's endpoint thread (default: the sidecar's, -10, so frames get a
       core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE or RLIMIT_NICE, and without
@@ -79,7 +88,8 @@ class Session:
                  process_group=None, fallback: bool = False, timeout: float = 30.0,
                  shm_bytes: int = DEFAULT_SHM_BYTES, ip: Optional[str] = None, sidecar_command=None,
                  rto_us: int = 400_000, endpoint_nice: Optional[int] = None, controller: Optional[str] = None,
-                 switchml_elements: int = 256, switchml_outstanding: int = 128, cuda_piece_bytes: Optional[int] = None):
+                 switchml_elements: int = 256, switchml_outstanding: int = 128, cuda_piece_bytes: Optional[int] = None,
+                 recover_after: Optional[float] = 30.0):
         torch, dist = _torch()
         if element_type not in _TORCH_DTYPES:
             raise SetupError(f"element_type must be one of {', '.join(_TORCH_DTYPES)}: {element_type!r}")
@@ -111,9 +121,11 @@ class Session:
         self.calls = 0
         self.bytes_reduced = 0
         self._broken: Optional[str] = None
+        self._boundary = True
         self._logged_fallback = False
         self._appliance = ApplianceClient(appliance, token_file) if appliance and transport != "switchml" else None
         self._installed_job = None
+        self._installed_job_body = None
         self._closed = False
         self.ring = {"ringId": ring_id, "elementType": element_type, "window": window, "msgLen": msg_len,
                      "payloadSize": payload_size, "inetTag": inet_tag, "resultTag": result_tag,
@@ -123,26 +135,44 @@ class Session:
         if endpoint_nice is not None and not -20 <= endpoint_nice <= 19:
             raise SetupError(f"endpoint_nice must be -20..19: {endpoint_nice}")
 
+        if cuda_piece_bytes is not None and cuda_piece_bytes < 1 << 16:
+            raise SetupError(f"cuda_piece_bytes must be at least 64 KiB: {cuda_piece_bytes}")
+        if recover_after is not None and recover_after < 0:
+            raise SetupError(f"recover_after must be None or at least 0 seconds: {recover_after}")
+        self.recover_after = recover_after
+        self.recoveries = 0
+        self._broken_since = 0.0
+        self._probe_after_call = False
         if transport == "sidecar":
             if device is None:
                 raise SetupError("the sidecar transport needs device= (the interface to the switch)")
             from .sidecar import SidecarTransport  # noqa: PLC0415
-            self.transport = SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
-                                              rto_us=rto_us, endpoint_nice=endpoint_nice)
+
+            def factory():
+                return SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
+                                        rto_us=rto_us, endpoint_nice=endpoint_nice)
         elif transport == "switchml":
             from .switchml import SwitchMlTransport  # noqa: PLC0415
-            self.transport = SwitchMlTransport(device, shm_bytes, controller, elements=switchml_elements,
-                                               outstanding=switchml_outstanding, element_type=element_type, ip=ip,
-                                               command=sidecar_command, endpoint_nice=endpoint_nice)
+
+            def factory():
+                return SwitchMlTransport(device, shm_bytes, controller, elements=switchml_elements,
+                                         outstanding=switchml_outstanding, element_type=element_type, ip=ip,
+                                         command=sidecar_command, endpoint_nice=endpoint_nice)
         elif transport == "verbs":
             if device is None:
                 raise SetupError("the verbs transport needs device= (the RDMA device, e.g. mlx5_0 or rxe0)")
             from .verbs import VerbsTransport  # noqa: PLC0415
-            self.transport = VerbsTransport(device, shm_bytes, payload_size, ip=ip)
+
+            def factory():
+                return VerbsTransport(device, shm_bytes, payload_size, ip=ip)
         elif isinstance(transport, str):
             raise SetupError(f"unknown transport {transport!r} (sidecar, verbs, switchml, or a transport object)")
+        elif callable(transport) and not hasattr(transport, "open"):
+            factory = transport  # a factory of transport objects: a recovery gets a fresh one
         else:
-            self.transport = transport
+            factory = None  # one transport object: nothing to recover with
+        self._transport_factory = factory
+        self.transport = factory() if factory is not None else transport
         self._label = f"ring {ring_id}" if getattr(self.transport, "needs_ring", True) else \
             f"{getattr(self.transport, 'name', 'transport')} session"
         try:
@@ -150,17 +180,11 @@ class Session:
         except BaseException:
             self._shutdown_transport()
             raise
-        self._memory = torch.frombuffer(self.transport.memory, dtype=torch.uint8)
-        self._elements_per_piece = len(self.transport.memory) // _ELEMENT_SIZES[element_type]
-        self._layout = getattr(self.transport, "layout", None)
-        if self._layout is not None:
-            self._placed_areas(self._layout, result_tag)
-        if cuda_piece_bytes is not None and cuda_piece_bytes < 1 << 16:
-            raise SetupError(f"cuda_piece_bytes must be at least 64 KiB: {cuda_piece_bytes}")
-        self._cuda_piece_elements = self._elements_per_piece if cuda_piece_bytes is None else \
-            min(self._elements_per_piece, cuda_piece_bytes // _ELEMENT_SIZES[element_type])
+        self._cuda_piece_bytes = cuda_piece_bytes
+        self._result_tag_text = result_tag
         self._streams: dict = {}
         self._pinned_buffers = None
+        self._attach_transport()
         self._queue: "queue.Queue" = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="netreduce-session", daemon=True)
         self._thread.start()
@@ -240,6 +264,7 @@ class Session:
             try:
                 self._appliance.add_job(job)
                 self._installed_job = job_name
+                self._installed_job_body = job
             except NetReduceError as failure:
                 error = str(failure)
         errors = self._gather(error)
@@ -252,6 +277,20 @@ class Session:
             rank=self.rank, window=self.ring["window"], msg_len=self.ring["msgLen"],
             payload=self.ring["payloadSize"], dtype=self.element_type, inet_tag=self.ring["inetTag"],
             result_tag=self.ring["resultTag"], ip=self.addresses[self.rank])
+
+    def _attach_transport(self) -> None:
+        """Views of the transport's memory and the piece sizes they give (at start, and after a recovery)."""
+        torch = self._torch
+        self._memory = torch.frombuffer(self.transport.memory, dtype=torch.uint8)
+        self._elements_per_piece = len(self.transport.memory) // _ELEMENT_SIZES[self.element_type]
+        self._layout = getattr(self.transport, "layout", None)
+        if self._layout is not None:
+            self._placed_areas(self._layout, self._result_tag_text)
+        pieces = self._elements_per_piece if self._cuda_piece_bytes is None else \
+            min(self._elements_per_piece, self._cuda_piece_bytes // _ELEMENT_SIZES[self.element_type])
+        if pieces != getattr(self, "_cuda_piece_elements", None):
+            self._pinned_buffers = None
+        self._cuda_piece_elements = pieces
 
     def _placed_areas(self, layout: dict, result_tag: str) -> None:
         """A transport in message layout (the sidecar): views of its input and output areas' data parts, (messages,
@@ -272,8 +311,10 @@ class Session:
 
     # -- calls --------------------------------------------------------------------------------------------------
 
-    def submit(self, tensor, average: bool = False):
+    def submit(self, tensor, average: bool = False, boundary: bool = True):
         """Queue an in-place all-reduce of ``tensor``; a ``torch.futures.Future`` holding the tensor when done.
+        ``boundary``: whether this call ends a step (the DDP hooks pass the bucket's ``is_last()``): only after
+        such a call may the ranks go back from the fallback to the appliance.
 
         A tensor on a CUDA device is read once the work queued on its stream so far (the caller's current stream at
         this call) is done, and summed through pinned host memory in pieces (:meth:`_reduce_cuda`). The future is
@@ -289,12 +330,12 @@ class Session:
             future = torch.futures.Future(devices=[tensor.device])
             ready = torch.cuda.Event()
             ready.record(torch.cuda.current_stream(tensor.device))
-            self._queue.put((tensor, average, future, ready))
+            self._queue.put((tensor, average, future, ready, boundary))
             return future
         if tensor.device.type != "cpu":
             raise TypeError(f"netreduce sums CPU and CUDA tensors; the tensor is on {tensor.device}")
         future = torch.futures.Future()
-        self._queue.put((tensor, average, future, None))
+        self._queue.put((tensor, average, future, None, boundary))
         return future
 
     def allreduce_(self, tensor, average: bool = False):
@@ -307,17 +348,23 @@ class Session:
             item = self._queue.get()
             if item is None:
                 return
-            tensor, average, future, ready = item
+            tensor, average, future, ready, boundary = item
+            self._boundary = boundary
             try:
                 if ready is not None:
                     self._reduce_cuda(tensor, average, future, ready)
-                    continue
-                self._reduce(tensor)
-                if average:
-                    tensor.div_(self.world_size)
-                future.set_result(tensor)
+                else:
+                    self._reduce(tensor)
+                    if average:
+                        tensor.div_(self.world_size)
+                    future.set_result(tensor)
             except BaseException as error:  # noqa: BLE001 - handed to the caller through the future
                 future.set_exception(error)
+            if self._probe_after_call:
+                # After the step's last call is handed back: the trainer's optimizer step and next forward pass
+                # overlap the try.
+                self._probe_after_call = False
+                self._try_recover()
 
     def _reduce(self, tensor) -> None:
         flat = tensor.view(-1) if tensor.is_contiguous() else None
@@ -343,9 +390,14 @@ class Session:
             if error is not None:
                 raise TransportError(error)
             return False
-        flag = self._torch.tensor([0 if error is None else 1], dtype=self._torch.int32)
+        # The same vote says whether the ranks try the appliance again after this call: any rank due is enough.
+        due = self._broken is not None and self._boundary and self.recover_after is not None and \
+            self._transport_factory is not None and time.monotonic() - self._broken_since >= self.recover_after
+        flag = self._torch.tensor([0 if error is None else 1, 1 if due else 0], dtype=self._torch.int32)
         self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX, group=self.group)
-        return int(flag.item()) != 0
+        failed, probe = (int(value) != 0 for value in flag.tolist())
+        self._probe_after_call = probe
+        return failed
 
     # -- CUDA tensors ---------------------------------------------------------------------------------------------
 
@@ -495,17 +547,77 @@ class Session:
 
     def _fall_back(self, flat, reason: str) -> None:
         self.fallback_calls += 1
+        if self._broken is None:
+            self._broken_since = time.monotonic()
         if not self._logged_fallback:
             self._logged_fallback = True
             log.warning("netreduce: all-reduce through the appliance failed (%s); using the process group's "
-                        "all_reduce for this and every later call of this session", reason)
+                        "all_reduce for this call and later ones%s", reason,
+                        "" if self.recover_after is None or self._transport_factory is None else
+                        f", trying the appliance again every {self.recover_after:g} s at a step boundary")
         self._broken = self._broken or reason
         self._dist.all_reduce(flat, group=self.group)
+
+    def _try_recover(self) -> None:
+        """Every rank at once (the call's vote decided it): check the ring on the appliance, start and connect a
+        fresh transport, and go back to the appliance if every rank managed; otherwise stay on the fallback and try
+        again ``recover_after`` seconds later. Each step that can fail on one rank is followed by an exchange, so no
+        rank is left waiting for another in a collective."""
+        self._broken_since = time.monotonic()
+        if self._appliance is not None:
+            if self._installed_job and self.rank == 0:
+                try:
+                    # A restarted daemon came back without the job this session installed; re-adding one that is
+                    # still there fails harmlessly, and the check below tells.
+                    self._appliance.add_job(self._installed_job_body)
+                except NetReduceError:
+                    pass
+            try:
+                self._check_ring()
+                problem = None
+            except NetReduceError as error:
+                problem = str(error)
+            problems = [p for p in self._gather(problem) if p is not None]
+            if problems:
+                log.info("netreduce: the appliance is not back yet (%s); staying on the fallback", problems[0])
+                return
+        try:
+            fresh = self._transport_factory()
+            failure = None
+        except NetReduceError as error:
+            fresh, failure = None, str(error)
+        failures = [f for f in self._gather(failure) if f is not None]
+        if failures:
+            if fresh is not None:
+                self._close_quietly(fresh)
+            log.info("netreduce: could not start a fresh transport (%s); staying on the fallback", failures[0])
+            return
+        old, self.transport = self.transport, fresh
+        try:
+            self._setup(False, None)
+        except NetReduceError as error:
+            self.transport = old
+            self._close_quietly(fresh)
+            log.info("netreduce: the appliance is not back yet (%s); staying on the fallback", error)
+            return
+        self._attach_transport()
+        self._close_quietly(old)
+        self.recoveries += 1
+        self._broken = None
+        self._logged_fallback = False
+        log.warning("netreduce: back on the appliance after %d calls on the fallback", self.fallback_calls)
+
+    @staticmethod
+    def _close_quietly(transport) -> None:
+        try:
+            transport.close()
+        except NetReduceError as error:  # pragma: no cover - best effort
+            log.warning("netreduce: closing a transport: %s", error)
 
     def stats(self) -> dict:
         """Calls, fallbacks and bytes here; the transport's own counters (retransmissions, timeouts)."""
         result = {"calls": self.calls, "fallback_calls": self.fallback_calls, "bytes_reduced": self.bytes_reduced,
-                  "broken": self._broken}
+                  "broken": self._broken, "recoveries": self.recoveries}
         try:
             result["transport"] = self.transport.stats()
         except NetReduceError as error:

@@ -236,3 +236,71 @@ def cuda_fallback(rank, world):
 @needs_cuda
 def test_should_fall_back_from_a_cuda_tensors_own_values_when_a_piece_fails():
     _spawn("cuda_fallback", world=3)
+
+
+# -- back from the fallback ------------------------------------------------------------------------------------------
+
+def recovery(rank, world, fresh_fails_once):
+    from netreduce.errors import SetupError
+
+    made = []
+
+    def factory():
+        # The first transport fails from its third call on; the next ones work. With fresh_fails_once, rank 1
+        # cannot start the second one (as a sidecar that does not come up), and the ranks must stay on the
+        # fallback together and try again at the next step boundary.
+        transport = SummingTransport(1 << 18, fail_at_call=3 if not made else 0)
+        made.append(transport)
+        if fresh_fails_once and rank == 1 and len(made) == 2:
+            raise SetupError("the fresh transport did not start")
+        return transport
+
+    session = _session(factory, fallback=True, recover_after=0)
+    try:
+        def call(seed, boundary):
+            tensor = _inputs(rank, 5000, seed=seed)
+            want = _rank_order_sum([_inputs(r, 5000, seed=seed) for r in range(world)])
+            session.submit(tensor, boundary=boundary).wait()
+            return tensor, want
+
+        for seed in (1, 2):  # through the first transport
+            got, want = call(seed, True)
+            assert torch.equal(got, want)
+        got, want = call(3, False)  # fails: every rank sums it through the process group, from its own values
+        assert torch.allclose(got, want, rtol=1e-6, atol=1e-5) and session.fallback_calls == 1
+        got, want = call(4, False)  # still on the fallback; not a step boundary, so no try after it
+        assert session.fallback_calls == 2 and session.recoveries == 0 and len(made) == 1
+        got, want = call(5, True)  # a step boundary: the ranks try the appliance again after it
+        assert session.fallback_calls == 3
+        if fresh_fails_once:
+            call(6, True)  # still on the fallback (the try after call 5 failed on rank 1); tries again after it
+            assert session.fallback_calls == 4
+        # A try runs after its call is handed back; the next call is served after it.
+        for seed in (7, 8):  # through the fresh transport: bit-exact in rank order
+            got, want = call(seed, True)
+            assert torch.equal(got, want), f"call {seed} after the recovery"
+        assert session.recoveries == 1 and session.stats()["broken"] is None
+        assert session.transport is made[-1] and made[-1].calls == 2
+        assert session.fallback_calls == (4 if fresh_fails_once else 3)
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("fresh_fails_once", [False, True], ids=["fresh-transport-starts", "fresh-fails-on-one-rank"])
+def test_should_go_back_to_the_appliance_at_a_step_boundary_after_a_fallback(fresh_fails_once):
+    _spawn("recovery", fresh_fails_once=fresh_fails_once)
+
+
+def no_recovery(rank, world):
+    session = _session(lambda: SummingTransport(1 << 18, fail_at_call=1), fallback=True, recover_after=None)
+    try:
+        for seed in range(3):
+            tensor = _inputs(rank, 100, seed=seed)
+            session.allreduce_(tensor)
+        assert session.fallback_calls == 3 and session.recoveries == 0
+    finally:
+        session.close()
+
+
+def test_should_stay_on_the_fallback_when_told_not_to_recover():
+    _spawn("no_recovery", world=2)
