@@ -21,7 +21,11 @@
 #
 # usage: scripts/train.sh [--workers W] [--rate RATE|none] [--epochs E] [--steps N] [--batch B] [--lr LR]
 #                         [--seed S] [--warmup N] [--plot FILE] [--results DIR] [--prefix P] [--no-build]
-#                         [--timeout SECONDS] [--model cnn|mlp] [--hidden UNITS]
+#                         [--timeout SECONDS] [--model cnn|mlp] [--hidden UNITS] [--kill-appliance STEP:DOWN]
+#   --kill-appliance STEP:DOWN: the netreduce run's sessions fall back to gloo when a call fails and go back to
+#   the appliance when it answers again (fallback=True, recover_after 2 s, a call fails after 3 s without
+#   progress); the daemon is killed (SIGKILL) once rank 0 has finished step STEP and started again DOWN seconds
+#   later. The run must still agree with gloo's; the steps taken on each path are printed.
 #   --model mlp: two hidden layers of UNITS (default 1536: 2.47 M parameters, 9.9 MB of gradient per step), where
 #   the all-reduce is bandwidth-bound at 1 Gbit/s; the default cnn (287 KB of gradient) is latency-bound.
 #   defaults: 4 workers, 1gbit links, 10 epochs (110 steps with 4 workers x 32 samples), batch 32 per rank,
@@ -54,6 +58,7 @@ payload=4096
 ring_id=1
 model=cnn
 hidden=1536
+kill_appliance=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -72,6 +77,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
+    --kill-appliance) kill_appliance="$2"; shift 2 ;;
     -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "train: unknown option $1" >&2; exit 2 ;;
   esac
@@ -80,6 +86,13 @@ done
 case "$workers" in ''|*[!0-9]*) echo "train: --workers must be a number" >&2; exit 2 ;; esac
 [ "$workers" -ge 2 ] && [ "$workers" -le 64 ] || { echo "train: --workers must be 2..64" >&2; exit 2; }
 [ "$rate" = none ] && rate=""
+kill_step="" kill_down=""
+if [ -n "$kill_appliance" ]; then
+  kill_step="${kill_appliance%%:*}" kill_down="${kill_appliance#*:}"
+  case "$kill_step:$kill_down" in
+    *[!0-9:]*|:*|*:) echo "train: --kill-appliance takes STEP:DOWN (whole numbers): $kill_appliance" >&2; exit 2 ;;
+  esac
+fi
 
 netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 work="$(mktemp -d /tmp/netreduce-train.XXXXXX)"
@@ -154,8 +167,29 @@ train_args=(--world "$workers" --epochs "$epochs" --steps "$steps" --batch "$bat
 busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 daemon_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
 
+# With --kill-appliance: once rank 0 has finished step $kill_step, kill the daemon (SIGKILL, as a crash), and start
+# it again from the same configuration $kill_down seconds later.
+kill_and_restart() {
+  local done_step=-1 _
+  while :; do
+    done_step="$(cat "$work/progress" 2>/dev/null || echo -1)"
+    [ "${done_step:--1}" -ge "$kill_step" ] && break
+    for pid in "${rank_pids[@]}"; do kill -0 "$pid" 2>/dev/null || return 0; done
+    sleep 0.05
+  done
+  kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
+  echo "appliance: daemon killed after step $done_step"
+  mv "$work/daemon.log" "$work/daemon-killed.log"
+  sleep "$kill_down"
+  bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" train >/dev/null
+  echo "appliance: daemon started again ${kill_down} s later, while rank 0 was at step $(cat "$work/progress")"
+}
+
 run_mode() { # mode port: W ranks of ddp_train.py, one per worker namespace; rank 0 writes $work/$mode.json
-  local mode="$1" port="$2" failed=0 start_ns busy0 app0
+  local mode="$1" port="$2" failed=0 start_ns busy0 app0 extra=()
+  if [ "$mode" = netreduce ] && [ -n "$kill_step" ]; then
+    extra=(--fallback --recover-after 2 --timeout 3 --progress "$work/progress")
+  fi
   start_ns="$(date +%s%N)"
   busy0="$(busy_ticks)"; app0="$(daemon_ticks)"
   rank_pids=()
@@ -165,10 +199,11 @@ run_mode() { # mode port: W ranks of ddp_train.py, one per worker namespace; ran
         "$NETREDUCE_PYTHON" scripts/train/ddp_train.py --mode "$mode" --rank "$i" --master 10.77.0.1 \
         --port "$port" --dev eth0 "${train_args[@]}" --out "$work/$mode.json" \
         --api "$api" --netreduce "$netreduce" --ring-id "$ring_id" --window "$window" --msg-len "$msg_len" \
-        --payload "$payload" \
+        --payload "$payload" "${extra[@]}" \
         > "$work/$mode-rank$i.log" 2>&1 &
     rank_pids+=($!)
   done
+  [ ${#extra[@]} -gt 0 ] && kill_and_restart
   for i in "${!rank_pids[@]}"; do
     wait "${rank_pids[$i]}" || { echo "train: $mode rank $i failed (exit $?)" >&2; failed=1; }
   done
@@ -189,6 +224,18 @@ run_mode netreduce 29500 || {
   "$netreduce" ctl --api "$api" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"' >&2 || true
   exit 1
 }
+if [ -n "$kill_step" ]; then
+  "$NETREDUCE_PYTHON" - "$work/netreduce.json" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+paths = result["paths"]
+turns = [i for i in range(1, len(paths)) if paths[i] != paths[i - 1]]
+recoveries = [rank["stats"]["recoveries"] for rank in result["ranks"]]
+print(f"paths: {paths.count('appliance')} steps through the appliance, {paths.count('fallback')} with gloo "
+      f"(path changed after steps {', '.join(str(i - 1) for i in turns) or 'never'}); recoveries per rank: "
+      f"{recoveries}; fallback calls per rank: {[rank['stats']['fallback_calls'] for rank in result['ranks']]}")
+PY
+fi
 "$netreduce" ctl --api "$api" counters > "$work/counters.txt" 2>/dev/null || true
 echo "appliance counters (non-zero):"
 awk 'NR == 1 || $NF != "0"' "$work/counters.txt"
@@ -203,4 +250,4 @@ step "comparison"
 mkdir -p "$results" "$(dirname "$plot")"
 cp "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" "$results/"
 "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" \
-  ${warmup:+--warmup "$warmup"} --plot "$plot" --rate "${rate:-unshaped}"
+  ${warmup:+--warmup "$warmup"} --plot "$plot" --rate "${rate:-unshaped}" ${kill_step:+--appliance-lost}

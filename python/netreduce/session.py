@@ -142,7 +142,8 @@ class Session:
         self.recover_after = recover_after
         self.recoveries = 0
         self._broken_since = 0.0
-        self._probe_after_call = False
+        self._after_call: Optional[str] = None
+        self._fresh: Optional["_FreshTransport"] = None
         if transport == "sidecar":
             if device is None:
                 raise SetupError("the sidecar transport needs device= (the interface to the switch)")
@@ -360,11 +361,12 @@ class Session:
                     future.set_result(tensor)
             except BaseException as error:  # noqa: BLE001 - handed to the caller through the future
                 future.set_exception(error)
-            if self._probe_after_call:
-                # After the step's last call is handed back: the trainer's optimizer step and next forward pass
-                # overlap the try.
-                self._probe_after_call = False
-                self._try_recover()
+            action, self._after_call = self._after_call, None
+            # After the step's last call is handed back, so that the trainer's optimizer step goes on meanwhile.
+            if action == "prepare":
+                self._prepare_fresh()
+            elif action == "switch":
+                self._switch_to_fresh()
 
     def _reduce(self, tensor) -> None:
         flat = tensor.view(-1) if tensor.is_contiguous() else None
@@ -390,13 +392,21 @@ class Session:
             if error is not None:
                 raise TransportError(error)
             return False
-        # The same vote says whether the ranks try the appliance again after this call: any rank due is enough.
-        due = self._broken is not None and self._boundary and self.recover_after is not None and \
-            self._transport_factory is not None and time.monotonic() - self._broken_since >= self.recover_after
-        flag = self._torch.tensor([0 if error is None else 1, 1 if due else 0], dtype=self._torch.int32)
+        # The same vote carries the way back to the appliance, decided only at a step boundary: whether any rank
+        # wants a fresh transport prepared (on the fallback for recover_after seconds, none being prepared or its
+        # last one failed), and whether any rank has none ready. MAX over the ranks: one rank's wish is enough to
+        # start, every rank's readiness is needed to switch.
+        fresh = self._fresh
+        ready = fresh is not None and fresh.ready()
+        want = self._broken is not None and self._boundary and self.recover_after is not None and \
+            self._transport_factory is not None and not ready and (fresh is None or fresh.failed()) and \
+            time.monotonic() - self._broken_since >= self.recover_after
+        flag = self._torch.tensor([0 if error is None else 1, 1 if want else 0, 0 if ready else 1],
+                                  dtype=self._torch.int32)
         self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX, group=self.group)
-        failed, probe = (int(value) != 0 for value in flag.tolist())
-        self._probe_after_call = probe
+        failed, wanted, not_ready = (int(value) != 0 for value in flag.tolist())
+        if self._broken is not None and self._boundary:
+            self._after_call = "switch" if not not_ready else "prepare" if wanted else None
         return failed
 
     # -- CUDA tensors ---------------------------------------------------------------------------------------------
@@ -558,47 +568,40 @@ class Session:
         self._broken = self._broken or reason
         self._dist.all_reduce(flat, group=self.group)
 
-    def _try_recover(self) -> None:
-        """Every rank at once (the call's vote decided it): check the ring on the appliance, start and connect a
-        fresh transport, and go back to the appliance if every rank managed; otherwise stay on the fallback and try
-        again ``recover_after`` seconds later. Each step that can fail on one rank is followed by an exchange, so no
-        rank is left waiting for another in a collective."""
+    def _prepare_fresh(self) -> None:
+        """Every rank at once (a vote decided it): drop any fresh transport from an earlier try and prepare another
+        in the background (the ring checked on the appliance, the transport started), while calls go on through the
+        process group. The ranks switch to it at a later step boundary, once every rank's is ready."""
         self._broken_since = time.monotonic()
-        if self._appliance is not None:
-            if self._installed_job and self.rank == 0:
-                try:
-                    # A restarted daemon came back without the job this session installed; re-adding one that is
-                    # still there fails harmlessly, and the check below tells.
-                    self._appliance.add_job(self._installed_job_body)
-                except NetReduceError:
-                    pass
-            try:
-                self._check_ring()
-                problem = None
-            except NetReduceError as error:
-                problem = str(error)
-            problems = [p for p in self._gather(problem) if p is not None]
-            if problems:
-                log.info("netreduce: the appliance is not back yet (%s); staying on the fallback", problems[0])
-                return
-        try:
-            fresh = self._transport_factory()
-            failure = None
-        except NetReduceError as error:
-            fresh, failure = None, str(error)
-        failures = [f for f in self._gather(failure) if f is not None]
-        if failures:
-            if fresh is not None:
-                self._close_quietly(fresh)
-            log.info("netreduce: could not start a fresh transport (%s); staying on the fallback", failures[0])
+        if self._fresh is not None:
+            self._fresh.discard()
+        self._fresh = _FreshTransport(self._transport_factory, self._appliance_ready)
+        log.info("netreduce: preparing a fresh transport to go back to the appliance")
+
+    def _appliance_ready(self) -> None:
+        """In the preparing thread: raises unless the appliance answers with this ring (re-added first when this
+        session installed it: a restarted daemon comes back without it)."""
+        if self._appliance is None:
             return
-        old, self.transport = self.transport, fresh
+        if self._installed_job_body is not None and self.rank == 0:
+            try:
+                self._appliance.add_job(self._installed_job_body)
+            except NetReduceError:
+                pass  # still there, or the appliance is down: the check says which
+        self._check_ring()
+
+    def _switch_to_fresh(self) -> None:
+        """Every rank at once, with every rank's fresh transport ready: open and connect it through the usual set-up
+        (its exchanges make a failure on any rank a failure on all), and go back to the appliance."""
+        fresh, self._fresh = self._fresh, None
+        old, self.transport = self.transport, fresh.transport
         try:
             self._setup(False, None)
         except NetReduceError as error:
             self.transport = old
-            self._close_quietly(fresh)
-            log.info("netreduce: the appliance is not back yet (%s); staying on the fallback", error)
+            self._close_quietly(fresh.transport)
+            self._broken_since = time.monotonic()
+            log.info("netreduce: could not go back to the appliance (%s); staying on the fallback", error)
             return
         self._attach_transport()
         self._close_quietly(old)
@@ -645,6 +648,9 @@ class Session:
                     log.warning("netreduce: could not remove job %s: %s", self._installed_job, error)
 
     def _shutdown_transport(self) -> None:
+        if getattr(self, "_fresh", None) is not None:
+            self._fresh.discard()
+            self._fresh = None
         try:
             self.transport.close()
         except NetReduceError as error:  # pragma: no cover - best effort at the end
@@ -655,3 +661,46 @@ class Session:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class _FreshTransport:
+    """A transport being started in the background to go back to the appliance: ``check`` (the appliance answers
+    with the ring) then the factory, on a thread of its own; ready when both succeeded, failed when either raised."""
+
+    def __init__(self, factory, check):
+        self.transport = None
+        self.error: Optional[str] = None
+        self._discarded = False
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(factory, check), name="netreduce-fresh-transport",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, factory, check) -> None:
+        try:
+            check()
+            transport = factory()
+        except NetReduceError as error:
+            self.error = str(error)
+            self._done.set()
+            return
+        with self._lock:
+            if self._discarded:
+                Session._close_quietly(transport)
+            else:
+                self.transport = transport
+        self._done.set()
+
+    def ready(self) -> bool:
+        return self._done.is_set() and self.transport is not None
+
+    def failed(self) -> bool:
+        return self._done.is_set() and self.transport is None
+
+    def discard(self) -> None:
+        with self._lock:
+            self._discarded = True
+            transport, self.transport = self.transport, None
+        if transport is not None:
+            Session._close_quietly(transport)

@@ -270,18 +270,25 @@ def recovery(rank, world, fresh_fails_once):
         assert torch.allclose(got, want, rtol=1e-6, atol=1e-5) and session.fallback_calls == 1
         got, want = call(4, False)  # still on the fallback; not a step boundary, so no try after it
         assert session.fallback_calls == 2 and session.recoveries == 0 and len(made) == 1
-        got, want = call(5, True)  # a step boundary: the ranks try the appliance again after it
+        got, want = call(5, True)  # a step boundary: a fresh transport is prepared after it, in the background
         assert session.fallback_calls == 3
-        if fresh_fails_once:
-            call(6, True)  # still on the fallback (the try after call 5 failed on rank 1); tries again after it
-            assert session.fallback_calls == 4
-        # A try runs after its call is handed back; the next call is served after it.
-        for seed in (7, 8):  # through the fresh transport: bit-exact in rank order
+        # Calls go on through the process group until every rank's fresh transport is ready; the ranks switch after
+        # a step boundary at which all are.
+        seed = 6
+        while True:
+            before = session.fallback_calls
             got, want = call(seed, True)
-            assert torch.equal(got, want), f"call {seed} after the recovery"
+            seed += 1
+            if session.fallback_calls == before:
+                break  # this call went through the appliance
+            assert torch.allclose(got, want, rtol=1e-6, atol=1e-5)
+            assert seed < 200, "never went back to the appliance"
+        assert torch.equal(got, want), "the first call after the switch"
+        got, want = call(seed, True)
+        assert torch.equal(got, want), "the second call after the switch"
         assert session.recoveries == 1 and session.stats()["broken"] is None
         assert session.transport is made[-1] and made[-1].calls == 2
-        assert session.fallback_calls == (4 if fresh_fails_once else 3)
+        assert len(made) == (3 if fresh_fails_once else 2), "one failed start: every rank prepares again"
     finally:
         session.close()
 

@@ -86,6 +86,9 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=None,
                     help="steps left out of the step-time statistics (default: the first epoch)")
     ap.add_argument("--plot", help="PNG to write")
+    ap.add_argument("--appliance-lost", action="store_true",
+                    help="the appliance was killed during the netreduce run: every rank must have fallen back and "
+                         "come back (fallback calls and a recovery on each), instead of no fallback at all")
     ap.add_argument("--rate", default="", help="link rate, for the plot's title")
     args = ap.parse_args(argv)
 
@@ -196,12 +199,19 @@ def main(argv=None):
             failures.append(f"{name}: the ranks ended with different parameters")
     for rank, extra in enumerate(nr["ranks"]):
         stats = extra.get("stats") or {}
-        if stats.get("fallback_calls") or stats.get("broken"):
+        if args.appliance_lost:
+            if not stats.get("fallback_calls") or not stats.get("recoveries") or stats.get("broken"):
+                failures.append(f"netreduce rank {rank}: expected to fall back and come back to the appliance: "
+                                f"{stats.get('fallback_calls')} fallback calls, {stats.get('recoveries')} "
+                                f"recoveries, ended {'on the fallback' if stats.get('broken') else 'on the appliance'}")
+        elif stats.get("fallback_calls") or stats.get("broken"):
             failures.append(f"netreduce rank {rank}: {stats.get('fallback_calls')} fallback calls ({stats.get('broken')})")
     retx = sum((e.get("stats") or {}).get("transport", {}).get("retransmittedPackets", 0) for e in nr["ranks"])
     timeouts = sum((e.get("stats") or {}).get("transport", {}).get("timeouts", 0) for e in nr["ranks"])
     calls = [(e.get("stats") or {}).get("calls", 0) for e in nr["ranks"]]
-    print(f"netreduce sessions: calls per rank {calls}, fallback calls 0 required, retransmitted packets {retx}, "
+    fallbacks = [(e.get("stats") or {}).get("fallback_calls", 0) for e in nr["ranks"]]
+    print(f"netreduce sessions: calls per rank {calls}, fallback calls {fallbacks} "
+          f"({'some and a recovery required' if args.appliance_lost else '0 required'}), retransmitted packets {retx}, "
           f"timeouts {timeouts}; ranks' parameters identical: netreduce {nr['params_identical']}, "
           f"gloo {gl['params_identical']}")
     if exact_vs_rank_order:
