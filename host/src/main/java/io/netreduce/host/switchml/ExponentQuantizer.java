@@ -1,9 +1,18 @@
 package io.netreduce.host.switchml;
 
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
+import java.lang.foreign.MemorySegment;
+
 import static java.nio.ByteOrder.BIG_ENDIAN;
+import static java.nio.ByteOrder.LITTLE_ENDIAN;
 
 /**
  * SwitchML's block fixed point for fp32 (paper §4, "Quantized integer-based aggregation", Appendix E; the published
@@ -36,7 +45,21 @@ import static java.nio.ByteOrder.BIG_ENDIAN;
  * is within W · 2<sup>e−53</sup> of Σx, well inside the first term's slack, so checks may compare with it.
  * A result beyond {@link Float#MAX_VALUE} becomes infinite, as float addition's would.
  * <p>
- * Stateless apart from W; allocation-free.
+ * <b>Implementation.</b> The Vector API, with the same arithmetic as the element-by-element definition above, so
+ * the bits are those of a scalar loop ({@code ScalarExponentQuantizer} in the tests, the earlier version, checked
+ * against it in {@code ExponentQuantizerEquivalenceTest}): the exponent is a lane-wise maximum of the magnitudes'
+ * bits; quantizing widens floats to double lanes (exact), multiplies by the double S and adds 1.5 · 2<sup>52</sup>,
+ * which leaves rint(x·S), half to even, as two's complement in the low 32 bits (exact for |x·S| below
+ * 2<sup>51</sup>), narrows those to int32 and stores them big-endian in place; dequantizing widens the int32 sums to
+ * double, multiplies by the double unit and rounds to float. The overflow check is one comparison per block: since
+ * rounding is monotonic, a block whose largest magnitude times S is below the limit has no element above it; any other
+ * block (and one holding NaN) takes the scalar loop, which throws at the element as before. Steps of the preferred
+ * double species' lanes (8 with AVX-512, 4 with AVX2), the rest of a block by the scalar loop; byte order is swapped
+ * lane-wise around little-endian loads and stores (a big-endian vector store measured 3x slower). About 6x the scalar
+ * version's packets per second on the 2-core bed ({@code QuantizerBenchmark}, W = 4, 256 and 2048 elements; noisy).
+ * <p>
+ * Keeps W and a view of the last buffer each way ({@link BufferSegments}); allocation-free once those are made.
+ * Not thread-safe: one per worker.
  */
 public final class ExponentQuantizer
 {
@@ -63,7 +86,22 @@ public final class ExponentQuantizer
     private static final double FLOAT_ROUNDING = 0x1.0p-24;
     private static final double SUBNORMAL_ROUNDING = 0x1.0p-150;
 
+    /** Added to a double below 2^51 in magnitude, leaves it rounded to an integer (half to even) in the low bits. */
+    private static final double ROUNDING = 0x1.8p52;
+    /** The double lanes of a step; the floats and ints of a step fill half their shape (same lane count). */
+    private static final VectorSpecies<Double> DOUBLES = DoubleVector.SPECIES_PREFERRED.vectorBitSize() >= 128 ?
+        DoubleVector.SPECIES_PREFERRED : DoubleVector.SPECIES_128;
+    private static final VectorSpecies<Float> FLOATS =
+        VectorSpecies.of(float.class, VectorShape.forBitSize(DOUBLES.vectorBitSize() / 2));
+    private static final VectorSpecies<Integer> INTS =
+        VectorSpecies.of(int.class, VectorShape.forBitSize(DOUBLES.vectorBitSize() / 2));
+    /** The exponent scan: magnitudes' bits, a full vector of them at a time. */
+    private static final VectorSpecies<Float> SCAN_FLOATS = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Integer> SCAN_INTS = IntVector.SPECIES_PREFERRED;
+
     private final int workers;
+    private final BufferSegments encoded = new BufferSegments();
+    private final BufferSegments decoded = new BufferSegments();
 
     /**
      * @param workers W, the number of workers whose quantized blocks the switch adds.
@@ -88,12 +126,15 @@ public final class ExponentQuantizer
      */
     public static void requireQuantizable(final float[] values, final int from, final int count)
     {
-        for (int i = from; i < from + count; i++)
+        if (largestMagnitudeBits(values, from, count) >= TOO_LARGE_BITS)
         {
-            if ((Float.floatToRawIntBits(values[i]) & 0x7FFF_FFFF) >= TOO_LARGE_BITS)
+            for (int i = from; i < from + count; i++)
             {
-                throw new IllegalArgumentException("element " + i + " is " + values[i] + ": SwitchML's block fixed " +
-                    "point carries only finite floats of magnitude below 2^127 (about 1.7e38)");
+                if ((Float.floatToRawIntBits(values[i]) & 0x7FFF_FFFF) >= TOO_LARGE_BITS)
+                {
+                    throw new IllegalArgumentException("element " + i + " is " + values[i] + ": SwitchML's block " +
+                        "fixed point carries only finite floats of magnitude below 2^127 (about 1.7e38)");
+                }
             }
         }
     }
@@ -105,17 +146,35 @@ public final class ExponentQuantizer
      */
     public static int exponent(final float[] values, final int from, final int count)
     {
-        // Without the sign, the bits of non-NaN floats order as their magnitudes.
-        int largest = 0;
-        for (int i = from; i < from + count; i++)
-        {
-            largest = Math.max(largest, Float.floatToRawIntBits(values[i]) & 0x7FFF_FFFF);
-        }
+        final int largest = largestMagnitudeBits(values, from, count);
         if (largest >= TOO_LARGE_BITS)
         {
             requireQuantizable(values, from, count);
         }
         return (largest >>> 23) - 126;
+    }
+
+    /**
+     * @return the largest of the elements' raw bits without sign: without the sign, the bits of non-NaN floats order
+     *         as their magnitudes (NaN above infinity); 0 for no elements.
+     */
+    private static int largestMagnitudeBits(final float[] values, final int from, final int count)
+    {
+        final int lanes = SCAN_INTS.length();
+        final int upper = count - count % lanes;
+        IntVector largest = IntVector.zero(SCAN_INTS);
+        int i = 0;
+        for (; i < upper; i += lanes)
+        {
+            largest = largest.max(FloatVector.fromArray(SCAN_FLOATS, values, from + i).reinterpretAsInts()
+                .and(0x7FFF_FFFF));
+        }
+        int result = largest.reduceLanes(VectorOperators.MAX);
+        for (; i < count; i++)
+        {
+            result = Math.max(result, Float.floatToRawIntBits(values[from + i]) & 0x7FFF_FFFF);
+        }
+        return result;
     }
 
     /**
@@ -147,7 +206,25 @@ public final class ExponentQuantizer
     {
         final double scale = scale(exponent);
         final int limit = Integer.MAX_VALUE / workers;
-        for (int i = 0; i < count; i++)
+        // Below this |x·S| rounds to at most limit − 1: no check is due (a valid block stays below (2^31 − 1)/W − 1).
+        final double safe = limit - 1;
+        final MemorySegment segment = encoded.of(buffer);
+        final int lanes = DOUBLES.length();
+        // Rounding is monotonic: if the largest magnitude times S is below the limit, every element's is (NaN is not
+        // below it). Otherwise the scalar loop does the block and throws at the element (or makes NaN 0) as before.
+        final boolean fits = Float.intBitsToFloat(largestMagnitudeBits(values, from, count)) * scale < safe;
+        final int upper = fits ? count - count % lanes : 0;
+        int i = 0;
+        for (; i < upper; i += lanes)
+        {
+            // x·S + 1.5·2^52 has the integer rint(x·S) in its low mantissa bits, two's complement in the low 32.
+            // Bytes reversed lane-wise and stored little-endian: big-endian, and much faster than a big-endian store.
+            ((IntVector)((DoubleVector)FloatVector.fromArray(FLOATS, values, from + i)
+                .convertShape(VectorOperators.F2D, DOUBLES, 0)).mul(scale).add(ROUNDING).reinterpretAsLongs()
+                .convertShape(VectorOperators.L2I, INTS, 0)).lanewise(VectorOperators.REVERSE_BYTES)
+                .intoMemorySegment(segment, at + (long)i * Integer.BYTES, LITTLE_ENDIAN);
+        }
+        for (; i < count; i++)
         {
             final int q = (int)Math.rint(values[from + i] * scale);
             if (q >= limit || q <= -limit)
@@ -169,7 +246,18 @@ public final class ExponentQuantizer
         final int from)
     {
         final double unit = unit(exponent);
-        for (int i = 0; i < count; i++)
+        final MemorySegment segment = decoded.of(buffer);
+        final int lanes = DOUBLES.length();
+        final int upper = count - count % lanes;
+        int i = 0;
+        for (; i < upper; i += lanes)
+        {
+            final DoubleVector sums = (DoubleVector)IntVector.fromMemorySegment(INTS, segment,
+                at + (long)i * Integer.BYTES, LITTLE_ENDIAN).lanewise(VectorOperators.REVERSE_BYTES)
+                .convertShape(VectorOperators.I2D, DOUBLES, 0);
+            ((FloatVector)sums.mul(unit).convertShape(VectorOperators.D2F, FLOATS, 0)).intoArray(values, from + i);
+        }
+        for (; i < count; i++)
         {
             values[from + i] = (float)(buffer.getInt(at + i * Integer.BYTES, BIG_ENDIAN) * unit);
         }
