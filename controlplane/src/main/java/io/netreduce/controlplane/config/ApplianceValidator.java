@@ -86,6 +86,12 @@ final class ApplianceValidator
         range(errors, dataplane.batchSize(), 1, DataplaneConfig.MAX_BATCH_SIZE, child(dataplanePath, "batchSize"));
         range(errors, dataplane.lanes(), 1, DataplaneConfig.MAX_LANES, child(dataplanePath, "lanes"));
         range(errors, dataplane.laneNice(), ThreadNice.MIN_NICE, ThreadNice.MAX_NICE, child(dataplanePath, "laneNice"));
+        range(errors, dataplane.cltEntries(), DataplaneConfig.MIN_CLT_ENTRIES, DataplaneConfig.MAX_CLT_ENTRIES,
+            child(dataplanePath, "cltEntries"));
+        range(errors, dataplane.cltForeignEntries(), 1, dataplane.cltEntries(),
+            child(dataplanePath, "cltForeignEntries"));
+        range(errors, dataplane.cltForeignPerSource(), 1, dataplane.cltForeignEntries(),
+            child(dataplanePath, "cltForeignPerSource"));
         if (dataplane.lanes() > 1)
         {
             for (final PortConfig port : appliance.ports())
