@@ -70,7 +70,12 @@ public final class ConnectionTable
     private final int foreignLimit;
     private final int foreignPerSource;
     private int foreignCount;
-    /** Foreign entries per source address: no more sources than entries, so it never fills. */
+    /**
+     * Foreign entries per source address. Inserts keep foreign entries, and so their sources, within
+     * {@code foreignLimit}; only ring entries turned foreign ({@link #setForeign}) can exceed it, and a source of
+     * those beyond the map's room is not counted, which {@link #insert} never needs: foreign entries are then over
+     * their total share.
+     */
     private final SourceCounts sources;
 
     /**
@@ -101,7 +106,7 @@ public final class ConnectionTable
         }
         this.foreignLimit = foreignLimit;
         this.foreignPerSource = foreignPerSource;
-        this.sources = new SourceCounts(maxEntries);
+        this.sources = new SourceCounts(foreignLimit);
         capacity = Integer.highestOneBit(Math.max(4, (maxEntries * 4 + 2) / 3) - 1) << 1;
         mask = capacity - 1;
         limit = maxEntries;

@@ -3,18 +3,22 @@ package io.netreduce.dataplane.clt;
 /**
  * A count per source address (two longs, as {@link IpKey} keeps them): the CLT's foreign entries per source.
  * Open addressing with linear probing over primitive arrays; a source whose count falls to 0 leaves the map by
- * backward-shift deletion, so there are no tombstones. Sized for {@code maxSources} sources at load 1/2, so it never
- * fills as long as no more sources are counted. Single-threaded, allocation-free after construction.
+ * backward-shift deletion, so there are no tombstones. Holds at most {@code maxSources} sources (at load 1/2 or
+ * less); a new source beyond them is not counted (its count reads 0). Single-threaded, allocation-free after
+ * construction.
  */
 final class SourceCounts
 {
     private final int mask;
+    private final int maxSources;
     private final long[] keys;
     private final int[] counts;
+    private int size;
 
     SourceCounts(final int maxSources)
     {
         final int capacity = Integer.highestOneBit(Math.max(4, maxSources * 2) - 1) << 1;
+        this.maxSources = maxSources;
         mask = capacity - 1;
         keys = new long[capacity * 2];
         counts = new int[capacity];
@@ -51,12 +55,13 @@ final class SourceCounts
         }
         if (counts[slot] == 0)
         {
-            if (delta <= 0)
+            if (delta <= 0 || size >= maxSources)
             {
                 return;
             }
             keys[slot * 2] = high;
             keys[slot * 2 + 1] = low;
+            size++;
         }
         counts[slot] += delta;
         if (counts[slot] <= 0)
@@ -85,5 +90,6 @@ final class SourceCounts
         keys[hole * 2] = 0;
         keys[hole * 2 + 1] = 0;
         counts[hole] = 0;
+        size--;
     }
 }

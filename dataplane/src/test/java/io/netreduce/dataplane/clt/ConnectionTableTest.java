@@ -80,6 +80,55 @@ class ConnectionTableTest
     }
 
     @Test
+    void shouldCountForeignEntriesPerSourceThroughAnyInsertsAndRemovals()
+    {
+        SeededCases.run("CLT foreign shares", 200, (random, index) ->
+        {
+            final ConnectionTable table = new ConnectionTable(256, 64, 8);
+            final Map<Integer, Integer> perSource = new HashMap<>();
+            int total = 0;
+            for (int op = 0; op < 400; op++)
+            {
+                final int source = random.nextInt(20);
+                final int qp = random.nextInt(40);
+                final int slot = table.find(0, source, 0, 99, qp);
+                if (slot >= 0)
+                {
+                    if (table.kind(slot) == ConnectionTable.KIND_FOREIGN)
+                    {
+                        perSource.merge(source, -1, Integer::sum);
+                        total--;
+                    }
+                    table.removeAt(slot);
+                    continue;
+                }
+                final int inserted = table.insert(0, source, 0, 99, qp, ConnectionTable.KIND_FOREIGN);
+                final int held = perSource.getOrDefault(source, 0);
+                if (total >= 64)
+                {
+                    assertThat(inserted).isEqualTo(ConnectionTable.FOREIGN_LIMIT);
+                }
+                else if (held >= 8)
+                {
+                    assertThat(inserted).isEqualTo(ConnectionTable.SOURCE_LIMIT);
+                }
+                else
+                {
+                    assertThat(inserted).isNotNegative();
+                    perSource.merge(source, 1, Integer::sum);
+                    total++;
+                }
+            }
+            assertThat(table.foreignCount()).isEqualTo(total);
+            for (int source = 0; source < 20; source++)
+            {
+                assertThat(table.foreignCount(0, source)).as("source %d", source)
+                    .isEqualTo(perSource.getOrDefault(source, 0));
+            }
+        });
+    }
+
+    @Test
     void shouldEvictAForeignOrAStaleEntryButNeverACurrentRingConnection()
     {
         final ConnectionTable table = new ConnectionTable(4);
