@@ -114,7 +114,8 @@ public final class Daemon implements AutoCloseable
         }
         catch (final java.io.IOException ex)
         {
-            throw new java.io.UncheckedIOException("appliance.api.tokenFile: " + ex.getMessage(), ex);
+            throw new io.netreduce.controlplane.config.ConfigFaultException("appliance.api.tokenFile: " +
+                ex.getMessage(), ex);
         }
         return new AccessPolicy(api, token, path -> path.equals("/v1/health") ||
             OPEN_RING_READ.matcher(path).matches());

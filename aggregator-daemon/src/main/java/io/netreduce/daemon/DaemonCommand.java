@@ -4,6 +4,7 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
 import io.netreduce.controlplane.config.ConfigError;
 import io.netreduce.controlplane.config.ConfigException;
+import io.netreduce.controlplane.config.ConfigFaultException;
 import io.netreduce.controlplane.config.ConfigLoader;
 import io.netreduce.controlplane.config.ConfigValidator;
 import io.netreduce.controlplane.config.NetreduceConfig;
@@ -113,10 +114,15 @@ public final class DaemonCommand implements Callable<Integer>
         catch (final Exception ex)
         {
             // Typically a listen address in use or a socket directory missing: say which, without a stack trace.
-            LOG.error("cannot start: {}", ex.toString());
-            err.println("netreduce: cannot start: " + ex);
+            // What the configuration is at fault for (a path it cannot bind, a token file others can read) exits
+            // with the configuration's status, which the unit does not restart on; anything else (an address in
+            // use) may pass, and exits 1.
+            final boolean configFault = isConfigFault(ex);
+            final String why = configFault ? " (the configuration is at fault; exit status " + EXIT_CONFIG + ")" : "";
+            LOG.error("cannot start: {}{}", ex.toString(), why);
+            err.println("netreduce: cannot start: " + ex + why);
             err.flush();
-            return 1;
+            return configFault ? EXIT_CONFIG : 1;
         }
         final CountDownLatch stopped = new CountDownLatch(1);
         final ExecutorService reloads = Executors.newSingleThreadExecutor(runnable ->
@@ -172,6 +178,18 @@ public final class DaemonCommand implements Callable<Integer>
             throw new ConfigException(errors);
         }
         return named;
+    }
+
+    static boolean isConfigFault(final Throwable failure)
+    {
+        for (Throwable cause = failure; cause != null; cause = cause.getCause())
+        {
+            if (cause instanceof ConfigFaultException)
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static void setRootLevel(final String level)

@@ -1,6 +1,7 @@
 package io.netreduce.daemon;
 
 import io.netreduce.dataplane.agent.DataplaneProxy;
+import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.netreduce.ForeignTagEvents;
 import io.netreduce.dataplane.clt.FlowKey;
 import io.netreduce.dataplane.clt.IpKey;
@@ -17,34 +18,71 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import java.util.function.ToIntFunction;
 
 /**
  * Logs, once per connection, a client that talks on a ring edge without the ring's InetTag: the dataplane passes
  * such a connection through unaggregated (it may be any other RDMA traffic between the two hosts), so without
  * this line a client with a different tag would see only its own timeouts. Drains the dataplane's
  * {@link ForeignTagEvents} once a second on its own daemon thread; never on the dataplane thread.
+ * <p>
+ * Any host on the switch can send such first packets, one connection each, so the lines are rate-limited per source
+ * address ({@link #LINES_PER_SOURCE} a minute, then one line saying how many more there were), and events the
+ * dataplane could not post (its buffer full) are counted there and reported here, at most once a minute.
  */
 final class ForeignTagReporter implements AutoCloseable
 {
+    /** Lines logged per source address per {@link #WINDOW_NS}. */
+    static final int LINES_PER_SOURCE = 5;
+    /** The rate limit's window: a minute. */
+    static final long WINDOW_NS = TimeUnit.SECONDS.toNanos(60);
+    /** Sources tracked by the rate limit; beyond them, sources share one limit. */
+    static final int MAX_SOURCES = 4096;
     private static final Logger LOG = LoggerFactory.getLogger(ForeignTagReporter.class);
 
-    private final DataplaneProxy proxy;
+    private final ToIntFunction<Consumer<ForeignTagEvents.Event>> drainer;
     private final Supplier<Collection<RingDefinition>> rings;
+    private final LongSupplier lostEvents;
+    private final LongSupplier clock;
     private final Consumer<String> log;
+    private final RateLimitedLog limit;
+    private long lostReported;
+    private long lostLineNs;
+    private boolean lostLogged;
     private ScheduledExecutorService scheduler;
 
+    /**
+     * @param drainer    hands every waiting event to its argument, answers how many.
+     * @param rings      the installed rings (to name the edge).
+     * @param lostEvents the dataplane's count of events it could not post.
+     * @param clock      a monotonic clock in nanoseconds.
+     * @param log        where lines go (WARN in the daemon).
+     */
     ForeignTagReporter(
-        final DataplaneProxy proxy, final Supplier<Collection<RingDefinition>> rings, final Consumer<String> log)
+        final ToIntFunction<Consumer<ForeignTagEvents.Event>> drainer,
+        final Supplier<Collection<RingDefinition>> rings,
+        final LongSupplier lostEvents,
+        final LongSupplier clock,
+        final Consumer<String> log)
     {
-        this.proxy = proxy;
+        this.drainer = drainer;
         this.rings = rings;
+        this.lostEvents = lostEvents;
+        this.clock = clock;
         this.log = log;
+        this.limit = new RateLimitedLog(LINES_PER_SOURCE, WINDOW_NS, MAX_SOURCES, clock, log,
+            (source, suppressed) -> "foreign-tag reports from " + source + ": " + suppressed + " more connection(s) " +
+                "on ring edges without their ring's InetTag in the last " + TimeUnit.NANOSECONDS.toSeconds(WINDOW_NS) +
+                " s were not logged one by one (counter foreign_tag_on_ring_edge counts them all)");
+        this.lostReported = lostEvents.getAsLong();
     }
 
     static ForeignTagReporter start(final DataplaneProxy proxy, final Supplier<Collection<RingDefinition>> rings)
     {
-        final ForeignTagReporter reporter = new ForeignTagReporter(proxy, rings, LOG::warn);
+        final ForeignTagReporter reporter = new ForeignTagReporter(proxy::drainForeignTags, rings,
+            () -> proxy.counter(DataplaneCounter.FOREIGN_TAG_EVENTS_LOST), System::nanoTime, LOG::warn);
         reporter.scheduler = Executors.newSingleThreadScheduledExecutor(runnable ->
         {
             final Thread thread = new Thread(runnable, "netreduce-tag-reporter");
@@ -68,13 +106,33 @@ final class ForeignTagReporter implements AutoCloseable
     }
 
     /**
-     * Log one line per waiting event.
+     * Log a line per waiting event, within each source's limit; then what the limit suppressed in windows that
+     * ended, and the events the dataplane lost.
      *
-     * @return lines logged.
+     * @return events drained.
      */
-    int drain()
+    synchronized int drain()
     {
-        return proxy.drainForeignTags(event -> log.accept(describe(event, rings.get())));
+        final int drained = drainer.applyAsInt(event ->
+        {
+            final FlowKey key = event.connection();
+            if (limit.admit(IpKey.toAddress(key.srcHigh(), key.srcLow()).getHostAddress()))
+            {
+                log.accept(describe(event, rings.get()));
+            }
+        });
+        limit.flush();
+        final long lost = lostEvents.getAsLong();
+        final long now = clock.getAsLong();
+        if (lost > lostReported && (!lostLogged || now - lostLineNs >= WINDOW_NS))
+        {
+            log.accept((lost - lostReported) + " connection(s) on ring edges without their ring's InetTag were not " +
+                "reported: the dataplane's event buffer was full (counter foreign_tag_events_lost)");
+            lostReported = lost;
+            lostLineNs = now;
+            lostLogged = true;
+        }
+        return drained;
     }
 
     static String describe(final ForeignTagEvents.Event event, final Collection<RingDefinition> installed)

@@ -104,6 +104,9 @@ final class LaneRunners
             .batchSize(settings.batchSize())
             .commandQueueCapacity(settings.commandQueueCapacity())
             .memoryBudget(config.appliance().memoryBudget())
+            .cltEntries(settings.cltEntries())
+            .cltForeignEntries(settings.cltForeignEntries())
+            .cltForeignPerSource(settings.cltForeignPerSource())
             .dropProbability(settings.dropProbability(), settings.dropSeed());
         if (portsOfLane0.size() == 2)
         {

@@ -102,6 +102,61 @@ class DaemonTest
     }
 
     @Test
+    void shouldRefuseAtCheckAListenPathOrAddressTheDaemonCouldNotBind(@TempDir final Path dir) throws Exception
+    {
+        // unix:/proc/self/x.sock passed --check (the directory exists), then the daemon exited 1 at start ("cannot
+        // listen"), which Restart=on-failure turned into a restart loop. --check now binds what start would.
+        final Path file = dir.resolve("unbindable.yaml");
+        Files.writeString(file, CONFIG
+            .replace("api: { listen: \"127.0.0.1:0\", tokenFile: \"/tmp/netreduce-test-api.token\" }",
+                "api: { listen: \"unix:/proc/self/x.sock\" }")
+            .replace("metrics: { listen: \"127.0.0.1:0\" }", "metrics: { listen: \"192.0.2.77:9741\" }"));
+
+        final Run check = run("daemon", "--config", file.toString(), "--check");
+
+        assertThat(check.status()).isEqualTo(DaemonCommand.EXIT_CONFIG);
+        assertThat(check.err()).contains("2 configuration error(s); not starting")
+            .contains("appliance.api.listen: cannot create a socket in /proc/self")
+            .contains("appliance.metrics.listen: cannot listen on 192.0.2.77:9741: no interface of this host has " +
+                "that address");
+        final Run start = run("daemon", "--config", file.toString(), "--no-dataplane");
+        assertThat(start.status()).as("start refuses it the same way").isEqualTo(DaemonCommand.EXIT_CONFIG);
+    }
+
+    @Test
+    void shouldRefuseAtCheckATokenFileOthersCanRead(@TempDir final Path dir) throws Exception
+    {
+        final Path token = Files.writeString(dir.resolve("api.token"), "0123456789abcdef0123456789abcdef\n");
+        Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        final Path file = dir.resolve("token.yaml");
+        Files.writeString(file, CONFIG.replace("/tmp/netreduce-test-api.token", token.toString()));
+
+        final Run check = run("daemon", "--config", file.toString(), "--check");
+
+        assertThat(check.status()).isEqualTo(DaemonCommand.EXIT_CONFIG);
+        assertThat(check.err()).contains("appliance.api.tokenFile: API token file " + token + " has mode rw-r--r--");
+    }
+
+    @Test
+    void shouldExitWithTheConfigurationStatusWhenStartCannotListenWhereTheConfigurationSays(@TempDir final Path dir)
+        throws Exception
+    {
+        // Without the host checks (--skip-interface-check) the bind itself fails at start: the configuration is at
+        // fault, so the status is the one the unit does not restart on (RestartPreventExitStatus=2), not 1.
+        final Path file = dir.resolve("unbindable.yaml");
+        Files.writeString(file, CONFIG.replace(
+            "api: { listen: \"127.0.0.1:0\", tokenFile: \"/tmp/netreduce-test-api.token\" }",
+            "api: { listen: \"unix:/proc/self/x.sock\" }"));
+
+        final Run start = run("daemon", "--config", file.toString(), "--skip-interface-check", "--no-dataplane");
+
+        assertThat(start.status()).isEqualTo(DaemonCommand.EXIT_CONFIG);
+        assertThat(start.err()).startsWith("netreduce: cannot start: ")
+            .contains("appliance.api.listen: cannot listen on unix:/proc/self/x.sock")
+            .contains("the configuration is at fault");
+    }
+
+    @Test
     void shouldSkipTheInterfaceCheckOnlyWhenAsked(@TempDir final Path dir) throws Exception
     {
         final Path file = dir.resolve("elsewhere.yaml");

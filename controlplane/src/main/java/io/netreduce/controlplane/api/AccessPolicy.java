@@ -68,6 +68,15 @@ public final class AccessPolicy
         return null;
     }
 
+    /**
+     * @return whether a request with this {@code Authorization} header comes from the token's holder: its connection
+     *         then keeps its slot against strangers' (on a Unix socket every connection does).
+     */
+    boolean isOwner(final String authorization)
+    {
+        return token != null && hasToken(authorization);
+    }
+
     private boolean hasToken(final String authorization)
     {
         if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7))

@@ -1,6 +1,8 @@
 package io.netreduce.controlplane.api;
 
+import io.netreduce.controlplane.config.ConfigFaultException;
 import io.netreduce.controlplane.config.ListenAddress;
+import io.netreduce.controlplane.config.ListenCheck;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -45,18 +47,40 @@ import java.util.concurrent.TimeUnit;
  * domain socket (Netty's NIO domain-socket channel over the JDK's {@code UnixDomainSocketAddress}, so no native
  * transport library is needed). One I/O thread; requests are handled on a separate single thread so a handler
  * that takes a lock or reads a file never stalls the I/O loop. Bodies over {@link #MAX_BODY_BYTES} get 413.
+ * <p>
+ * Against a client that holds connections ({@link Limits}): each request has a deadline from the connection's start
+ * or its previous answer, however slowly its bytes come; connections are capped in total and per peer, and the
+ * owner's (those that showed the token; every one on a Unix socket, which only the owner can open) are never
+ * closed to make room, while a new connection closes the oldest one that has not; too many pipelined requests are
+ * answered as far as they fit, then refused.
  */
 public final class HttpEndpoint implements AutoCloseable
 {
     /** Largest request body accepted. */
     public static final int MAX_BODY_BYTES = 1 << 20;
+
     /**
-     * A connection that sends nothing for this long is closed: a half-sent request must not hold a file
-     * descriptor for ever (thousands of them exhausted the daemon's descriptors).
+     * What one client may hold.
+     *
+     * @param requestDeadlineMillis a connection must deliver a whole request (head and body) within this long of its
+     *                              start or of its previous answer, or it is closed: a request trickled a byte at a
+     *                              time cannot hold its connection (an idle timeout that each byte restarts could).
+     * @param maxConnections        connections open at once.
+     * @param maxConnectionsPerPeer connections of one peer address that have not shown the owner's token; a new one
+     *                              beyond it closes that peer's oldest.
+     * @param maxPipelined          requests read but not yet answered on one connection; the next one is answered
+     *                              429 and the connection closes.
      */
-    public static final int IDLE_TIMEOUT_SECONDS = 10;
-    /** Connections open at once; more are answered 503 and closed. */
-    public static final int MAX_CONNECTIONS = 64;
+    public record Limits(int requestDeadlineMillis, int maxConnections, int maxConnectionsPerPeer, int maxPipelined)
+    {
+        /** 10 s per request, 64 connections, 16 per peer, 128 pipelined requests. */
+        public static final Limits DEFAULT = new Limits(10_000, 64, 16, 128);
+
+        public Limits withRequestDeadlineMillis(final int millis)
+        {
+            return new Limits(millis, maxConnections, maxConnectionsPerPeer, maxPipelined);
+        }
+    }
     /**
      * Threads that handle requests: more than one, so health and reads answer while another request (a reload,
      * an install waiting for the dataplane) takes its time.
@@ -69,7 +93,7 @@ public final class HttpEndpoint implements AutoCloseable
     private final EventLoopGroup group;
     private final EventExecutorGroup handlerExecutor;
     private final Channel channel;
-    private final java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
+    private final ConnectionSlots slots;
 
     /**
      * A socket file left by a previous run would make bind fail, and the path is ours by configuration; anything
@@ -103,10 +127,15 @@ public final class HttpEndpoint implements AutoCloseable
     }
 
     private HttpEndpoint(
-        final String name, final ListenAddress address, final RequestHandler handler, final AccessPolicy policy)
+        final String name,
+        final ListenAddress address,
+        final RequestHandler handler,
+        final AccessPolicy policy,
+        final Limits limits)
         throws InterruptedException
     {
         this.name = name;
+        this.slots = new ConnectionSlots(limits.maxConnections(), limits.maxConnectionsPerPeer());
         this.requested = address;
         this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("netreduce-" + name + "-io", true),
             NioIoHandler.newFactory());
@@ -128,18 +157,20 @@ public final class HttpEndpoint implements AutoCloseable
                     @Override
                     protected void initChannel(final Channel ch)
                     {
-                        if (connections.incrementAndGet() > MAX_CONNECTIONS)
+                        // On a Unix socket (mode 0600) every connection is the owner's.
+                        if (!slots.admit(ch, address.isUnix()))
                         {
-                            connections.decrementAndGet();
                             ch.close();
                             return;
                         }
-                        ch.closeFuture().addListener(future -> connections.decrementAndGet());
+                        ch.closeFuture().addListener(future -> slots.closed(ch));
                         ch.pipeline()
-                            .addLast(new io.netty.handler.timeout.ReadTimeoutHandler(IDLE_TIMEOUT_SECONDS))
-                            .addLast(new HttpServerCodec())
+                            // The codec's own pipelining limit closes the connection with every answer unsent;
+                            // the dispatcher keeps the limit instead, and answers what fits.
+                            .addLast(new HttpServerCodec(new io.netty.handler.codec.http.HttpDecoderConfig(),
+                                Integer.MAX_VALUE))
                             .addLast(new HttpObjectAggregator(MAX_BODY_BYTES))
-                            .addLast(new Dispatcher(handler, policy, handlerExecutor));
+                            .addLast(new Dispatcher(handler, policy, handlerExecutor, slots, limits));
                     }
                 });
             this.channel = bootstrap.bind(address.toSocketAddress()).sync().channel();
@@ -153,8 +184,15 @@ public final class HttpEndpoint implements AutoCloseable
         {
             shutdownThreads();
             // Name the setting and the address: "Address already in use" alone does not say which of the two.
-            throw new UncheckedIOException("appliance." + name + ".listen: cannot listen on " + address + ": " +
-                ex.getMessage(), ex);
+            final String message = "appliance." + name + ".listen: cannot listen on " + address + ": " +
+                ex.getMessage();
+            if (ListenCheck.inUse(ex))
+            {
+                throw new UncheckedIOException(message, ex);
+            }
+            // Anything else (no such directory, not a socket, no permission, not this host's address) is what the
+            // configuration says: starting again will not help.
+            throw new ConfigFaultException(message, ex);
         }
         catch (final RuntimeException | InterruptedException ex)
         {
@@ -187,7 +225,21 @@ public final class HttpEndpoint implements AutoCloseable
         final String name, final ListenAddress address, final RequestHandler handler, final AccessPolicy policy)
         throws InterruptedException
     {
-        final HttpEndpoint endpoint = new HttpEndpoint(name, address, handler, policy);
+        return start(name, address, handler, policy, Limits.DEFAULT);
+    }
+
+    /**
+     * Bind and start serving requests the policy admits, within the given limits.
+     */
+    public static HttpEndpoint start(
+        final String name,
+        final ListenAddress address,
+        final RequestHandler handler,
+        final AccessPolicy policy,
+        final Limits limits)
+        throws InterruptedException
+    {
+        final HttpEndpoint endpoint = new HttpEndpoint(name, address, handler, policy, limits);
         LOG.info("{} listening on {}", name, endpoint.boundAddress());
         return endpoint;
     }
@@ -234,26 +286,102 @@ public final class HttpEndpoint implements AutoCloseable
      * Reads requests on the connection's event loop (which keeps pipelined requests whole and in order) and answers
      * them on the handler threads, one after the other per connection: a slow request (a reload) does not hold the
      * event loop, other connections are answered meanwhile, and a connection's answers keep their order.
+     * <p>
+     * It also keeps the connection's limits: the request deadline (armed while no request is being handled: from the
+     * connection's start and from each last answer), the pipelining limit, and the owner's mark on the connection
+     * once a request shows the token. Its state is touched on the event loop only.
      */
     private static final class Dispatcher extends SimpleChannelInboundHandler<FullHttpRequest>
     {
         private final RequestHandler handler;
         private final AccessPolicy policy;
         private final java.util.concurrent.Executor handlerThreads;
+        private final ConnectionSlots slots;
+        private final Limits limits;
         private java.util.concurrent.CompletableFuture<Void> previous =
             java.util.concurrent.CompletableFuture.completedFuture(null);
+        private int inFlight;
+        private boolean refusing;
+        private io.netty.util.concurrent.ScheduledFuture<?> deadline;
 
         Dispatcher(final RequestHandler handler, final AccessPolicy policy,
-            final java.util.concurrent.Executor handlerThreads)
+            final java.util.concurrent.Executor handlerThreads, final ConnectionSlots slots, final Limits limits)
         {
             this.handler = handler;
             this.policy = policy;
             this.handlerThreads = handlerThreads;
+            this.slots = slots;
+            this.limits = limits;
+        }
+
+        @Override
+        public void channelActive(final ChannelHandlerContext ctx) throws Exception
+        {
+            armDeadline(ctx);
+            super.channelActive(ctx);
+        }
+
+        @Override
+        public void channelInactive(final ChannelHandlerContext ctx) throws Exception
+        {
+            disarmDeadline();
+            super.channelInactive(ctx);
+        }
+
+        private void armDeadline(final ChannelHandlerContext ctx)
+        {
+            disarmDeadline();
+            deadline = ctx.executor().schedule(() ->
+            {
+                if (inFlight == 0)
+                {
+                    // No whole request within the deadline: idle, or a request trickled in too slowly.
+                    ctx.close();
+                }
+            }, limits.requestDeadlineMillis(), TimeUnit.MILLISECONDS);
+        }
+
+        private void disarmDeadline()
+        {
+            if (deadline != null)
+            {
+                deadline.cancel(false);
+                deadline = null;
+            }
+        }
+
+        /**
+         * An answer has been written (event loop): the next request's deadline starts when none is left to answer.
+         */
+        private void answered(final ChannelHandlerContext ctx)
+        {
+            inFlight--;
+            if (inFlight == 0 && !refusing && ctx.channel().isActive())
+            {
+                armDeadline(ctx);
+            }
         }
 
         @Override
         protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request)
         {
+            if (refusing)
+            {
+                return;
+            }
+            disarmDeadline();
+            inFlight++;
+            if (inFlight > limits.maxPipelined())
+            {
+                // Answer the requests that fit, then say why the rest are not, rather than close in silence.
+                refusing = true;
+                ctx.channel().config().setAutoRead(false);
+                final HttpResponseData tooMany = HttpResponseData.json(429, "{\"error\":\"too many pipelined " +
+                    "requests: at most " + limits.maxPipelined() + " may wait for their answers on one connection; " +
+                    "this request and those after it were not handled, and the connection closes\"}");
+                previous = previous.thenRunAsync(() -> respond(ctx, tooMany, false), handlerThreads);
+                return;
+            }
             // Everything the answer needs is copied out here: the request's buffer is released on return.
             final boolean keepAlive = HttpUtil.isKeepAlive(request);
             final HttpResponseData refusal;
@@ -261,6 +389,13 @@ public final class HttpEndpoint implements AutoCloseable
             if (!request.decoderResult().isSuccess())
             {
                 refusal = HttpResponseData.json(400, "{\"error\":\"malformed HTTP request\"}");
+                data = null;
+            }
+            else if (request.headers().getAll(HttpHeaderNames.HOST).size() > 1)
+            {
+                // RFC 9112, 3.2: a request with more than one Host field must be answered 400 (else the first one
+                // decides, and "Host: 127.0.0.1" then "Host: evil.example" passes the DNS-rebinding check).
+                refusal = HttpResponseData.json(400, "{\"error\":\"more than one Host header\"}");
                 data = null;
             }
             else
@@ -276,6 +411,11 @@ public final class HttpEndpoint implements AutoCloseable
                     decoder.parameters(),
                     request.headers().get(HttpHeaderNames.CONTENT_TYPE),
                     request.content().toString(StandardCharsets.UTF_8));
+                if (refusal == null && policy != null &&
+                    policy.isOwner(request.headers().get(HttpHeaderNames.AUTHORIZATION)))
+                {
+                    slots.prove(ctx.channel());
+                }
             }
             previous = previous.thenRunAsync(() -> respond(ctx, refusal != null ? refusal : answer(data), keepAlive),
                 handlerThreads);
@@ -295,8 +435,7 @@ public final class HttpEndpoint implements AutoCloseable
             }
         }
 
-        private static void respond(final ChannelHandlerContext ctx, final HttpResponseData answer,
-            final boolean keepAlive)
+        private void respond(final ChannelHandlerContext ctx, final HttpResponseData answer, final boolean keepAlive)
         {
             final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
                 HttpResponseStatus.valueOf(answer.status()), Unpooled.wrappedBuffer(answer.body()));
@@ -307,13 +446,11 @@ public final class HttpEndpoint implements AutoCloseable
             }
             HttpUtil.setContentLength(response, answer.body().length);
             HttpUtil.setKeepAlive(response, keepAlive);
-            if (keepAlive)
+            final io.netty.channel.ChannelFuture written = ctx.writeAndFlush(response);
+            written.addListener(future -> answered(ctx));
+            if (!keepAlive)
             {
-                ctx.writeAndFlush(response);
-            }
-            else
-            {
-                ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+                written.addListener(ChannelFutureListener.CLOSE);
             }
         }
 

@@ -86,6 +86,12 @@ final class ApplianceValidator
         range(errors, dataplane.batchSize(), 1, DataplaneConfig.MAX_BATCH_SIZE, child(dataplanePath, "batchSize"));
         range(errors, dataplane.lanes(), 1, DataplaneConfig.MAX_LANES, child(dataplanePath, "lanes"));
         range(errors, dataplane.laneNice(), ThreadNice.MIN_NICE, ThreadNice.MAX_NICE, child(dataplanePath, "laneNice"));
+        range(errors, dataplane.cltEntries(), DataplaneConfig.MIN_CLT_ENTRIES, DataplaneConfig.MAX_CLT_ENTRIES,
+            child(dataplanePath, "cltEntries"));
+        range(errors, dataplane.cltForeignEntries(), 1, dataplane.cltEntries(),
+            child(dataplanePath, "cltForeignEntries"));
+        range(errors, dataplane.cltForeignPerSource(), 1, dataplane.cltForeignEntries(),
+            child(dataplanePath, "cltForeignPerSource"));
         if (dataplane.lanes() > 1)
         {
             for (final PortConfig port : appliance.ports())
@@ -125,6 +131,9 @@ final class ApplianceValidator
         {
             checkUnixSocketPath(appliance.api(), child(child(path, "api"), "listen"));
             checkUnixSocketPath(appliance.metrics(), child(child(path, "metrics"), "listen"));
+            checkListen(appliance.api(), child(child(path, "api"), "listen"));
+            checkListen(appliance.metrics(), child(child(path, "metrics"), "listen"));
+            checkTokenFile(appliance, child(child(path, "api"), "tokenFile"));
         }
         if (appliance.api().equals(appliance.metrics()) &&
             (appliance.api().isUnix() || appliance.api().port() != 0))
@@ -190,6 +199,61 @@ final class ApplianceValidator
         catch (final UnknownHostException ex)
         {
             return false;
+        }
+    }
+
+    /**
+     * Whether the daemon could listen where the configuration says ({@link ListenCheck}): what start would refuse,
+     * refused here, so that {@code --check} catches it and the unit does not restart into it.
+     */
+    private void checkListen(final ListenAddress address, final String path)
+    {
+        if (address == null || errors.hasErrorAt(path))
+        {
+            return;
+        }
+        final String problem = ListenCheck.problem(address);
+        if (problem != null)
+        {
+            errors.add(path, problem);
+        }
+    }
+
+    /**
+     * The token file of an API on TCP: one that exists must be one the daemon would use (only its owner can read
+     * it, it holds a token); a missing one must be one it can create.
+     */
+    private void checkTokenFile(final ApplianceConfig appliance, final String path)
+    {
+        if (appliance.api() == null || appliance.api().isUnix() || appliance.apiTokenFile() == null ||
+            errors.hasErrorAt(path) || !Path.of(appliance.apiTokenFile()).isAbsolute())
+        {
+            return;
+        }
+        final Path file = Path.of(appliance.apiTokenFile());
+        try
+        {
+            if (Files.exists(file))
+            {
+                io.netreduce.controlplane.api.TokenFile.read(file);
+                return;
+            }
+            Path existing = file.getParent();
+            while (existing != null && !Files.exists(existing))
+            {
+                existing = existing.getParent();
+            }
+            if (existing == null || !Files.isDirectory(existing))
+            {
+                errors.add(path, "cannot create " + file + ": " + existing + " is not a directory");
+                return;
+            }
+            final Path probe = Files.createTempFile(existing, ".nrchk", null);
+            Files.delete(probe);
+        }
+        catch (final IOException ex)
+        {
+            errors.add(path, Files.exists(file) ? ex.getMessage() : "cannot create " + file + ": " + ex.getMessage());
         }
     }
 

@@ -28,7 +28,8 @@ final class ConfigReader
             "switchml");
     private static final Set<String> PORT_KEYS = Set.of("name", "mtu", "type", "segmentation_offload");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
-        "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed", "lanes", "laneNice");
+        "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed", "lanes", "laneNice",
+        "cltEntries", "cltForeignEntries", "cltForeignPerSource");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
     private static final Set<String> API_KEYS = Set.of("listen", "tokenFile");
     private static final Set<String> LOGGING_KEYS = Set.of("level");
@@ -143,6 +144,10 @@ final class ConfigReader
         if (dataplaneNode != null && isObject(dataplaneNode, dataplanePath, "a mapping"))
         {
             checkKeys(dataplaneNode, dataplanePath, DATAPLANE_KEYS);
+            final int cltEntries = integer(dataplaneNode.get("cltEntries"), child(dataplanePath, "cltEntries"),
+                DataplaneConfig.DEFAULT_CLT_ENTRIES);
+            final int cltForeignEntries = integer(dataplaneNode.get("cltForeignEntries"),
+                child(dataplanePath, "cltForeignEntries"), DataplaneConfig.defaultCltForeignEntries(cltEntries));
             dataplane = new DataplaneConfig(
                 named(dataplaneNode.get("idleStrategy"), child(dataplanePath, "idleStrategy"),
                     DataplaneConfig.DEFAULT_IDLE_STRATEGY, IdleStrategyKind::fromConfigName,
@@ -157,7 +162,11 @@ final class ConfigReader
                     DataplaneConfig.DEFAULT_DROP_SEED),
                 integer(dataplaneNode.get("lanes"), child(dataplanePath, "lanes"), DataplaneConfig.DEFAULT_LANES),
                 integer(dataplaneNode.get("laneNice"), child(dataplanePath, "laneNice"),
-                    DataplaneConfig.DEFAULT_LANE_NICE));
+                    DataplaneConfig.DEFAULT_LANE_NICE),
+                cltEntries,
+                cltForeignEntries,
+                integer(dataplaneNode.get("cltForeignPerSource"), child(dataplanePath, "cltForeignPerSource"),
+                    DataplaneConfig.defaultCltForeignPerSource(cltForeignEntries)));
         }
 
         final long memoryBudget = size(node.get("memoryBudget"), child(path, "memoryBudget"),

@@ -15,6 +15,11 @@ import io.netreduce.dataplane.agent.DataplaneContext;
  *                              rings; every port is opened once per lane as an AF_PACKET fanout group, and the kernel
  *                              steers each ring's frames to its lane (docs/architecture.md, "Lanes").
  * @param laneNice              nice value of every lane's thread, -20..19 ({@link #DEFAULT_LANE_NICE}).
+ * @param cltEntries            connections each lane's CLT holds (ring and foreign ones).
+ * @param cltForeignEntries     foreign connections (traffic on a ring edge that is no ring's) each lane's CLT holds at
+ *                              most: any host on the switch can send them, so they never take the ring connections'
+ *                              room.
+ * @param cltForeignPerSource   foreign connections with one source address each lane's CLT holds at most.
  */
 public record DataplaneConfig(
     IdleStrategyKind idleStrategy,
@@ -23,8 +28,52 @@ public record DataplaneConfig(
     double dropProbability,
     long dropSeed,
     int lanes,
-    int laneNice)
+    int laneNice,
+    int cltEntries,
+    int cltForeignEntries,
+    int cltForeignPerSource)
 {
+    /** Default CLT size (the dataplane's own default): 16384 connections. */
+    public static final int DEFAULT_CLT_ENTRIES = DataplaneContext.DEFAULT_CLT_ENTRIES;
+    /** Smallest and largest CLT size accepted. */
+    public static final int MIN_CLT_ENTRIES = 16;
+    public static final int MAX_CLT_ENTRIES = 1 << 20;
+    /** Default foreign per-source share (the dataplane's own default), or the foreign share when smaller. */
+    public static final int DEFAULT_CLT_FOREIGN_PER_SOURCE = DataplaneContext.DEFAULT_CLT_FOREIGN_PER_SOURCE;
+
+    /**
+     * @return the default foreign share of a CLT of {@code cltEntries}: a quarter of it (4096 of the default 16384).
+     */
+    public static int defaultCltForeignEntries(final int cltEntries)
+    {
+        return Math.max(1, cltEntries / 4);
+    }
+
+    /**
+     * @return the default per-source share: {@link #DEFAULT_CLT_FOREIGN_PER_SOURCE}, or the foreign share when smaller.
+     */
+    public static int defaultCltForeignPerSource(final int cltForeignEntries)
+    {
+        return Math.max(1, Math.min(DEFAULT_CLT_FOREIGN_PER_SOURCE, cltForeignEntries));
+    }
+
+    /**
+     * The default CLT.
+     */
+    public DataplaneConfig(
+        final IdleStrategyKind idleStrategy,
+        final int batchSize,
+        final int commandQueueCapacity,
+        final double dropProbability,
+        final long dropSeed,
+        final int lanes,
+        final int laneNice)
+    {
+        this(idleStrategy, batchSize, commandQueueCapacity, dropProbability, dropSeed, lanes, laneNice,
+            DEFAULT_CLT_ENTRIES, defaultCltForeignEntries(DEFAULT_CLT_ENTRIES),
+            defaultCltForeignPerSource(defaultCltForeignEntries(DEFAULT_CLT_ENTRIES)));
+    }
+
     /**
      * Default lanes: one. A lane is a core spent polling (or blocked in poll); more lanes pay only when one core
      * cannot keep up with the traffic (scripts/bench-appliance.sh measures it), and on the shared 2-core test bed the

@@ -114,6 +114,27 @@ class ConfigLoaderTest
     }
 
     @Test
+    void shouldGiveForeignConnectionsAQuarterOfTheCltAndASourceAtMost1024OfThemByDefault() throws ConfigException
+    {
+        final DataplaneConfig defaults = ConfigLoader.parse(BASE).appliance().dataplane();
+        assertThat(defaults.cltEntries()).isEqualTo(16384);
+        assertThat(defaults.cltForeignEntries()).isEqualTo(4096);
+        assertThat(defaults.cltForeignPerSource()).isEqualTo(1024);
+
+        final DataplaneConfig small = ConfigLoader.parse(BASE.replace("  memoryBudget: 64MiB",
+            "  memoryBudget: 64MiB\n  dataplane: { cltEntries: 2048 }")).appliance().dataplane();
+        assertThat(small.cltForeignEntries()).as("a quarter of the CLT").isEqualTo(512);
+        assertThat(small.cltForeignPerSource()).as("at most the foreign share").isEqualTo(512);
+
+        final DataplaneConfig set = ConfigLoader.parse(BASE.replace("  memoryBudget: 64MiB",
+            "  memoryBudget: 64MiB\n  dataplane: { cltEntries: 65536, cltForeignEntries: 1000, " +
+                "cltForeignPerSource: 10 }")).appliance().dataplane();
+        assertThat(set.cltEntries()).isEqualTo(65536);
+        assertThat(set.cltForeignEntries()).isEqualTo(1000);
+        assertThat(set.cltForeignPerSource()).isEqualTo(10);
+    }
+
+    @Test
     void shouldLoadBaseWithDefaults() throws ConfigException
     {
         final NetreduceConfig config = ConfigLoader.parse(BASE);
@@ -239,8 +260,18 @@ class ConfigLoaderTest
                     "an AF_PACKET fanout group), but port 'eth1' is af_xdp"),
             arguments("unknown dataplane key", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { lane: 2 }"),
-                "appliance.dataplane.lane", "unknown key (expected one of batchSize, commandQueueCapacity, " +
-                    "dropProbability, dropSeed, idleStrategy, laneNice, lanes)"),
+                "appliance.dataplane.lane", "unknown key (expected one of batchSize, cltEntries, cltForeignEntries, " +
+                    "cltForeignPerSource, commandQueueCapacity, dropProbability, dropSeed, idleStrategy, laneNice, " +
+                    "lanes)"),
+            arguments("foreign share larger than the CLT", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  dataplane: { cltEntries: 1024, cltForeignEntries: 2048 }"),
+                "appliance.dataplane.cltForeignEntries", "2048 is not in 1..1024"),
+            arguments("per-source share larger than the foreign share", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  dataplane: { cltForeignEntries: 100, cltForeignPerSource: 101 }"),
+                "appliance.dataplane.cltForeignPerSource", "101 is not in 1..100"),
+            arguments("CLT too small", BASE.replace("  memoryBudget: 64MiB",
+                    "  memoryBudget: 64MiB\n  dataplane: { cltEntries: 8 }"),
+                "appliance.dataplane.cltEntries", "8 is not in 16..1048576"),
             arguments("lane nice above 19", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { laneNice: 20 }"),
                 "appliance.dataplane.laneNice", "20 is not in -20..19"),

@@ -3,6 +3,7 @@ package io.netreduce.dataplane.agent;
 import io.netreduce.dataplane.netreduce.ForeignTagEvents;
 import io.netreduce.protocol.element.SumKernel;
 
+import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.protocol.port.PacketPort;
@@ -48,8 +49,8 @@ public final class DataplaneAgent implements Agent
         this.commandsPerCycle = context.commandsPerCycle();
         this.commands = new ManyToOneConcurrentArrayQueue<>(context.commandQueueCapacity());
         this.counters = context.counters();
-        this.tables = new DataplaneTables(context.cltEntries(), context.memoryBudget(), counters,
-            context.abandonedRunNs());
+        this.tables = new DataplaneTables(new ConnectionTable(context.cltEntries(), context.cltForeignEntries(),
+            context.cltForeignPerSource()), context.memoryBudget(), counters, context.abandonedRunNs());
         this.latency = new SingleWriterRecorder(1, context.highestLatencyNs(), 3);
         final ForeignTagEvents foreignTags = new ForeignTagEvents();
         this.processor = new PacketProcessor(tables, counters, ports, context.peers(), latency,

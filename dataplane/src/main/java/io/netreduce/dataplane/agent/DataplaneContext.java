@@ -22,6 +22,13 @@ public final class DataplaneContext
     public static final int DEFAULT_BATCH_SIZE = 64;
     /** CLT capacity: ring and foreign connections the appliance tracks at once. */
     public static final int DEFAULT_CLT_ENTRIES = 16 * 1024;
+    /**
+     * Foreign connections (RDMA traffic on a ring edge that is not a ring's: any host on the switch can send it) the
+     * CLT holds at most: a quarter of it, so a flood of them never keeps a ring's connections out.
+     */
+    public static final int DEFAULT_CLT_FOREIGN_ENTRIES = DEFAULT_CLT_ENTRIES / 4;
+    /** Foreign connections with one source address the CLT holds at most, so one source cannot take the share. */
+    public static final int DEFAULT_CLT_FOREIGN_PER_SOURCE = 1024;
     /** Aggregator memory all rings may take together: 1 GiB. */
     public static final long DEFAULT_MEMORY_BUDGET = 1L << 30;
     /**
@@ -51,6 +58,8 @@ public final class DataplaneContext
     private int[] peers;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private int cltEntries = DEFAULT_CLT_ENTRIES;
+    private int cltForeignEntries = -1;
+    private int cltForeignPerSource = -1;
     private long memoryBudget = DEFAULT_MEMORY_BUDGET;
     private int commandQueueCapacity = DEFAULT_COMMAND_QUEUE_CAPACITY;
     private int commandsPerCycle = DEFAULT_COMMANDS_PER_CYCLE;
@@ -106,6 +115,25 @@ public final class DataplaneContext
     public DataplaneContext cltEntries(final int cltEntries)
     {
         this.cltEntries = cltEntries;
+        return this;
+    }
+
+    /**
+     * @param entries foreign connections the CLT holds at most (default a quarter of {@link #cltEntries()}).
+     */
+    public DataplaneContext cltForeignEntries(final int entries)
+    {
+        this.cltForeignEntries = entries;
+        return this;
+    }
+
+    /**
+     * @param entries foreign connections with one source address the CLT holds at most (default
+     *                {@link #DEFAULT_CLT_FOREIGN_PER_SOURCE}, or the foreign share when that is smaller).
+     */
+    public DataplaneContext cltForeignPerSource(final int entries)
+    {
+        this.cltForeignPerSource = entries;
         return this;
     }
 
@@ -236,6 +264,17 @@ public final class DataplaneContext
         return cltEntries;
     }
 
+    public int cltForeignEntries()
+    {
+        return cltForeignEntries > 0 ? cltForeignEntries : Math.max(1, cltEntries / 4);
+    }
+
+    public int cltForeignPerSource()
+    {
+        return cltForeignPerSource > 0 ? cltForeignPerSource :
+            Math.min(DEFAULT_CLT_FOREIGN_PER_SOURCE, cltForeignEntries());
+    }
+
     public long memoryBudget()
     {
         return memoryBudget;
@@ -277,6 +316,8 @@ public final class DataplaneContext
         copy.peers = peers == null ? null : peers.clone();
         copy.batchSize = batchSize;
         copy.cltEntries = cltEntries;
+        copy.cltForeignEntries = cltForeignEntries;
+        copy.cltForeignPerSource = cltForeignPerSource;
         copy.memoryBudget = memoryBudget;
         copy.commandQueueCapacity = commandQueueCapacity;
         copy.commandsPerCycle = commandsPerCycle;
@@ -302,6 +343,12 @@ public final class DataplaneContext
         if (peers != null && peers.length != ports.size())
         {
             throw new IllegalArgumentException("peers: " + peers.length + " entries for " + ports.size() + " ports");
+        }
+        if (cltEntries < 1 || cltForeignEntries() > cltEntries || cltForeignPerSource() > cltForeignEntries())
+        {
+            throw new IllegalArgumentException("cltEntries must be >= 1, cltForeignEntries in 1..cltEntries, " +
+                "cltForeignPerSource in 1..cltForeignEntries: " + cltEntries + ", " + cltForeignEntries() + ", " +
+                cltForeignPerSource());
         }
         if (batchSize < 1 || commandsPerCycle < 1 || commandQueueCapacity < 2 || memoryBudget < 0)
         {

@@ -46,8 +46,17 @@ public final class DataplaneTables implements AutoCloseable
     public DataplaneTables(
         final int cltEntries, final long memoryBudget, final DataplaneCounters counters, final long abandonedRunNs)
     {
+        this(new ConnectionTable(cltEntries), memoryBudget, counters, abandonedRunNs);
+    }
+
+    /**
+     * @param clt the connection lookup table (with its foreign share).
+     */
+    public DataplaneTables(
+        final ConnectionTable clt, final long memoryBudget, final DataplaneCounters counters, final long abandonedRunNs)
+    {
         this.abandonedRunNs = abandonedRunNs;
-        this.clt = new ConnectionTable(cltEntries);
+        this.clt = clt;
         this.edges = new AddressPairSet(MAX_RINGS * 8);
         this.memory = new MemoryBudget(memoryBudget);
         this.switchMl = new SwitchMlJobs(memory);

@@ -9,9 +9,17 @@ package io.netreduce.dataplane.clt;
  * members that are not ring traffic (their first packet carried no InetTag, or a tag for a ring that is not
  * installed), so that their middle packets can be told apart from ring packets whose connection is unknown.
  * <p>
+ * Foreign entries are whatever any host on the switch sends on a ring edge, so they get a share of the table of their
+ * own: at most {@code foreignLimit} of them in all and at most {@code foreignPerSource} with one source address
+ * ({@link #insert} answers {@link #FOREIGN_LIMIT} or {@link #SOURCE_LIMIT} beyond it). Ring and down entries are
+ * never refused for foreign ones: at least {@code maxEntries - foreignLimit} entries are theirs, and when the table
+ * is full {@link #evict} frees a foreign entry or a stale one for them.
+ * <p>
  * Open addressing with linear probing over primitive arrays, power-of-two capacity, load capped at 3/4;
  * deletion shifts the following run back so there are no tombstones. Slot indices are stable while no entry
- * is removed, and removals only happen on control commands, between batches. Owned by the dataplane thread.
+ * is removed; removals happen on control commands and in the expiry sweep, between batches, and in
+ * {@link #evict}, which the packet path calls only before an insert, while it holds no slot. Owned by the
+ * dataplane thread.
  */
 public final class ConnectionTable
 {
@@ -23,6 +31,23 @@ public final class ConnectionTable
      * connection of the multicast), placed by PSN like a ring connection; its rank is unused.
      */
     public static final int KIND_DOWN = 3;
+
+    /** {@link #insert}'s answer when the table holds {@link #limit()} entries. */
+    public static final int FULL = -1;
+    /** {@link #insert}'s answer for a foreign entry when foreign entries hold their whole share. */
+    public static final int FOREIGN_LIMIT = -2;
+    /** {@link #insert}'s answer for a foreign entry when its source address holds its whole share. */
+    public static final int SOURCE_LIMIT = -3;
+
+    /**
+     * Which ring entries are stale (a connection its rank has replaced), so that {@link #evict} may take them:
+     * the ring table knows, the CLT does not.
+     */
+    @FunctionalInterface
+    public interface StaleTest
+    {
+        boolean isStale(int ring, int rank, int generation);
+    }
 
     private static final int KEY_LONGS = 5;
     private static final long USED = 1L << 32;
@@ -41,16 +66,47 @@ public final class ConnectionTable
     private final long[] lastSeen;
     private int size;
     private int sweepCursor;
+    private int evictCursor;
+    private final int foreignLimit;
+    private final int foreignPerSource;
+    private int foreignCount;
+    /**
+     * Foreign entries per source address. Inserts keep foreign entries, and so their sources, within
+     * {@code foreignLimit}; only ring entries turned foreign ({@link #setForeign}) can exceed it, and a source of
+     * those beyond the map's room is not counted, which {@link #insert} never needs: foreign entries are then over
+     * their total share.
+     */
+    private final SourceCounts sources;
 
     /**
+     * A table whose foreign entries may take all of it.
+     *
      * @param maxEntries entries the table must hold; the capacity is the next power of two of 4/3 of that.
      */
     public ConnectionTable(final int maxEntries)
+    {
+        this(maxEntries, maxEntries, maxEntries);
+    }
+
+    /**
+     * @param maxEntries       entries the table must hold; the capacity is the next power of two of 4/3 of that.
+     * @param foreignLimit     foreign entries it holds at most, 1..maxEntries.
+     * @param foreignPerSource foreign entries with one source address it holds at most, 1..foreignLimit.
+     */
+    public ConnectionTable(final int maxEntries, final int foreignLimit, final int foreignPerSource)
     {
         if (maxEntries < 1 || maxEntries > (1 << 28))
         {
             throw new IllegalArgumentException("CLT size " + maxEntries + " is not in 1..2^28");
         }
+        if (foreignLimit < 1 || foreignLimit > maxEntries || foreignPerSource < 1 || foreignPerSource > foreignLimit)
+        {
+            throw new IllegalArgumentException("CLT foreign share " + foreignLimit + " (per source " +
+                foreignPerSource + ") is not in 1.." + maxEntries + " (per source 1..the share)");
+        }
+        this.foreignLimit = foreignLimit;
+        this.foreignPerSource = foreignPerSource;
+        this.sources = new SourceCounts(foreignLimit);
         capacity = Integer.highestOneBit(Math.max(4, (maxEntries * 4 + 2) / 3) - 1) << 1;
         mask = capacity - 1;
         limit = maxEntries;
@@ -83,6 +139,32 @@ public final class ConnectionTable
     }
 
     /**
+     * @return foreign entries held.
+     */
+    public int foreignCount()
+    {
+        return foreignCount;
+    }
+
+    /**
+     * @return foreign entries held with this source address.
+     */
+    public int foreignCount(final long srcHigh, final long srcLow)
+    {
+        return sources.get(srcHigh, srcLow);
+    }
+
+    public int foreignLimit()
+    {
+        return foreignLimit;
+    }
+
+    public int foreignPerSource()
+    {
+        return foreignPerSource;
+    }
+
+    /**
      * @return the slot holding the connection, or -1.
      */
     public int find(final FlowKey key)
@@ -93,7 +175,7 @@ public final class ConnectionTable
     /**
      * Insert a connection that is not in the table.
      *
-     * @return the new entry's slot, or -1 when the table is full.
+     * @return the new entry's slot, or {@link #FULL}, {@link #FOREIGN_LIMIT}, {@link #SOURCE_LIMIT}.
      */
     public int insert(final FlowKey key, final int kind)
     {
@@ -127,14 +209,27 @@ public final class ConnectionTable
     /**
      * Insert a key that is not in the table.
      *
-     * @return the new entry's slot, or -1 when the table is full.
+     * @return the new entry's slot, or {@link #FULL} when the table is full, or, for a foreign entry,
+     *         {@link #FOREIGN_LIMIT} or {@link #SOURCE_LIMIT} when foreign entries or those of its source address
+     *         hold their share.
      */
     public int insert(
         final long srcHigh, final long srcLow, final long dstHigh, final long dstLow, final int qp, final int kind)
     {
+        if (kind == KIND_FOREIGN)
+        {
+            if (foreignCount >= foreignLimit)
+            {
+                return FOREIGN_LIMIT;
+            }
+            if (sources.get(srcHigh, srcLow) >= foreignPerSource)
+            {
+                return SOURCE_LIMIT;
+            }
+        }
         if (size >= limit)
         {
-            return -1;
+            return FULL;
         }
         final long qpKey = USED | (qp & 0xFFFF_FFFFL);
         int slot = (int)IpKey.hash(srcHigh, srcLow, dstHigh, dstLow, qpKey) & mask;
@@ -155,7 +250,27 @@ public final class ConnectionTable
         psn0s[slot] = 0;
         generations[slot] = 0;
         size++;
+        if (kind == KIND_FOREIGN)
+        {
+            countForeign(slot, 1);
+        }
         return slot;
+    }
+
+    private void countForeign(final int slot, final int delta)
+    {
+        foreignCount += delta;
+        sources.add(keys[slot * KEY_LONGS], keys[slot * KEY_LONGS + 1], delta);
+    }
+
+    private void setKind(final int slot, final int kind)
+    {
+        final boolean wasForeign = kinds[slot] == KIND_FOREIGN;
+        if (wasForeign != (kind == KIND_FOREIGN))
+        {
+            countForeign(slot, wasForeign ? -1 : 1);
+        }
+        kinds[slot] = (byte)kind;
     }
 
     /**
@@ -164,7 +279,7 @@ public final class ConnectionTable
     public void setRing(
         final int slot, final int ring, final int rank, final int msgId, final int psn0, final int generation)
     {
-        kinds[slot] = KIND_RING;
+        setKind(slot, KIND_RING);
         rings[slot] = (short)ring;
         ranks[slot] = (byte)rank;
         msgIds[slot] = (short)msgId;
@@ -177,7 +292,7 @@ public final class ConnectionTable
      */
     public void setDown(final int slot, final int ring, final int msgId, final int psn0)
     {
-        kinds[slot] = KIND_DOWN;
+        setKind(slot, KIND_DOWN);
         rings[slot] = (short)ring;
         ranks[slot] = 0;
         msgIds[slot] = (short)msgId;
@@ -194,9 +309,13 @@ public final class ConnectionTable
         psn0s[slot] = psn0;
     }
 
+    /**
+     * Make an entry a foreign one. The entry is held already, so this is never refused, even beyond the foreign
+     * share (which it then exceeds by entries that were ring entries).
+     */
     public void setForeign(final int slot)
     {
-        kinds[slot] = KIND_FOREIGN;
+        setKind(slot, KIND_FOREIGN);
     }
 
     public int kind(final int slot)
@@ -264,6 +383,10 @@ public final class ConnectionTable
      */
     public void removeAt(final int slot)
     {
+        if (kinds[slot] == KIND_FOREIGN)
+        {
+            countForeign(slot, -1);
+        }
         int hole = slot;
         int next = (hole + 1) & mask;
         while (keys[next * KEY_LONGS + 4] != 0)
@@ -344,6 +467,35 @@ public final class ConnectionTable
             }
         }
         return removed;
+    }
+
+    /**
+     * Free one entry for a ring or down connection when the table is full: a foreign entry, or a ring entry the
+     * {@code stale} test says its rank has replaced, the first found from where the last eviction stopped (at
+     * most one pass over the table, and only when it is full). The caller must hold no slot: backward-shift
+     * deletion moves entries.
+     *
+     * @return whether an entry was removed.
+     */
+    public boolean evict(final StaleTest stale)
+    {
+        for (int i = 0; i < capacity; i++)
+        {
+            final int slot = evictCursor;
+            evictCursor = (evictCursor + 1) & mask;
+            if (!isUsed(slot))
+            {
+                continue;
+            }
+            if (kinds[slot] == KIND_FOREIGN ||
+                (kinds[slot] == KIND_RING && stale.isStale(rings[slot], ranks[slot] & 0xFF, generations[slot])))
+            {
+                removeAt(slot);
+                evictCursor = slot;
+                return true;
+            }
+        }
+        return false;
     }
 
     private void move(final int from, final int to)

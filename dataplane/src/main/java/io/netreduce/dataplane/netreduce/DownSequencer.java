@@ -34,6 +34,7 @@ final class DownSequencer
     private final AtomicCounter cltUpdates;
     private final AtomicCounter cltFull;
     private final AtomicCounter downConnections;
+    private final Sequencer sequencer;
 
     DownSequencer(
         final Ring[] rings,
@@ -41,8 +42,10 @@ final class DownSequencer
         final DataplaneCounters counters,
         final FrameOutput output,
         final Aggregator aggregator,
-        final PacketCheck check)
+        final PacketCheck check,
+        final Sequencer sequencer)
     {
+        this.sequencer = sequencer;
         this.rings = rings;
         this.clt = clt;
         this.output = output;
@@ -103,7 +106,7 @@ final class DownSequencer
         int slot = clt.find(key);
         if (slot < 0)
         {
-            slot = clt.insert(key, ConnectionTable.KIND_DOWN);
+            slot = sequencer.insertMember(key, ConnectionTable.KIND_DOWN);
             if (slot < 0)
             {
                 cltFull.incrementRelease();

@@ -43,6 +43,7 @@ public final class NetReduceProtocol
     private final DownSequencer downSequencer;
     private final AtomicCounter cltMisses;
     private final AtomicCounter foreignTagOnRingEdge;
+    private final AtomicCounter foreignTagEventsLost;
     private final ForeignTagEvents foreignTags;
 
     /**
@@ -69,9 +70,10 @@ public final class NetReduceProtocol
         final Aggregator aggregator = new Aggregator(output, counters, latency, highestLatency);
         final PacketCheck check = new PacketCheck(clt, output);
         this.sequencer = new Sequencer(rings, clt, edges, counters, output, aggregator, check);
-        this.downSequencer = new DownSequencer(rings, clt, counters, output, aggregator, check);
+        this.downSequencer = new DownSequencer(rings, clt, counters, output, aggregator, check, sequencer);
         this.cltMisses = counters.counter(DataplaneCounter.CLT_MISSES);
         this.foreignTagOnRingEdge = counters.counter(DataplaneCounter.FOREIGN_TAG_ON_RING_EDGE);
+        this.foreignTagEventsLost = counters.counter(DataplaneCounter.FOREIGN_TAG_EVENTS_LOST);
         this.foreignTags = foreignTags;
     }
 
@@ -115,8 +117,11 @@ public final class NetReduceProtocol
     {
         foreignTagOnRingEdge.incrementRelease();
         final boolean longEnough = frame.payloadLength() >= InaHeader.LENGTH;
-        foreignTags.offer(key, longEnough ? InaHeader.inetTag(buffer, frame.payloadOffset()) : 0,
-            longEnough ? InaHeader.ringId(buffer, frame.payloadOffset()) : -1);
+        if (!foreignTags.offer(key, longEnough ? InaHeader.inetTag(buffer, frame.payloadOffset()) : 0,
+            longEnough ? InaHeader.ringId(buffer, frame.payloadOffset()) : -1))
+        {
+            foreignTagEventsLost.incrementRelease();
+        }
     }
 
     /**
@@ -178,10 +183,13 @@ public final class NetReduceProtocol
             else if (firstOpcode)
             {
                 // On a ring edge, a first packet without the ring's tag: a client with another tag or header.
-                // Learnt as foreign (so seen once per connection) and reported for the control side to log.
-                sequencer.learnForeign(key, arriving.batchNs());
-                reportForeignTag(frame, key, arriving.buffer());
-                output.forward(arriving);
+                // Learnt as foreign (so seen once per connection) and reported for the control side to log; beyond
+                // the foreign connections' share of the CLT, dropped and counted instead.
+                if (sequencer.learnForeign(arriving, key))
+                {
+                    reportForeignTag(frame, key, arriving.buffer());
+                    output.forward(arriving);
+                }
             }
             else
             {

@@ -41,7 +41,7 @@ import org.agrona.concurrent.status.AtomicCounter;
  * {@link DownSequencer}'s; the checks both share are {@link PacketCheck}'s. Single-threaded and allocation-free per
  * packet.
  */
-final class Sequencer
+final class Sequencer implements ConnectionTable.StaleTest
 {
     /** {@link #recordFirst}'s answer for a packet it dropped. */
     private static final int REFUSED = Integer.MIN_VALUE;
@@ -60,6 +60,7 @@ final class Sequencer
     private final AtomicCounter cltUpdates;
     private final AtomicCounter cltForeign;
     private final AtomicCounter cltFull;
+    private final AtomicCounter cltEvicted;
 
     Sequencer(
         final Ring[] rings,
@@ -84,24 +85,68 @@ final class Sequencer
         cltUpdates = counters.counter(DataplaneCounter.CLT_UPDATES);
         cltForeign = counters.counter(DataplaneCounter.CLT_FOREIGN);
         cltFull = counters.counter(DataplaneCounter.CLT_FULL);
+        cltEvicted = counters.counter(DataplaneCounter.CLT_EVICTED);
     }
 
     /**
      * Learn a connection on a ring edge that is not a ring connection (no InetTag, or an unknown ring), so its
-     * later packets pass through without a second look.
+     * later packets pass through without a second look. Any host on the switch can send such first packets, so
+     * foreign connections hold only their share of the CLT, in total and per source address: beyond it the first
+     * packet is dropped, counted by reason (its connection's later packets would be unknown ones on a ring edge,
+     * and dropped too; the sender's RC retransmission tries again).
+     *
+     * @return whether the connection was learnt; if not, the frame has been dropped.
      */
-    void learnForeign(final FlowKey key, final long nowNs)
+    boolean learnForeign(final ArrivingFrame arriving, final FlowKey key)
     {
         final int slot = clt.insert(key, ConnectionTable.KIND_FOREIGN);
-        if (slot < 0)
+        if (slot >= 0)
         {
-            cltFull.incrementRelease();
+            clt.touch(slot, arriving.batchNs());
+            cltForeign.incrementRelease();
+            return true;
+        }
+        if (slot == ConnectionTable.FOREIGN_LIMIT)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_CLT_FOREIGN_LIMIT);
+        }
+        else if (slot == ConnectionTable.SOURCE_LIMIT)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_CLT_FOREIGN_SOURCE_LIMIT);
         }
         else
         {
-            clt.touch(slot, nowNs);
-            cltForeign.incrementRelease();
+            cltFull.incrementRelease();
+            output.drop(arriving, DataplaneCounter.DROP_CLT_FULL);
         }
+        return false;
+    }
+
+    /**
+     * Insert a ring (or down) connection; when the table is full, evict a foreign entry or a rank's replaced
+     * connection first: what non-members may hold never keeps a member's connection out.
+     *
+     * @return the slot, or a negative value when the table is full of current ring connections.
+     */
+    int insertMember(final FlowKey key, final int kind)
+    {
+        int slot = clt.insert(key, kind);
+        if (slot == ConnectionTable.FULL && clt.evict(this))
+        {
+            cltEvicted.incrementRelease();
+            slot = clt.insert(key, kind);
+        }
+        return slot;
+    }
+
+    /**
+     * A ring entry is stale when its rank has a newer connection (or its ring is gone).
+     */
+    @Override
+    public boolean isStale(final int ringId, final int rank, final int generation)
+    {
+        final Ring ring = rings[ringId & 0xFF];
+        return ring == null || ring.runs().generation(rank) != generation;
     }
 
     /**
@@ -122,7 +167,10 @@ final class Sequencer
                 final int slot = clt.find(key);
                 if (slot < 0)
                 {
-                    learnForeign(key, arriving.batchNs());
+                    if (!learnForeign(arriving, key))
+                    {
+                        return;
+                    }
                 }
                 else
                 {
@@ -242,7 +290,7 @@ final class Sequencer
                 output.drop(arriving, DataplaneCounter.DROP_RUN_IN_PROGRESS);
                 return REFUSED;
             }
-            slot = clt.insert(key, ConnectionTable.KIND_RING);
+            slot = insertMember(key, ConnectionTable.KIND_RING);
             if (slot < 0)
             {
                 cltFull.incrementRelease();

@@ -39,6 +39,115 @@ class ConnectionTableTest
     }
 
     @Test
+    void shouldHoldForeignEntriesWithinTheirShareInTotalAndPerSource()
+    {
+        final ConnectionTable table = new ConnectionTable(16, 6, 4);
+        for (int qp = 0; qp < 4; qp++)
+        {
+            assertThat(table.insert(0, 1, 0, 2, qp, ConnectionTable.KIND_FOREIGN)).isNotNegative();
+        }
+        assertThat(table.insert(0, 1, 0, 2, 4, ConnectionTable.KIND_FOREIGN)).as("source 1 at its share")
+            .isEqualTo(ConnectionTable.SOURCE_LIMIT);
+        assertThat(table.insert(0, 3, 0, 2, 0, ConnectionTable.KIND_FOREIGN)).isNotNegative();
+        assertThat(table.insert(0, 3, 0, 2, 1, ConnectionTable.KIND_FOREIGN)).isNotNegative();
+        assertThat(table.insert(0, 4, 0, 2, 0, ConnectionTable.KIND_FOREIGN)).as("the total share")
+            .isEqualTo(ConnectionTable.FOREIGN_LIMIT);
+        assertThat(table.foreignCount()).isEqualTo(6);
+        for (int qp = 0; qp < 10; qp++)
+        {
+            assertThat(table.insert(0, 5, 0, 6, qp, ConnectionTable.KIND_RING)).as("ring entries: the rest")
+                .isNotNegative();
+        }
+        assertThat(table.insert(0, 5, 0, 6, 99, ConnectionTable.KIND_RING)).isEqualTo(ConnectionTable.FULL);
+
+        // Removal, expiry and a foreign entry turned into a ring one give the share back.
+        table.removeAt(table.find(0, 1, 0, 2, 0));
+        table.setRing(table.find(0, 1, 0, 2, 1), 1, 0, 0, 0, 1);
+        assertThat(table.foreignCount()).isEqualTo(4);
+        assertThat(table.foreignCount(0, 1)).isEqualTo(2);
+        table.removeAt(table.find(0, 5, 0, 6, 0));
+        assertThat(table.insert(0, 1, 0, 2, 7, ConnectionTable.KIND_FOREIGN)).isNotNegative();
+        assertThat(table.foreignCount(0, 1)).isEqualTo(3);
+        int expired = 0;
+        for (int sweep = 0; sweep < 3; sweep++)
+        {
+            expired += table.expireForeign(Long.MAX_VALUE, 1, table.capacity());
+        }
+        assertThat(expired).isEqualTo(5);
+        assertThat(table.foreignCount()).isZero();
+        assertThat(table.foreignCount(0, 1)).isZero();
+        assertThat(table.foreignCount(0, 3)).isZero();
+    }
+
+    @Test
+    void shouldCountForeignEntriesPerSourceThroughAnyInsertsAndRemovals()
+    {
+        SeededCases.run("CLT foreign shares", 200, (random, index) ->
+        {
+            final ConnectionTable table = new ConnectionTable(256, 64, 8);
+            final Map<Integer, Integer> perSource = new HashMap<>();
+            int total = 0;
+            for (int op = 0; op < 400; op++)
+            {
+                final int source = random.nextInt(20);
+                final int qp = random.nextInt(40);
+                final int slot = table.find(0, source, 0, 99, qp);
+                if (slot >= 0)
+                {
+                    if (table.kind(slot) == ConnectionTable.KIND_FOREIGN)
+                    {
+                        perSource.merge(source, -1, Integer::sum);
+                        total--;
+                    }
+                    table.removeAt(slot);
+                    continue;
+                }
+                final int inserted = table.insert(0, source, 0, 99, qp, ConnectionTable.KIND_FOREIGN);
+                final int held = perSource.getOrDefault(source, 0);
+                if (total >= 64)
+                {
+                    assertThat(inserted).isEqualTo(ConnectionTable.FOREIGN_LIMIT);
+                }
+                else if (held >= 8)
+                {
+                    assertThat(inserted).isEqualTo(ConnectionTable.SOURCE_LIMIT);
+                }
+                else
+                {
+                    assertThat(inserted).isNotNegative();
+                    perSource.merge(source, 1, Integer::sum);
+                    total++;
+                }
+            }
+            assertThat(table.foreignCount()).isEqualTo(total);
+            for (int source = 0; source < 20; source++)
+            {
+                assertThat(table.foreignCount(0, source)).as("source %d", source)
+                    .isEqualTo(perSource.getOrDefault(source, 0));
+            }
+        });
+    }
+
+    @Test
+    void shouldEvictAForeignOrAStaleEntryButNeverACurrentRingConnection()
+    {
+        final ConnectionTable table = new ConnectionTable(4);
+        for (int qp = 0; qp < 3; qp++)
+        {
+            table.setRing(table.insert(0, 1, 0, 2, qp, ConnectionTable.KIND_RING), 1, 0, 0, 0, qp);
+        }
+        table.insert(0, 1, 0, 2, 3, ConnectionTable.KIND_FOREIGN);
+        final ConnectionTable.StaleTest generationTwoIsCurrent = (ring, rank, generation) -> generation != 2;
+        assertThat(table.evict(generationTwoIsCurrent)).isTrue();
+        assertThat(table.evict(generationTwoIsCurrent)).isTrue();
+        assertThat(table.evict(generationTwoIsCurrent)).isTrue();
+        assertThat(table.evict(generationTwoIsCurrent)).as("only the current connection is left").isFalse();
+        assertThat(table.size()).isEqualTo(1);
+        assertThat(table.generation(table.find(0, 1, 0, 2, 2))).isEqualTo(2);
+        assertThat(table.foreignCount()).isZero();
+    }
+
+    @Test
     void shouldFindEveryEntryAfterAnyInsertsAndRemovals()
     {
         SeededCases.run("CLT inserts and removals", 200, (random, index) -> checkInsertsAndRemovals(random));

@@ -55,6 +55,26 @@ public final class DataplaneHarness implements AutoCloseable
         final long dropSeed,
         final long abandonedRunNs)
     {
+        this(portCount, bumpInTheWire, memoryBudget, dropProbability, dropSeed, abandonedRunNs, context -> context);
+    }
+
+    /**
+     * One port, one-armed, 1 GiB of aggregator memory, the context changed as {@code settings} says (CLT sizes).
+     */
+    public DataplaneHarness(final java.util.function.UnaryOperator<DataplaneContext> settings)
+    {
+        this(1, false, 1L << 30, 0.0, 0, RingRuns.DEFAULT_ABANDONED_RUN_NS, settings);
+    }
+
+    private DataplaneHarness(
+        final int portCount,
+        final boolean bumpInTheWire,
+        final long memoryBudget,
+        final double dropProbability,
+        final long dropSeed,
+        final long abandonedRunNs,
+        final java.util.function.UnaryOperator<DataplaneContext> settings)
+    {
         for (int i = 0; i < portCount; i++)
         {
             ports.add(new MemoryPort("test" + i, MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096, 1 << 23));
@@ -69,7 +89,7 @@ public final class DataplaneHarness implements AutoCloseable
         {
             context.bumpInTheWire();
         }
-        agent = new DataplaneAgent(context);
+        agent = new DataplaneAgent(settings.apply(context));
         proxy = agent.proxy();
     }
 

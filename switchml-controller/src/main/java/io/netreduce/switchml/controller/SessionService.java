@@ -29,6 +29,8 @@ final class SessionService extends SessionGrpc.SessionImplBase
     private final UdpSessions sessions;
     private final AtomicLong opened = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
+    /** Refusals: any host that reaches the service can call it, so their lines are limited per caller. */
+    private final RefusalLog refusals = new RefusalLog(System::nanoTime, LOG::warn);
 
     SessionService(final UdpSessions sessions)
     {
@@ -48,9 +50,10 @@ final class SessionService extends SessionGrpc.SessionImplBase
     @Override
     public void rdmaSession(final RdmaSessionRequest request, final StreamObserver<RdmaSessionResponse> observer)
     {
-        LOG.warn("SwitchML RDMA session {} (rank {}) from {} refused: RDMA is not offered",
-            Integer.toUnsignedString(request.getSessionId()), Integer.toUnsignedString(request.getRank()),
-            CallContext.peer());
+        final InetSocketAddress peer = CallContext.peer();
+        refusals.refused(peer, () -> "SwitchML RDMA session " + Integer.toUnsignedString(request.getSessionId()) +
+            " (rank " + Integer.toUnsignedString(request.getRank()) + ") from " + peer +
+            " refused: RDMA is not offered");
         observer.onError(Status.UNIMPLEMENTED.withDescription(RDMA_UNSUPPORTED).asRuntimeException());
     }
 
@@ -65,7 +68,7 @@ final class SessionService extends SessionGrpc.SessionImplBase
         if (invalid != null)
         {
             refused.incrementAndGet();
-            LOG.warn("SwitchML UDP session request from {} refused: {}", peer, invalid);
+            refusals.refused(peer, () -> "SwitchML UDP session request from " + peer + " refused: " + invalid);
             SyncService.fail(call, Status.INVALID_ARGUMENT.withDescription("UdpSession: " + invalid));
             return;
         }
@@ -83,9 +86,9 @@ final class SessionService extends SessionGrpc.SessionImplBase
         catch (final SessionRefusedException e)
         {
             refused.incrementAndGet();
-            LOG.warn("SwitchML UDP session {} rank {}/{} ({} {}) from {} refused: {}",
-                Long.toUnsignedString(session.sessionId()), session.rank(), session.numWorkers(), session.macText(),
-                session.ipv4Text(), peer, e.getMessage());
+            refusals.refused(peer, () -> "SwitchML UDP session " + Long.toUnsignedString(session.sessionId()) +
+                " rank " + session.rank() + "/" + session.numWorkers() + " (" + session.macText() + " " +
+                session.ipv4Text() + ") from " + peer + " refused: " + e.getMessage());
             CallContext.refuse(String.valueOf(e.getMessage()));
             SyncService.answer(call, UdpSessionResponse.newBuilder().setSessionId(0).setMac(0).setIpv4(0).build());
             return;

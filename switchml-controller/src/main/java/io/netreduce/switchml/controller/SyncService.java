@@ -40,6 +40,8 @@ final class SyncService extends SyncGrpc.SyncImplBase
     static final int MAX_OPEN_BROADCASTS = 256;
 
     private static final Logger LOG = LoggerFactory.getLogger(SyncService.class.getPackageName());
+    /** Refusals: any host that reaches the service can call it, so their lines are limited per caller. */
+    private final RefusalLog refusals = new RefusalLog(System::nanoTime, LOG::warn);
     private static final Status SHUTTING_DOWN =
         Status.UNAVAILABLE.withDescription("the SwitchML controller is shutting down");
 
@@ -171,7 +173,9 @@ final class SyncService extends SyncGrpc.SyncImplBase
         }
         if (refusal != null)
         {
-            LOG.warn("SwitchML barrier call from {} refused: {}", CallContext.peer(), refusal.getDescription());
+            final Status refused = refusal;
+            refusals.refused(CallContext.peer(), () -> "SwitchML barrier call from " + CallContext.peer() +
+                " refused: " + refused.getDescription());
             fail(call, refusal);
         }
         else if (release != null)
@@ -291,7 +295,9 @@ final class SyncService extends SyncGrpc.SyncImplBase
         }
         if (refusal != null)
         {
-            LOG.warn("SwitchML broadcast call from {} refused: {}", CallContext.peer(), refusal.getDescription());
+            final Status refused = refusal;
+            refusals.refused(CallContext.peer(), () -> "SwitchML broadcast call from " + CallContext.peer() +
+                " refused: " + refused.getDescription());
             fail(call, refusal);
             return;
         }
