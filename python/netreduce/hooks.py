@@ -28,7 +28,10 @@ def _is_last(bucket) -> bool:
 def allreduce_hook(session, bucket):
     """Average the bucket's gradients across the ranks through the appliance (fp32 ring)."""
     _require(session, "fp32", "allreduce_hook")
-    return session.submit(bucket.buffer(), average=True, boundary=_is_last(bucket))
+    last = _is_last(bucket)
+    # The step's last bucket is made on this (the autograd) thread when the session is idle: DDP waits for it at
+    # once, and the hand-over to the session's thread and back costs milliseconds on a busy host.
+    return session.submit(bucket.buffer(), average=True, boundary=last, inline=last)
 
 
 def _compress_hook(session, bucket, dtype, element_type: str, hook: str):
@@ -36,7 +39,8 @@ def _compress_hook(session, bucket, dtype, element_type: str, hook: str):
     buffer = bucket.buffer()
     # Divide first, as PyTorch's compression hooks do, so the low-precision sum cannot overflow.
     compressed = buffer.div(session.world_size).to(dtype)
-    future = session.submit(compressed, boundary=_is_last(bucket))
+    last = _is_last(bucket)
+    future = session.submit(compressed, boundary=last, inline=last)
 
     def decompress(done):
         buffer.copy_(done.value())

@@ -187,6 +187,9 @@ class Session:
         self._pinned_buffers = None
         self._attach_transport()
         self._queue: "queue.Queue" = queue.Queue()
+        self._pending = 0  # calls submitted and not yet done
+        self._pending_lock = threading.Lock()
+        self._serving = threading.Lock()  # one call at a time: the session's thread or an inline caller
         self._thread = threading.Thread(target=self._serve, name="netreduce-session", daemon=True)
         self._thread.start()
 
@@ -312,10 +315,13 @@ class Session:
 
     # -- calls --------------------------------------------------------------------------------------------------
 
-    def submit(self, tensor, average: bool = False, boundary: bool = True):
+    def submit(self, tensor, average: bool = False, boundary: bool = True, inline: bool = False):
         """Queue an in-place all-reduce of ``tensor``; a ``torch.futures.Future`` holding the tensor when done.
         ``boundary``: whether this call ends a step (the DDP hooks pass the bucket's ``is_last()``): only after
-        such a call may the ranks go back from the fallback to the appliance.
+        such a call may the ranks go back from the fallback to the appliance. ``inline``: when no earlier call is
+        queued or running, make this one on the caller's thread and return a completed future (no hand-over to the
+        session's thread and back, which costs milliseconds on a busy host); otherwise queue it as usual. For a
+        caller that would wait at once anyway: ``allreduce_``, and the DDP hooks for a step's last bucket.
 
         A tensor on a CUDA device is read once the work queued on its stream so far (the caller's current stream at
         this call) is done, and summed through pinned host memory in pieces (:meth:`_reduce_cuda`). The future is
@@ -331,24 +337,42 @@ class Session:
             future = torch.futures.Future(devices=[tensor.device])
             ready = torch.cuda.Event()
             ready.record(torch.cuda.current_stream(tensor.device))
-            self._queue.put((tensor, average, future, ready, boundary))
-            return future
+            return self._enqueue((tensor, average, future, ready, boundary), inline)
         if tensor.device.type != "cpu":
             raise TypeError(f"netreduce sums CPU and CUDA tensors; the tensor is on {tensor.device}")
         future = torch.futures.Future()
-        self._queue.put((tensor, average, future, None, boundary))
-        return future
+        return self._enqueue((tensor, average, future, None, boundary), inline)
+
+    def _enqueue(self, item, inline: bool):
+        with self._pending_lock:
+            run_here = inline and self._pending == 0
+            self._pending += 1
+        if run_here:
+            # Nothing queued or running, and anything submitted from now on queues behind this call (pending), so
+            # the order of calls is kept; the lock keeps the session's thread out meanwhile.
+            with self._serving:
+                self._run(item)
+        else:
+            self._queue.put(item)
+        return item[2]
 
     def allreduce_(self, tensor, average: bool = False):
         """Sum ``tensor`` across the ranks in place (or average it); returns it. Blocks until done (for a CUDA
-        tensor: the caller's current stream waits for the sums; the host does not)."""
-        return self.submit(tensor, average).wait()
+        tensor: the caller's current stream waits for the sums; the host does not). Made on the caller's thread
+        when the session has nothing else to do."""
+        return self.submit(tensor, average, inline=True).wait()
 
     def _serve(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
                 return
+            with self._serving:
+                self._run(item)
+
+    def _run(self, item) -> None:
+        """One call (on the session's thread, or inline on the caller's), then what its vote decided."""
+        try:
             tensor, average, future, ready, boundary = item
             self._boundary = boundary
             try:
@@ -367,6 +391,9 @@ class Session:
                 self._prepare_fresh()
             elif action == "switch":
                 self._switch_to_fresh()
+        finally:
+            with self._pending_lock:
+                self._pending -= 1
 
     def _reduce(self, tensor) -> None:
         flat = tensor.view(-1) if tensor.is_contiguous() else None

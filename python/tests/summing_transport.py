@@ -7,6 +7,8 @@ order, so a test can compare bit for bit with a rank-order reference computed fr
 before each message's data, the result tag written into the headers of the messages it summed); otherwise as one
 flat buffer that is summed in place (as the verbs and switchml transports do).
 """
+import threading
+
 import torch
 import torch.distributed as dist
 
@@ -27,6 +29,7 @@ class SummingTransport:
         self.fail_at_call = fail_at_call
         self.calls = 0
         self.summed_elements = []
+        self.threads = []  # the thread of each call
         if layout:
             messages = memory_bytes // (2 * message_bytes)
             self.layout = {"messages": messages, "messageBytes": message_bytes, "input": 0,
@@ -46,6 +49,7 @@ class SummingTransport:
 
     def allreduce(self, *args):
         self.calls += 1
+        self.threads.append(threading.get_ident())
         # A failing rank's ring stalls for everyone: the others' calls time out. The ranks agree on that first, so
         # that nobody is left in a gather that one rank never joins.
         failing = torch.tensor([1 if self.fail_at_call and self.calls >= self.fail_at_call else 0])

@@ -8,6 +8,7 @@ were run on an H200 (see docs/python.md).
 import os
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -311,3 +312,28 @@ def no_recovery(rank, world):
 
 def test_should_stay_on_the_fallback_when_told_not_to_recover():
     _spawn("no_recovery", world=2)
+
+
+def inline_order(rank, world):
+    transport = SummingTransport(1 << 18)
+    session = _session(transport)
+    try:
+        for round_ in range(5):
+            first, second = _inputs(rank, 30_000, seed=2 * round_), _inputs(rank, 30_000, seed=2 * round_ + 1)
+            queued = session.submit(first, boundary=False)  # on the session's thread
+            inline = session.submit(second, inline=True)  # must wait for the queued call, not overtake it
+            inline.wait(), queued.wait()
+            assert torch.equal(first, _rank_order_sum([_inputs(r, 30_000, seed=2 * round_) for r in range(world)]))
+            assert torch.equal(second, _rank_order_sum([_inputs(r, 30_000, seed=2 * round_ + 1)
+                                                        for r in range(world)]))
+        alone = _inputs(rank, 1000, seed=99)
+        session.allreduce_(alone)  # nothing queued: made on this thread
+        assert torch.equal(alone, _rank_order_sum([_inputs(r, 1000, seed=99) for r in range(world)]))
+        assert session.calls == 11 and transport.threads[-1] == threading.get_ident()
+        assert session._thread.ident in transport.threads, "the queued calls went through the session's thread"
+    finally:
+        session.close()
+
+
+def test_should_make_an_inline_call_after_the_queued_ones_and_in_the_same_order_on_every_rank():
+    _spawn("inline_order")
