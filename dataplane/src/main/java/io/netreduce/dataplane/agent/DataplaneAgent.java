@@ -39,6 +39,7 @@ public final class DataplaneAgent implements Agent
     private final DataplaneProxy proxy;
     private final long foreignIdleNs;
     private final AtomicCounter foreignExpired;
+    private final AtomicCounter staleExpired;
     private long lastSweepNs;
 
     public DataplaneAgent(final DataplaneContext context)
@@ -60,6 +61,7 @@ public final class DataplaneAgent implements Agent
         this.proxy = new DataplaneProxy(List.of(handle), context.memoryBudget(), LaneSteering.NONE);
         this.foreignIdleNs = context.foreignIdleNs();
         this.foreignExpired = counters.counter(DataplaneCounter.CLT_FOREIGN_EXPIRED);
+        this.staleExpired = counters.counter(DataplaneCounter.CLT_STALE_EXPIRED);
     }
 
     /**
@@ -113,6 +115,12 @@ public final class DataplaneAgent implements Agent
             if (expired > 0)
             {
                 foreignExpired.getAndAddRelease(expired);
+            }
+            final int stale = tables.clt.expireStale(now, foreignIdleNs, DataplaneContext.SWEEP_SLOTS,
+                processor.staleTest());
+            if (stale > 0)
+            {
+                staleExpired.getAndAddRelease(stale);
             }
         }
         return work;

@@ -1,6 +1,7 @@
 package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.capture.CaptureTap;
+import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.frame.ArrivingFrame;
@@ -76,6 +77,14 @@ public final class PacketProcessor implements FrameHandler
      * Drop each arriving frame of an aggregation protocol with the given probability before looking at it (tests
      * and drills).
      */
+    /**
+     * @return the NetReduce rings' test of a replaced CLT entry (for the agent's sweep).
+     */
+    ConnectionTable.StaleTest staleTest()
+    {
+        return netReduce.staleTest();
+    }
+
     public void faultInjection(final double probability, final long seed)
     {
         this.faults = new FaultInjection(probability, seed);

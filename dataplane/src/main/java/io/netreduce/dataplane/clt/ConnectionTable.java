@@ -66,6 +66,7 @@ public final class ConnectionTable
     private final long[] lastSeen;
     private int size;
     private int sweepCursor;
+    private int staleCursor;
     private int evictCursor;
     private final int foreignLimit;
     private final int foreignPerSource;
@@ -464,6 +465,32 @@ public final class ConnectionTable
                 removed++;
                 // Backward-shift deletion may have moved a later entry into this slot: look at it again.
                 sweepCursor = slot;
+            }
+        }
+        return removed;
+    }
+
+    /**
+     * Remove ring entries the {@code stale} test says their rank has replaced and that have seen no packet for
+     * {@code idleNs}, looking at no more than {@code maxSlots} slots from where the last such sweep stopped. A
+     * client that opens new queue pairs for every call (the standalone pyverbs client does) would otherwise leave W
+     * entries per call until its ring is removed; the idle time keeps an entry whose retransmissions may still come.
+     *
+     * @return entries removed.
+     */
+    public int expireStale(final long nowNs, final long idleNs, final int maxSlots, final StaleTest stale)
+    {
+        int removed = 0;
+        for (int i = 0; i < maxSlots && size > 0; i++)
+        {
+            final int slot = staleCursor;
+            staleCursor = (staleCursor + 1) & mask;
+            if (isUsed(slot) && kinds[slot] == KIND_RING && nowNs - lastSeen[slot] > idleNs &&
+                stale.isStale(rings[slot], ranks[slot] & 0xFF, generations[slot]))
+            {
+                removeAt(slot);
+                removed++;
+                staleCursor = slot; // backward-shift deletion may have moved a later entry here
             }
         }
         return removed;

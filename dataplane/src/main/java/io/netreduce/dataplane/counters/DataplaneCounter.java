@@ -39,6 +39,7 @@ public enum DataplaneCounter
     FOREIGN_TAG_EVENTS_LOST("connections on a ring edge without the ring's InetTag not reported to the log: the event buffer was full"),
     CLT_FULL("CLT full"),
     CLT_FOREIGN_EXPIRED("CLT foreign connections removed after 60 s without a packet"),
+    CLT_STALE_EXPIRED("CLT entries of connections their rank has replaced, removed after the foreign idle time without a packet"),
     CLT_EVICTED("CLT entries (foreign, or a rank's replaced connection) removed to make room for a ring connection"),
     DROP_CLT_FULL("drop: CLT full, connection not recorded"),
     DROP_CLT_FOREIGN_LIMIT("drop: first packet of a connection on a ring edge that is not a ring's, while such (foreign) connections hold their whole share of the CLT"),

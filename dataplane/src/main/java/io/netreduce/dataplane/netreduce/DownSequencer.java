@@ -106,7 +106,7 @@ final class DownSequencer
         int slot = clt.find(key);
         if (slot < 0)
         {
-            slot = sequencer.insertMember(key, ConnectionTable.KIND_DOWN);
+            slot = sequencer.insertMember(key, ConnectionTable.KIND_DOWN, arriving.batchNs());
             if (slot < 0)
             {
                 cltFull.incrementRelease();

@@ -129,6 +129,14 @@ public final class NetReduceProtocol
      * pass; anything else on a ring connection (or a broken frame on a ring edge) is dropped, since it would shift
      * the PSN sequence the aggregation relies on or reach a receiver that would take its payload for a result.
      */
+    /**
+     * @return what says whether a ring entry of the CLT has been replaced by its rank, for the agent's sweep.
+     */
+    public ConnectionTable.StaleTest staleTest()
+    {
+        return sequencer;
+    }
+
     public void onOtherRoce(final ArrivingFrame arriving, final int status)
     {
         final RoceFrame frame = arriving.frame();
@@ -197,9 +205,11 @@ public final class NetReduceProtocol
             }
             return;
         }
+        // Every kind's last packet time: foreign entries expire after an idle time, and so do ring entries once
+        // their rank has replaced them (ConnectionTable.expireStale).
+        clt.touch(slot, arriving.batchNs());
         if (clt.kind(slot) == ConnectionTable.KIND_FOREIGN)
         {
-            clt.touch(slot, arriving.batchNs());
             output.forward(arriving);
             return;
         }

@@ -128,13 +128,17 @@ final class Sequencer implements ConnectionTable.StaleTest
      *
      * @return the slot, or a negative value when the table is full of current ring connections.
      */
-    int insertMember(final FlowKey key, final int kind)
+    int insertMember(final FlowKey key, final int kind, final long nowNs)
     {
         int slot = clt.insert(key, kind);
         if (slot == ConnectionTable.FULL && clt.evict(this))
         {
             cltEvicted.incrementRelease();
             slot = clt.insert(key, kind);
+        }
+        if (slot >= 0)
+        {
+            clt.touch(slot, nowNs);
         }
         return slot;
     }
@@ -290,7 +294,7 @@ final class Sequencer implements ConnectionTable.StaleTest
                 output.drop(arriving, DataplaneCounter.DROP_RUN_IN_PROGRESS);
                 return REFUSED;
             }
-            slot = insertMember(key, ConnectionTable.KIND_RING);
+            slot = insertMember(key, ConnectionTable.KIND_RING, arriving.batchNs());
             if (slot < 0)
             {
                 cltFull.incrementRelease();

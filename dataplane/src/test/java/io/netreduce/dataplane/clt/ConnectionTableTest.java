@@ -221,4 +221,36 @@ class ConnectionTableTest
         }
         assertThat(clt.find(key.set(7, 7, 8, 8, 9))).as("ring entry").isGreaterThanOrEqualTo(0);
     }
+
+    @Test
+    void shouldExpireReplacedRingEntriesOnlyOnceIdleAndKeepCurrentAndForeignOnes()
+    {
+        final ConnectionTable clt = new ConnectionTable(4096);
+        final FlowKey key = new FlowKey();
+        // Rank 0 of ring 1 opened a new connection (generation) per call, 500 calls: only generation 499 is current.
+        for (int generation = 0; generation < 500; generation++)
+        {
+            final int slot = clt.insert(key.set(1, 1, 2, 2, 100 + generation), ConnectionTable.KIND_RING);
+            clt.setRing(slot, 1, 0, 0, 0, generation);
+            clt.touch(slot, generation < 400 ? 1_000 : 50_000); // the last 100 were busy recently
+        }
+        final int foreign = clt.insert(key.set(3, 3, 4, 4, 5), ConnectionTable.KIND_FOREIGN);
+        clt.touch(foreign, 1_000);
+        final ConnectionTable.StaleTest replaced = (ring, rank, generation) -> generation != 499;
+
+        int removed = 0;
+        for (int sweep = 0; sweep < 100; sweep++)
+        {
+            removed += clt.expireStale(60_000, 20_000, 128, replaced);
+        }
+
+        assertThat(removed).as("the 400 replaced entries idle for longer than 20 us").isEqualTo(400);
+        assertThat(clt.size()).as("99 replaced but recently busy, the current one, the foreign one").isEqualTo(101);
+        for (int generation = 0; generation < 500; generation++)
+        {
+            assertThat(clt.find(key.set(1, 1, 2, 2, 100 + generation)) >= 0).as("generation %d", generation)
+                .isEqualTo(generation >= 400);
+        }
+        assertThat(clt.find(key.set(3, 3, 4, 4, 5))).as("foreign entries are expireForeign's").isNotNegative();
+    }
 }
