@@ -115,23 +115,25 @@ def rank_order_reference(grads, rows: int, dim: int, average: bool = False):
 
 
 class _Table:
-    def __init__(self, name, param):
+    def __init__(self, name, param, offset):
         torch, _ = _torch()
         if param.dim() != 2 or param.dtype != torch.float32:
             raise SetupError(f"table {name}: netreduce.sparse takes 2-d fp32 embedding weights, not "
                              f"{tuple(param.shape)} {param.dtype}")
-        if param.shape[0] >= 2 ** 31:
-            raise SetupError(f"table {name}: {param.shape[0]} rows; at most 2^31 - 1")
         self.name, self.param = name, param
         self.rows, self.dim = int(param.shape[0]), int(param.shape[1])
-        self.counts = torch.zeros(self.rows, dtype=torch.int32)
-        self.set_hot(torch.empty(0, dtype=torch.int64))
+        self.offset = offset  # of its rows in the reducer's key space (every table's rows one after the other)
 
-    def set_hot(self, hot):
+
+class _Group:
+    """The tables of one width: their rows are packed, gathered, summed and merged together, as keys
+    ``table.offset + row`` (sorted by key = by table, then row)."""
+
+    def __init__(self, dim, tables):
         torch, _ = _torch()
-        self.hot = hot  # sorted row numbers
-        self.slot_of = torch.full((self.rows,), -1, dtype=torch.int64)
-        self.slot_of[hot] = torch.arange(hot.numel(), dtype=torch.int64)
+        self.dim, self.tables = dim, tables
+        self.hot = torch.empty(0, dtype=torch.int64)  # sorted keys
+        self.bounds = torch.tensor([t.offset for t in tables] + [tables[-1].offset + tables[-1].rows])
 
 
 class HotColdReducer:
@@ -197,7 +199,19 @@ class HotColdReducer:
             items = [(f"table{i}", getattr(t, "weight", t)) for i, t in enumerate(tables)]
         if not items:
             raise SetupError("HotColdReducer needs at least one table")
-        self.tables = [_Table(name, param) for name, param in items]
+        self.tables, offset = [], 0
+        for name, param in items:
+            self.tables.append(_Table(name, param, offset))
+            offset += self.tables[-1].rows
+        if offset >= 2 ** 31:
+            raise SetupError(f"{offset} rows in all; at most 2^31 - 1 (row keys travel as int32)")
+        self.total_rows = offset
+        widths = sorted({t.dim for t in self.tables})
+        self.groups = [_Group(d, [t for t in self.tables if t.dim == d]) for d in widths]
+        self._ends = torch.tensor([t.offset + t.rows for t in self.tables])
+        self._costs = torch.tensor([(t.dim + 1) * 4 for t in self.tables], dtype=torch.int64)
+        self.counts = torch.zeros(self.total_rows, dtype=torch.int32)
+        self.hot = torch.empty(0, dtype=torch.int64)  # sorted keys of every hot row
         self.step = 0
         self._sampled_steps = 0
         self._fixed = hot_rows is not None
@@ -221,39 +235,50 @@ class HotColdReducer:
         rows = [hot_rows.get(t.name, []) for t in self.tables] if isinstance(hot_rows, dict) else list(hot_rows)
         if len(rows) != len(self.tables):
             raise SetupError(f"hot_rows: {len(rows)} entries for {len(self.tables)} tables")
-        chosen = []
+        keys = []
         for table, r in zip(self.tables, rows):
             r = torch.unique(torch.as_tensor(r, dtype=torch.int64))
             if r.numel() and (int(r[0]) < 0 or int(r[-1]) >= table.rows):
                 raise SetupError(f"hot_rows of {table.name}: rows outside 0..{table.rows - 1}")
-            chosen.append(r)
-        digest = torch.tensor([hash(tuple(int(x) for r in chosen for x in [-1, *r.tolist()])) & ((1 << 62) - 1)],
-                              dtype=torch.int64)
+            keys.append(r + table.offset)
+        keys = torch.cat(keys)
+        digest = torch.tensor([hash(tuple(keys.tolist())) & ((1 << 62) - 1)], dtype=torch.int64)
         low, high = digest.clone(), digest.clone()
         dist.all_reduce(low, op=dist.ReduceOp.MIN, group=self.group)
         dist.all_reduce(high, op=dist.ReduceOp.MAX, group=self.group)
         if int(low) != int(high):
             raise SetupError("set_hot_rows: the ranks gave different hot sets")
-        self._install(chosen)
+        self._install(keys)
 
-    def _install(self, chosen) -> None:
+    def _install(self, keys) -> None:
+        """Make ``keys`` (sorted) the hot set: each group's hot keys, its block's place in the buffer (every group's
+        values, then every group's touched flags)."""
         torch = self._torch
-        for table, rows in zip(self.tables, chosen):
-            table.set_hot(rows)
-        size, offset = 0, 0
-        for table in self.tables:
-            table.offset = offset
-            offset += table.hot.numel() * table.dim
-        flags = offset
-        for table in self.tables:
-            table.flag_offset = flags
-            flags += table.hot.numel()
-        size = flags
-        self._buffer = torch.zeros(size, dtype=torch.float32) if size else None
+        self.hot = keys
+        offset = 0
+        for group in self.groups:
+            lo, hi = torch.searchsorted(keys, group.bounds[[0, -1]]).tolist()
+            group.hot = keys[lo:hi]
+            if len(group.tables) > 1:  # the group's tables need not be neighbours in the key space
+                inside = torch.zeros(keys.numel(), dtype=torch.bool)
+                for t in group.tables:
+                    inside |= (keys >= t.offset) & (keys < t.offset + t.rows)
+                group.hot = keys[inside]
+            group.offset = offset
+            offset += group.hot.numel() * group.dim
+        for group in self.groups:
+            group.flag_offset = offset
+            offset += group.hot.numel()
+        self._buffer = torch.zeros(offset, dtype=torch.float32) if offset else None
 
     def hot_rows(self) -> Dict[str, object]:
         """The hot set now: ``{name: sorted rows}``."""
-        return {t.name: t.hot.clone() for t in self.tables}
+        torch = self._torch
+        out = {}
+        for t in self.tables:
+            lo, hi = torch.searchsorted(self.hot, torch.tensor([t.offset, t.offset + t.rows])).tolist()
+            out[t.name] = self.hot[lo:hi] - t.offset
+        return out
 
     def _counting(self, step: int) -> bool:
         """Whether this step's updates are counted: inside a sampling window, one step in round(1 / sample_rate)."""
@@ -284,37 +309,31 @@ class HotColdReducer:
         ``min_frequency``."""
         torch, dist = self._torch, self._dist
         started = time.perf_counter()
-        counts = torch.cat([t.counts for t in self.tables])
+        counts = self.counts
         dist.all_reduce(counts, group=self.group)  # integer sums: every rank the same counts
-        for t in self.tables:
-            t.counts.zero_()
         rank_steps = self._sampled_steps * self.world_size
         self._sampled_steps = 0
         total = int(counts.sum())
-        table_of = torch.cat([torch.full((t.rows,), i, dtype=torch.int64) for i, t in enumerate(self.tables)])
-        row_of = torch.cat([torch.arange(t.rows, dtype=torch.int64) for t in self.tables])
-        cost_of = torch.tensor([(t.dim + 1) * 4 for t in self.tables], dtype=torch.int64)
         floor = max(1, int(-(-self.min_frequency * rank_steps // 1))) if rank_steps else 1
         candidates = (counts >= floor).nonzero().squeeze(1)
         order = torch.sort(counts[candidates], descending=True, stable=True).indices
         picked = candidates[order]
-        cost = torch.cumsum(cost_of[table_of[picked]], 0)
+        cost = torch.cumsum(self._costs[torch.searchsorted(self._ends, picked, right=True)], 0)
         k = int((cost <= self.budget_bytes).sum())
         if self.coverage < 1 and total:
             held = torch.cumsum(counts[picked].to(torch.int64), 0)
             k = min(k, int((held < self.coverage * total).sum()) + 1)
         picked = picked[:k]
         new_cover = int(counts[picked].sum()) / total if total else 0.0
-        old_hot = torch.cat([t.hot + sum(u.rows for u in self.tables[:i]) for i, t in enumerate(self.tables)])
-        old_cover = int(counts[old_hot].sum()) / total if total else 0.0
+        old_cover = int(counts[self.hot].sum()) / total if total else 0.0
         changed = not self._selections or new_cover - old_cover > self.drift
         if changed:
-            chosen = [torch.sort(row_of[picked[table_of[picked] == i]]).values for i in range(len(self.tables))]
-            self._install(chosen)
+            self._install(torch.sort(picked).values)
+        counts.zero_()
         self._selections.append({
             "step": self.step, "changed": changed, "counted_rank_steps": rank_steps, "counted_updates": total,
-            "hot_rows": [t.hot.numel() for t in self.tables], "coverage": new_cover if changed else old_cover,
-            "coverage_new": new_cover, "coverage_old": old_cover,
+            "hot_rows": [int(v.numel()) for v in self.hot_rows().values()],
+            "coverage": new_cover if changed else old_cover, "coverage_new": new_cover, "coverage_old": old_cover,
             "block_bytes": 0 if self._buffer is None else self._buffer.numel() * 4})
         self._times["select"] += time.perf_counter() - started
 
@@ -323,41 +342,47 @@ class HotColdReducer:
     def reduce_(self) -> None:
         """Sum every table's ``.grad`` across the ranks (call it on every rank after ``backward()``, before the
         optimizer); each table's ``.grad`` becomes the coalesced sparse sum (or mean, with ``average``)."""
-        torch, dist = self._torch, self._dist
+        torch = self._torch
         if self._selecting(self.step):
             self._select()
         counting = self._counting(self.step)
-        started = time.perf_counter()
-        parts = [coalesced_rows(t.param.grad, t.rows, t.dim) for t in self.tables]
-        grad_rows = sum(i.numel() for i, _ in parts)
-        hot_grad_rows = grad_bytes = hot_bytes = 0
         if counting:
             self._sampled_steps += 1
-            for table, (indices, _) in zip(self.tables, parts):
-                table.counts[indices] += 1  # coalesced: each row once
-        # Split: hot rows into the block (zeros elsewhere, flag 1 where touched), the rest stays for the gather.
+        started = time.perf_counter()
         buffer, future = self._buffer, None
-        colds = []
         if buffer is not None:
             buffer.zero_()
-        for table, (indices, values) in zip(self.tables, parts):
-            grad_bytes += indices.numel() * table.dim * 4
-            if buffer is None or not table.hot.numel():
-                colds.append((indices, values))
+        grad_rows = hot_grad_rows = grad_bytes = hot_bytes = 0
+        colds = []
+        for group in self.groups:
+            # this rank's rows of the group's tables, coalesced, as sorted keys
+            parts = [coalesced_rows(t.param.grad, t.rows, t.dim) for t in group.tables]
+            if len(parts) == 1:
+                keys, values = parts[0][0] + group.tables[0].offset, parts[0][1]
+            else:
+                keys = torch.cat([i + t.offset for (i, _), t in zip(parts, group.tables)])
+                values = torch.cat([v for _, v in parts])
+            grad_rows += keys.numel()
+            grad_bytes += keys.numel() * group.dim * 4
+            if counting:
+                self.counts[keys] += 1  # coalesced: each row once
+            k = group.hot.numel()
+            if buffer is None or not k or not keys.numel():
+                colds.append((keys, values))
                 continue
-            slots = table.slot_of[indices]
-            hot = slots >= 0
-            colds.append((indices[~hot], values[~hot]))
-            hot_slots = slots[hot]
-            hot_grad_rows += hot_slots.numel()
-            hot_bytes += hot_slots.numel() * table.dim * 4
-            block = buffer[table.offset:table.offset + table.hot.numel() * table.dim].view(-1, table.dim)
-            block[hot_slots] = values[hot]
-            buffer[table.flag_offset + hot_slots] = 1.0
+            # hot rows into the block (zeros elsewhere), a touched flag each; the rest stays for the gather
+            slots = torch.searchsorted(group.hot, keys).clamp_(max=k - 1)
+            hot = group.hot[slots] == keys
+            slots = slots[hot]
+            colds.append((keys[~hot], values[~hot]))
+            hot_grad_rows += slots.numel()
+            hot_bytes += slots.numel() * group.dim * 4
+            buffer[group.offset:group.offset + k * group.dim].view(k, group.dim)[slots] = values[hot]
+            buffer[group.flag_offset + slots] = 1.0
         if buffer is not None:
             future = self.session.submit(buffer)
         self._times["pack"] += time.perf_counter() - started
-        # Cold rows through the process group while the appliance sums the block.
+        # cold rows through the process group while the appliance sums the block
         started = time.perf_counter()
         cold_sums, cold_bytes, padded = self._gather_cold(colds)
         self._times["cold"] += time.perf_counter() - started
@@ -367,22 +392,22 @@ class HotColdReducer:
         self._times["wait"] += time.perf_counter() - started
         started = time.perf_counter()
         result_rows = 0
-        for table, (cold_rows, cold_values) in zip(self.tables, cold_sums):
-            if buffer is not None and table.hot.numel():
-                k = table.hot.numel()
-                block = buffer[table.offset:table.offset + k * table.dim].view(k, table.dim)
-                touched = buffer[table.flag_offset:table.flag_offset + k] > 0
-                rows = torch.cat([table.hot[touched], cold_rows])
-                values = torch.cat([block[touched], cold_values])
-                order = torch.argsort(rows)
-                rows, values = rows[order], values[order]
-            else:
-                rows, values = cold_rows, cold_values
-            if self.average:
-                values = values.div_(self.world_size) if values.numel() else values
-            result_rows += rows.numel()
-            table.param.grad = torch.sparse_coo_tensor(rows.unsqueeze(0), values,
-                                                       (table.rows, table.dim))._coalesced_(True)
+        for group, (keys, values) in zip(self.groups, cold_sums):
+            k = group.hot.numel()
+            if buffer is not None and k:
+                touched = buffer[group.flag_offset:group.flag_offset + k] > 0
+                block = buffer[group.offset:group.offset + k * group.dim].view(k, group.dim)
+                keys = torch.cat([group.hot[touched], keys])
+                values = torch.cat([block[touched], values])
+                order = torch.argsort(keys)
+                keys, values = keys[order], values[order]
+            if self.average and values.numel():
+                values = values.div_(self.world_size)
+            result_rows += keys.numel()
+            bounds = torch.searchsorted(keys, group.bounds).tolist()
+            for t, lo, hi in zip(group.tables, bounds, bounds[1:]):
+                t.param.grad = torch.sparse_coo_tensor((keys[lo:hi] - t.offset).unsqueeze(0), values[lo:hi],
+                                                       (t.rows, t.dim))._coalesced_(True)
         self._times["merge"] += time.perf_counter() - started
         appliance_bytes = 0 if buffer is None else buffer.numel() * 4
         self.last = {"step": self.step, "grad_rows": grad_rows, "hot_grad_rows": hot_grad_rows,
@@ -396,54 +421,48 @@ class HotColdReducer:
         self.step += 1
 
     def _gather_cold(self, colds):
-        """All-gather every rank's cold (indices, values) and sum them per table in rank order on the host:
-        one all-gather of the counts, one of the rows (int32 indices, then the values' bits as int32)."""
+        """All-gather every rank's cold (keys, values) and sum them per group in rank order on the host: one
+        all-gather of the row counts, one of the rows (int32 keys, then the values' bits as int32)."""
         torch, dist = self._torch, self._dist
         world, group = self.world_size, self.group
         counts = torch.tensor([i.numel() for i, _ in colds], dtype=torch.int64)
         all_counts = [torch.empty_like(counts) for _ in range(world)]
         dist.all_gather(all_counts, counts, group=group)
-        widths = [1 + t.dim for t in self.tables]
-        lengths = [sum(int(c[i]) * widths[i] for i in range(len(self.tables))) for c in all_counts]
+        all_counts = torch.stack(all_counts).tolist()
+        widths = [1 + g.dim for g in self.groups]
+        lengths = [sum(c * w for c, w in zip(row, widths)) for row in all_counts]
         longest = max(lengths)
-        mine = lengths[self.rank]
-        sums = []
         if longest == 0:
-            for table in self.tables:
-                sums.append((torch.empty(0, dtype=torch.int64), torch.empty(0, table.dim, dtype=torch.float32)))
-            return sums, 0, 0
-        payload = torch.zeros(longest, dtype=torch.int32)
+            return ([(torch.empty(0, dtype=torch.int64), torch.empty(0, g.dim, dtype=torch.float32))
+                     for g in self.groups], 0, 0)
+        payload = torch.empty(longest, dtype=torch.int32)
         at = 0
-        for (indices, values) in colds:
-            n = indices.numel()
-            payload[at:at + n] = indices.to(torch.int32)
-            at += n
-            payload[at:at + values.numel()] = values.contiguous().view(torch.int32).reshape(-1)
-            at += values.numel()
+        for keys, values in colds:
+            n = keys.numel()
+            payload[at:at + n] = keys
+            payload[at + n:at + n + values.numel()] = values.reshape(-1).view(torch.int32)
+            at += n + values.numel()
+        payload[at:].zero_()
         gathered = [torch.empty_like(payload) for _ in range(world)]
         dist.all_gather(gathered, payload, group=group)
-        per_rank = []  # per rank: [(indices, values) per table]
-        for r in range(world):
-            at, tables = 0, []
-            for i, table in enumerate(self.tables):
-                n = int(all_counts[r][i])
-                indices = gathered[r][at:at + n].to(torch.int64)
-                at += n
-                values = gathered[r][at:at + n * table.dim].view(torch.float32).view(n, table.dim)
-                at += n * table.dim
-                tables.append((indices, values))
-            per_rank.append(tables)
-        for i, table in enumerate(self.tables):
-            union = torch.unique(torch.cat([per_rank[r][i][0] for r in range(world)]))
-            total = None
+        sums = []
+        starts = [0] * world
+        for i, g in enumerate(self.groups):
+            ranks = []
             for r in range(world):
-                indices, values = per_rank[r][i]
-                dense = torch.zeros(union.numel(), table.dim, dtype=torch.float32)
-                if indices.numel():
-                    dense[torch.searchsorted(union, indices)] = values
+                n, at = all_counts[r][i], starts[r]
+                ranks.append((gathered[r][at:at + n].to(torch.int64),
+                              gathered[r][at + n:at + n * (1 + g.dim)].view(torch.float32).view(n, g.dim)))
+                starts[r] = at + n * (1 + g.dim)
+            union = torch.unique(torch.cat([keys for keys, _ in ranks]))
+            total = None
+            for keys, values in ranks:
+                dense = torch.zeros(union.numel(), g.dim, dtype=torch.float32)
+                if keys.numel():
+                    dense[torch.searchsorted(union, keys)] = values
                 total = dense if total is None else total.add_(dense)  # ((D0 + D1) + D2) + ...
             sums.append((union, total))
-        return sums, mine * 4, longest * 4
+        return sums, lengths[self.rank] * 4, longest * 4
 
     # -- what happened ----------------------------------------------------------------------------------------------
 
@@ -451,12 +470,12 @@ class HotColdReducer:
         """Totals over the steps so far, this rank's: ``grad_bytes`` (its coalesced gradient rows' values),
         ``hot_grad_bytes`` (those in hot rows), ``appliance_fraction`` (their ratio: the fraction of the gradient
         bytes summed by the appliance), ``appliance_bytes`` (the hot blocks it sent, zeros and flags included),
-        ``cold_bytes`` (the cold rows' indices and values it put in the all-gathers; ``cold_padded_bytes``: padded to
+        ``cold_bytes`` (the cold rows' keys and values it put in the all-gathers; ``cold_padded_bytes``: padded to
         the longest rank's, what the all-gather moves per rank), the hot set now, every selection, and seconds spent
         packing, gathering cold rows, waiting for the appliance, merging and selecting. ``last``: the last step's."""
         totals = dict(self._totals)
         totals["appliance_fraction"] = (totals["hot_grad_bytes"] / totals["grad_bytes"]) if totals["grad_bytes"] else 0.0
-        totals["hot_rows"] = {t.name: t.hot.numel() for t in self.tables}
+        totals["hot_rows"] = {name: int(rows.numel()) for name, rows in self.hot_rows().items()}
         totals["block_bytes"] = 0 if self._buffer is None else self._buffer.numel() * 4
         totals["selections"] = list(self._selections)
         totals["seconds"] = dict(self._times)

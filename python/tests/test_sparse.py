@@ -24,7 +24,7 @@ import torch.multiprocessing as mp  # noqa: E402
 
 from summing_transport import SummingTransport  # noqa: E402
 
-ROWS, DIMS = (1000, 257), (8, 3)
+ROWS, DIMS = (1000, 257, 600), (8, 3, 8)  # two tables of one width, apart in the key space
 WORLD = 3
 
 
@@ -141,8 +141,9 @@ def _fixed_hot_set(rank, world, average):
     params = _tables()
     # Hot rows: the skewed head (rows 0..9 touched on some ranks only), rows nobody ever touches (990..999 of the
     # first table are never drawn often), and the second table's odd rows.
-    hot = {"a": list(range(0, 40)) + [990, 995, 999], "b": list(range(1, 257, 2))}
-    reducer = HotColdReducer(session, {"a": params[0], "b": params[1]}, hot_rows=hot, average=average)
+    hot = {"a": list(range(0, 40)) + [990, 995, 999], "b": list(range(1, 257, 2)), "c": list(range(20)) + [599]}
+    reducer = HotColdReducer(session, {"a": params[0], "b": params[1], "c": params[2]}, hot_rows=hot,
+                             average=average)
     try:
         failures = []
         for step in range(12):
@@ -152,7 +153,8 @@ def _fixed_hot_set(rank, world, average):
         stats = reducer.stats()
         assert stats["steps"] == 12
         assert 0 < stats["appliance_fraction"] < 1, stats
-        assert stats["appliance_bytes"] == 12 * ((43 * 9) + (128 * 4)) * 4, stats
+        assert stats["appliance_bytes"] == 12 * ((43 * 9) + (128 * 4) + (21 * 9)) * 4, stats
+        assert stats["hot_rows"] == {"a": 43, "b": 128, "c": 21}, stats
         assert stats["hot_grad_bytes"] <= stats["grad_bytes"]
         # one session call per step, each in pieces of the double's small memory
         assert session.calls == 12
@@ -214,7 +216,7 @@ def everything_empty(rank, world):
 
     session = _session()
     params = _tables()
-    reducer = HotColdReducer(session, params, hot_rows=[[1, 2, 3], []])
+    reducer = HotColdReducer(session, params, hot_rows=[[1, 2, 3], [], [5]])
     try:
         for step in range(2):
             for p in params:
@@ -345,7 +347,7 @@ def different_hot_sets(rank, world):
     session = _session()
     try:
         with pytest.raises(SetupError, match="different hot sets"):
-            HotColdReducer(session, _tables(), hot_rows=[[rank], []])
+            HotColdReducer(session, _tables(), hot_rows=[[rank], [], []])
     finally:
         session.close()
 
