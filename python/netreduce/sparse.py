@@ -159,11 +159,16 @@ class HotColdReducer:
       rank: checked).
     * ``process_group``: for the cold rows and the counts; default: a new group of every rank (so that nothing else,
       e.g. the session's fallback, runs a collective on it at the same time).
+    * ``dense``: dense parameters to sum (and average, with ``average``) in the same appliance call as the hot rows,
+      instead of through DDP: for models whose dense part is small (a DLRM's MLPs), one call per step instead of
+      two. Their ``.grad`` (zeros where None) goes first in the block; each becomes the rank-order sum / W, as
+      ``allreduce_hook`` makes it. Leave these parameters out of DDP, or do without DDP (initialise every rank the
+      same).
     """
 
     def __init__(self, session, tables, *, average: bool = True, budget_bytes: int = 1 << 20,
                  coverage: float = 1.0, min_frequency="auto", sample_steps: int = 20, sample_rate: float = 1.0,
-                 resample_every: int = 0, drift: float = 0.01, hot_rows=None, process_group=None):
+                 resample_every: int = 0, drift: float = 0.01, hot_rows=None, process_group=None, dense=None):
         torch, dist = _torch()
         if not dist.is_available() or not dist.is_initialized():
             raise SetupError("HotColdReducer needs torch.distributed initialised first")
@@ -211,13 +216,19 @@ class HotColdReducer:
         self._ends = torch.tensor([t.offset + t.rows for t in self.tables])
         self._costs = torch.tensor([(t.dim + 1) * 4 for t in self.tables], dtype=torch.int64)
         self.counts = torch.zeros(self.total_rows, dtype=torch.int32)
+        self.dense = list(dense or [])
+        self._dense_size = sum(p.numel() for p in self.dense)
+        if any(p.dtype != torch.float32 for p in self.dense):
+            raise SetupError("dense= takes fp32 parameters")
+        if self.dense and session is None:
+            raise SetupError("dense= sums through the appliance: it needs a session")
         self.hot = torch.empty(0, dtype=torch.int64)  # sorted keys of every hot row
         self.step = 0
         self._sampled_steps = 0
         self._fixed = hot_rows is not None
-        self._buffer = None
+        self._install(self.hot)
         self._selections = []
-        self._totals = dict(steps=0, grad_rows=0, hot_grad_rows=0, grad_bytes=0, hot_grad_bytes=0,
+        self._totals = dict(steps=0, dense_bytes=0, grad_rows=0, hot_grad_rows=0, grad_bytes=0, hot_grad_bytes=0,
                             appliance_bytes=0, cold_bytes=0, cold_padded_bytes=0, result_rows=0)
         self._times = dict(pack=0.0, cold=0.0, wait=0.0, merge=0.0, select=0.0)
         self.last = {}
@@ -227,8 +238,9 @@ class HotColdReducer:
     # -- the hot set ------------------------------------------------------------------------------------------------
 
     def set_hot_rows(self, hot_rows) -> None:
-        """Use ``hot_rows`` (``{name: rows}`` or a list per table) as the hot set from the next :meth:`reduce_` on.
-        Every rank must give the same rows (checked with two integer all-reduces); duplicates are dropped."""
+        """Use ``hot_rows`` (``{name: rows}`` or a list per table) as the hot set from the next :meth:`reduce_` on,
+        and stop sampling (the hot set stays this one until the next call). Every rank must give the same rows
+        (checked with two integer all-reduces); duplicates are dropped."""
         torch, dist = self._torch, self._dist
         if self.session is None:
             raise SetupError("set_hot_rows: without a session every row is cold")
@@ -248,6 +260,7 @@ class HotColdReducer:
         dist.all_reduce(high, op=dist.ReduceOp.MAX, group=self.group)
         if int(low) != int(high):
             raise SetupError("set_hot_rows: the ranks gave different hot sets")
+        self._fixed = True
         self._install(keys)
 
     def _install(self, keys) -> None:
@@ -255,7 +268,7 @@ class HotColdReducer:
         values, then every group's touched flags)."""
         torch = self._torch
         self.hot = keys
-        offset = 0
+        offset = self._dense_size
         for group in self.groups:
             lo, hi = torch.searchsorted(keys, group.bounds[[0, -1]]).tolist()
             group.hot = keys[lo:hi]
@@ -351,7 +364,14 @@ class HotColdReducer:
         started = time.perf_counter()
         buffer, future = self._buffer, None
         if buffer is not None:
-            buffer.zero_()
+            at = 0
+            for p in self.dense:
+                if p.grad is None:
+                    buffer[at:at + p.numel()].zero_()
+                else:
+                    buffer[at:at + p.numel()].view_as(p).copy_(p.grad)
+                at += p.numel()
+            buffer[at:].zero_()
         grad_rows = hot_grad_rows = grad_bytes = hot_bytes = 0
         colds = []
         for group in self.groups:
@@ -391,7 +411,11 @@ class HotColdReducer:
             future.wait()
         self._times["wait"] += time.perf_counter() - started
         started = time.perf_counter()
-        result_rows = 0
+        result_rows, at = 0, 0
+        for p in self.dense:
+            grad = buffer[at:at + p.numel()].view_as(p)
+            p.grad = grad.div(self.world_size) if self.average else grad.clone()
+            at += p.numel()
         for group, (keys, values) in zip(self.groups, cold_sums):
             k = group.hot.numel()
             if buffer is not None and k:
@@ -410,7 +434,7 @@ class HotColdReducer:
                                                        (t.rows, t.dim))._coalesced_(True)
         self._times["merge"] += time.perf_counter() - started
         appliance_bytes = 0 if buffer is None else buffer.numel() * 4
-        self.last = {"step": self.step, "grad_rows": grad_rows, "hot_grad_rows": hot_grad_rows,
+        self.last = {"step": self.step, "dense_bytes": self._dense_size * 4, "grad_rows": grad_rows, "hot_grad_rows": hot_grad_rows,
                      "grad_bytes": grad_bytes, "hot_grad_bytes": hot_bytes, "appliance_bytes": appliance_bytes,
                      "cold_bytes": cold_bytes, "cold_padded_bytes": padded, "result_rows": result_rows}
         totals = self._totals
@@ -469,7 +493,8 @@ class HotColdReducer:
     def stats(self) -> dict:
         """Totals over the steps so far, this rank's: ``grad_bytes`` (its coalesced gradient rows' values),
         ``hot_grad_bytes`` (those in hot rows), ``appliance_fraction`` (their ratio: the fraction of the gradient
-        bytes summed by the appliance), ``appliance_bytes`` (the hot blocks it sent, zeros and flags included),
+        bytes summed by the appliance), ``appliance_bytes`` (the blocks it sent: ``dense_bytes`` of dense gradients,
+        the hot rows with their zeros and flags),
         ``cold_bytes`` (the cold rows' keys and values it put in the all-gathers; ``cold_padded_bytes``: padded to
         the longest rank's, what the all-gather moves per rank), the hot set now, every selection, and seconds spent
         packing, gathering cold rows, waiting for the appliance, merging and selecting. ``last``: the last step's."""

@@ -406,5 +406,46 @@ def with_ddp(rank, world):
         session.close()
 
 
+@scenario
+def fused_dense(rank, world):
+    """dense=: the dense parameters' gradients in the same appliance call as the hot rows, no DDP: each the
+    rank-order sum / W of every rank's; one session call per step."""
+    from netreduce.sparse import HotColdReducer, rank_order_reference
+
+    session = _session(1 << 18)
+    torch.manual_seed(0)
+    emb = torch.nn.EmbeddingBag(500, 8, mode="sum", sparse=True)
+    top = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    dense = list(top.parameters())
+    reducer = HotColdReducer(session, [emb], dense=dense, sample_steps=2, min_frequency=0.0)
+    try:
+        for step in range(4):
+            g = torch.Generator().manual_seed(100 * step + rank)
+            indices = (torch.rand(64, generator=g) ** 4 * 500).long()
+            emb.zero_grad(set_to_none=True)
+            top.zero_grad(set_to_none=True)
+            top(emb(indices, torch.arange(0, 64, 4))).square().mean().backward()
+            if rank == 1 and step == 3:
+                dense[-1].grad = None  # a parameter this rank did not use: zeros
+            mine = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in dense]
+            everyone = [None] * world
+            dist.all_gather_object(everyone, (mine, emb.weight.grad.clone()))
+            reducer.reduce_()
+            for i, p in enumerate(dense):
+                total = everyone[0][0][i].clone()
+                for r in range(1, world):
+                    total += everyone[r][0][i]
+                assert torch.equal(p.grad.view(torch.int32), total.div(world).view(torch.int32)), (step, i)
+            assert _bits_equal(emb.weight.grad, rank_order_reference([e[1] for e in everyone], 500, 8,
+                                                                     average=True)), step
+        assert session.calls == 4 and reducer.stats()["dense_bytes"] == 4 * 4 * sum(p.numel() for p in dense)
+    finally:
+        session.close()
+
+
+def test_should_sum_dense_parameters_in_the_hot_rows_call(outcomes):
+    _check(outcomes, "fused_dense")
+
+
 def test_should_train_with_ddp_for_dense_parameters_and_the_reducer_for_tables(outcomes):
     _check(outcomes, "with_ddp")
