@@ -32,7 +32,8 @@
 #   rows all-gathered), one more netreduce run for every further --hot-budgets value (default "1048576": the hot
 #   block's bytes per step; with --min-frequency auto the hot set stops at the break-even frequency 1/(W-1); an
 #   entry BYTES:F gives that run its own min frequency, e.g. --hot-budgets "1048576 0:0 65536:0 262144:0", and
-#   BYTES:F:fused runs it without DDP, the dense gradients in the hot rows' appliance call),
+#   BYTES:F:FLAGS adds flags, comma-separated: fused (no DDP: the dense gradients in the hot rows' appliance call),
+#   nofill (the hot block's last message is not filled with more rows)),
 #   gloo-sparse (plain DDP: gloo's sparse all-reduce of the tables), gloo-dense (the tables dense, DDP's gloo ring),
 #   then the reference (rank order and the other fixed orders, one process); scripts/train/dlrm_compare.py checks
 #   that netreduce equals the rank-order reference bit for bit and agrees with both gloo runs within the
@@ -227,12 +228,18 @@ if [ "$model" = dlrm ]; then
   nr_runs=()
   port=29500
   for entry in $hot_budgets; do
-    IFS=: read -r budget frequency fused <<< "$entry"
+    IFS=: read -r budget frequency flags <<< "$entry"
     frequency="${frequency:-$min_frequency}"
-    fuse=(); name="netreduce-$budget-$frequency"; label="budget $budget B, min frequency $frequency"
-    if [ "${fused:-}" = fused ]; then fuse=(--fuse-dense); name="$name-fused"; label="$label, dense fused"; fi
-    step "netreduce: $workers ranks, dense parameters through the appliance (${fused:-DDP hook}), tables hot/cold ($label)"
-    run_mode netreduce "$port" "$name" --hot-budget "$budget" --min-frequency "$frequency" "${fuse[@]}" \
+    options=(); name="netreduce-$budget-$frequency"; label="budget $budget B, min frequency $frequency"
+    for flag in ${flags//,/ }; do
+      case "$flag" in
+        fused) options+=(--fuse-dense); name="$name-fused"; label="$label, dense fused" ;;
+        nofill) options+=(--no-fill); name="$name-nofill"; label="$label, last message not filled" ;;
+        *) echo "train: unknown flag $flag in --hot-budgets entry $entry" >&2; exit 2 ;;
+      esac
+    done
+    step "netreduce: $workers ranks, dense parameters through the appliance, tables hot/cold ($label)"
+    run_mode netreduce "$port" "$name" --hot-budget "$budget" --min-frequency "$frequency" "${options[@]}" \
       --label "$label" || {
       "$netreduce" ctl --api "$api" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"' >&2 || true
       exit 1

@@ -159,6 +159,10 @@ class HotColdReducer:
       rank: checked).
     * ``process_group``: for the cold rows and the counts; default: a new group of every rank (so that nothing else,
       e.g. the session's fallback, runs a collective on it at the same time).
+    * ``fill_messages``: where the session sends whole messages (``Session.message_data_bytes``: the sidecar pads a
+      call's last message with zeros to MsgLen x payload size), add the next rows by frequency, below
+      ``min_frequency`` and ``coverage`` but within ``budget_bytes``, until the block fills its last message: they
+      cost nothing more on the wire and take rows out of the all-gather.
     * ``dense``: dense parameters to sum (and average, with ``average``) in the same appliance call as the hot rows,
       instead of through DDP: for models whose dense part is small (a DLRM's MLPs), one call per step instead of
       two. Their ``.grad`` (zeros where None) goes first in the block; each becomes the rank-order sum / W, as
@@ -168,7 +172,8 @@ class HotColdReducer:
 
     def __init__(self, session, tables, *, average: bool = True, budget_bytes: int = 1 << 20,
                  coverage: float = 1.0, min_frequency="auto", sample_steps: int = 20, sample_rate: float = 1.0,
-                 resample_every: int = 0, drift: float = 0.01, hot_rows=None, process_group=None, dense=None):
+                 resample_every: int = 0, drift: float = 0.01, hot_rows=None, process_group=None, dense=None,
+                 fill_messages: bool = True):
         torch, dist = _torch()
         if not dist.is_available() or not dist.is_initialized():
             raise SetupError("HotColdReducer needs torch.distributed initialised first")
@@ -197,6 +202,7 @@ class HotColdReducer:
         self.min_frequency = (1.0 / max(1, self.world_size - 1)) if min_frequency == "auto" else float(min_frequency)
         self.sample_steps, self.sample_rate = int(sample_steps), sample_rate
         self.resample_every, self.drift = int(resample_every), drift
+        self.fill_messages = fill_messages
         self._stride = max(1, round(1 / sample_rate))
         if isinstance(tables, dict):
             items = list(tables.items())
@@ -328,15 +334,20 @@ class HotColdReducer:
         self._sampled_steps = 0
         total = int(counts.sum())
         floor = max(1, int(-(-self.min_frequency * rank_steps // 1))) if rank_steps else 1
-        candidates = (counts >= floor).nonzero().squeeze(1)
-        order = torch.sort(counts[candidates], descending=True, stable=True).indices
-        picked = candidates[order]
-        cost = torch.cumsum(self._costs[torch.searchsorted(self._ends, picked, right=True)], 0)
-        k = int((cost <= self.budget_bytes).sum())
+        counted = (counts > 0).nonzero().squeeze(1)
+        ranked = counted[torch.sort(counts[counted], descending=True, stable=True).indices]  # ties: by key
+        cost = torch.cumsum(self._costs[torch.searchsorted(self._ends, ranked, right=True)], 0)
+        k = min(int((counts[ranked] >= floor).sum()), int((cost <= self.budget_bytes).sum()))
         if self.coverage < 1 and total:
-            held = torch.cumsum(counts[picked].to(torch.int64), 0)
+            held = torch.cumsum(counts[ranked].to(torch.int64), 0)
             k = min(k, int((held < self.coverage * total).sum()) + 1)
-        picked = picked[:k]
+        principled = k
+        granule = getattr(self.session, "message_data_bytes", None) if self.fill_messages else None
+        if granule and (k or self._dense_size):
+            used = self._dense_size * 4 + (int(cost[k - 1]) if k else 0)
+            capacity = min(-(-used // granule) * granule, self._dense_size * 4 + self.budget_bytes)
+            k = max(k, int((cost + self._dense_size * 4 <= capacity).sum()))
+        picked = ranked[:k]
         new_cover = int(counts[picked].sum()) / total if total else 0.0
         old_cover = int(counts[self.hot].sum()) / total if total else 0.0
         changed = not self._selections or new_cover - old_cover > self.drift
@@ -345,7 +356,7 @@ class HotColdReducer:
         counts.zero_()
         self._selections.append({
             "step": self.step, "changed": changed, "counted_rank_steps": rank_steps, "counted_updates": total,
-            "hot_rows": [int(v.numel()) for v in self.hot_rows().values()],
+            "hot_rows": [int(v.numel()) for v in self.hot_rows().values()], "filled_rows": k - principled,
             "coverage": new_cover if changed else old_cover, "coverage_new": new_cover, "coverage_old": old_cover,
             "block_bytes": 0 if self._buffer is None else self._buffer.numel() * 4})
         self._times["select"] += time.perf_counter() - started

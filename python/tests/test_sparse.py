@@ -309,8 +309,8 @@ def principle_one(rank, world):
     session = _session()
     a, b = torch.nn.Parameter(torch.zeros(100, 3)), torch.nn.Parameter(torch.zeros(50, 1))
 
-    def run(**options):
-        reducer = HotColdReducer(session, {"a": a, "b": b}, sample_steps=2, **options)
+    def run(fill_messages=False, **options):
+        reducer = HotColdReducer(session, {"a": a, "b": b}, sample_steps=2, fill_messages=fill_messages, **options)
         # counts over 2 steps x world ranks: a: row 5 by every rank-step, row 7 by rank 0 only (2);
         # b: row 3 by every rank-step, row 4 on step 0 of every rank (world), row 9 once (rank 0, step 0)
         for step in range(3):
@@ -332,6 +332,11 @@ def principle_one(rank, world):
     assert run(min_frequency=0.0, coverage=0.6)[:2] == ([5], [3])
     # min_frequency: rows in at least half the counted rank-steps
     assert run(min_frequency=0.5)[:2] == ([5], [3, 4])
+    # filling the block's last message (the double's: 4088 bytes of data): every counted row fits, within the budget
+    assert session.message_data_bytes == 4096 - 8
+    filled = run(min_frequency=0.5, fill_messages=True)
+    assert filled[:2] == ([5, 7], [3, 4, 9]) and filled[2]["selections"][0]["filled_rows"] == 2, filled[2]
+    assert run(min_frequency=0.5, fill_messages=True, budget_bytes=16 + 8 + 8)[:2] == ([5], [3, 4])
     session.close()
 
 

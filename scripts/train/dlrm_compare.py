@@ -89,6 +89,7 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--plot")
     ap.add_argument("--rate", default="")
+    ap.add_argument("--csv", help="write one line per run (mode or hot budget) to this CSV")
     args = ap.parse_args(argv)
 
     nr, gs, gd, ref = load(args.netreduce), load(args.gloo_sparse), load(args.gloo_dense), load(args.reference)
@@ -148,6 +149,10 @@ def main(argv=None):
               f"{s['gloo-sparse']['tx'] / 1e3:.0f} kB, {s['gloo-sparse']['median']:.1f} ms):")
         table(("run", "hot rows", "block B", "appliance share", "tx kB/worker/step", "step ms median", "p90",
                "sparse reduce ms", "bit-exact"), sweep_rows)
+
+    if args.csv:
+        write_csv(args.csv, runs, s, ranked, ref, args.warmup)
+        print(f"csv: {args.csv}")
 
     # -- checks ------------------------------------------------------------------------------------------------
     failures = []
@@ -213,6 +218,27 @@ def main(argv=None):
     return 0 if not failures else 1
 
 
+def write_csv(path, runs, s, ranked, ref, warmup):
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f)
+        out.writerow(["run", "steps", "warmup", "step_ms_median", "step_ms_p90", "sparse_reduce_ms_median",
+                      "tx_bytes_per_worker_step", "hot_rows", "block_bytes", "appliance_share", "final_train_loss",
+                      "test_loss", "test_auc", "test_accuracy", "bit_exact_rank_order"])
+        rank_order = ref["runs"][0]["loss"]
+        rows = [(name, run, s[name]) for name, run in runs.items() if name != "netreduce"]
+        rows += [(run["label"] or "netreduce", run, y) for run, y in ranked]
+        for name, run, y in rows:
+            out.writerow([f"netreduce ({name})" if run["mode"] == "netreduce" else name, run["steps"], warmup,
+                          f"{y['median']:.2f}", f"{y['p90']:.2f}",
+                          f"{y['sparse_ms']:.2f}" if "sparse_ms" in y else "", f"{y['tx']:.0f}",
+                          y.get("hot_rows", ""), y.get("block_bytes", ""),
+                          f"{y['fraction_timed']:.4f}" if "fraction_timed" in y else "", f"{y['loss_tail']:.6f}",
+                          f"{y['final']['loss']:.6f}", f"{y['final']['auc']:.4f}", f"{y['final']['accuracy']:.4f}",
+                          run["loss"] == rank_order])
+
+
 def plot(path, runs, ranked, s, warmup, rate):
     import matplotlib
 
@@ -273,7 +299,7 @@ def plot(path, runs, ranked, s, warmup, rate):
                  f"{', ' + rate + ' links' if rate else ''}: netreduce hot/cold vs gloo sparse vs gloo dense",
                  fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=80)
     plt.close(fig)
 
 

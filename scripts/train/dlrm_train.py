@@ -81,6 +81,8 @@ def parse_args(argv=None):
     ap.add_argument("--sample-steps", type=int, default=10)
     ap.add_argument("--sample-rate", type=float, default=1.0)
     ap.add_argument("--resample-every", type=int, default=50)
+    ap.add_argument("--no-fill", action="store_true",
+                    help="netreduce: do not fill the hot block's last message with more rows (fill_messages=False)")
     ap.add_argument("--fuse-dense", action="store_true",
                     help="netreduce: no DDP; the dense gradients go in the hot rows' appliance call (dense=)")
     # reference
@@ -206,7 +208,8 @@ def run_rank(args):
         reducer = sparse.HotColdReducer(session, tables, budget_bytes=args.hot_budget, min_frequency=frequency,
                                         coverage=args.coverage, sample_steps=args.sample_steps,
                                         sample_rate=args.sample_rate, resample_every=args.resample_every,
-                                        dense=dense if args.fuse_dense else None)
+                                        dense=dense if args.fuse_dense else None,
+                                        fill_messages=not args.no_fill)
         if args.fuse_dense:
             ddp = model  # every rank starts from the same seed; the reducer sums every gradient
         else:
