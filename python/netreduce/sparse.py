@@ -237,6 +237,8 @@ class HotColdReducer:
         self._totals = dict(steps=0, dense_bytes=0, grad_rows=0, hot_grad_rows=0, grad_bytes=0, hot_grad_bytes=0,
                             appliance_bytes=0, cold_bytes=0, cold_padded_bytes=0, result_rows=0)
         self._times = dict(pack=0.0, cold=0.0, wait=0.0, merge=0.0, select=0.0)
+        self._capacity = len(self.groups)  # int32 words of the cold all-gather (grows to what the steps need)
+        self._gathers = 0
         self.last = {}
         if hot_rows is not None:
             self.set_hot_rows(hot_rows)
@@ -456,32 +458,46 @@ class HotColdReducer:
         self.step += 1
 
     def _gather_cold(self, colds):
-        """All-gather every rank's cold (keys, values) and sum them per group in rank order on the host: one
-        all-gather of the row counts, one of the rows (int32 keys, then the values' bits as int32)."""
+        """All-gather every rank's cold (keys, values) and sum them per group in rank order on the host.
+
+        One all-gather per step, of a capacity every rank knows (1.25 x the longest payload of the step before): each
+        rank's payload is a header (its row count per group), then per group its int32 keys and its values' bits as
+        int32. A rank whose payload does not fit sends its header only; everyone sees the longest from the headers,
+        and only then is there a second all-gather, of the payloads at their full length."""
         torch, dist = self._torch, self._dist
         world, group = self.world_size, self.group
-        counts = torch.tensor([i.numel() for i, _ in colds], dtype=torch.int64)
-        all_counts = [torch.empty_like(counts) for _ in range(world)]
-        dist.all_gather(all_counts, counts, group=group)
-        all_counts = torch.stack(all_counts).tolist()
+        header = len(self.groups)
         widths = [1 + g.dim for g in self.groups]
-        lengths = [sum(c * w for c, w in zip(row, widths)) for row in all_counts]
+        counts = [keys.numel() for keys, _ in colds]
+        length = header + sum(c * w for c, w in zip(counts, widths))
+
+        def gather(size, whole):
+            payload = torch.zeros(size, dtype=torch.int32)
+            payload[:header] = torch.tensor(counts, dtype=torch.int32)
+            if whole:
+                at = header
+                for keys, values in colds:
+                    n = keys.numel()
+                    payload[at:at + n] = keys
+                    payload[at + n:at + n + values.numel()] = values.reshape(-1).view(torch.int32)
+                    at += n + values.numel()
+            gathered = [torch.empty_like(payload) for _ in range(world)]
+            dist.all_gather(gathered, payload, group=group)
+            return gathered
+
+        capacity = self._capacity
+        gathered = gather(capacity, length <= capacity)
+        all_counts = [g[:header].tolist() for g in gathered]
+        lengths = [header + sum(c * w for c, w in zip(row, widths)) for row in all_counts]
         longest = max(lengths)
-        if longest == 0:
-            return ([(torch.empty(0, dtype=torch.int64), torch.empty(0, g.dim, dtype=torch.float32))
-                     for g in self.groups], 0, 0)
-        payload = torch.empty(longest, dtype=torch.int32)
-        at = 0
-        for keys, values in colds:
-            n = keys.numel()
-            payload[at:at + n] = keys
-            payload[at + n:at + n + values.numel()] = values.reshape(-1).view(torch.int32)
-            at += n + values.numel()
-        payload[at:].zero_()
-        gathered = [torch.empty_like(payload) for _ in range(world)]
-        dist.all_gather(gathered, payload, group=group)
+        moved = capacity
+        if longest > capacity:
+            gathered = gather(longest, True)
+            moved += longest
+        self._capacity = header + -(-(longest - header) * 5 // 4)
+        self._gathers += 2 if longest > capacity else 1
         sums = []
-        starts = [0] * world
+        starts = [header] * world
         for i, g in enumerate(self.groups):
             ranks = []
             for r in range(world):
@@ -497,7 +513,7 @@ class HotColdReducer:
                     dense[torch.searchsorted(union, keys)] = values
                 total = dense if total is None else total.add_(dense)  # ((D0 + D1) + D2) + ...
             sums.append((union, total))
-        return sums, lengths[self.rank] * 4, longest * 4
+        return sums, (length - header) * 4, moved * 4
 
     # -- what happened ----------------------------------------------------------------------------------------------
 
@@ -506,8 +522,9 @@ class HotColdReducer:
         ``hot_grad_bytes`` (those in hot rows), ``appliance_fraction`` (their ratio: the fraction of the gradient
         bytes summed by the appliance), ``appliance_bytes`` (the blocks it sent: ``dense_bytes`` of dense gradients,
         the hot rows with their zeros and flags),
-        ``cold_bytes`` (the cold rows' keys and values it put in the all-gathers; ``cold_padded_bytes``: padded to
-        the longest rank's, what the all-gather moves per rank), the hot set now, every selection, and seconds spent
+        ``cold_bytes`` (the cold rows' keys and values it put in the all-gathers; ``cold_padded_bytes``: what the
+        all-gathers moved per rank, headers and padding included; ``cold_gathers``: how many, one per step unless a
+        payload outgrew the capacity), the hot set now, every selection, and seconds spent
         packing, gathering cold rows, waiting for the appliance, merging and selecting. ``last``: the last step's."""
         totals = dict(self._totals)
         totals["appliance_fraction"] = (totals["hot_grad_bytes"] / totals["grad_bytes"]) if totals["grad_bytes"] else 0.0
@@ -515,5 +532,6 @@ class HotColdReducer:
         totals["block_bytes"] = 0 if self._buffer is None else self._buffer.numel() * 4
         totals["selections"] = list(self._selections)
         totals["seconds"] = dict(self._times)
+        totals["cold_gathers"] = self._gathers
         totals["last"] = dict(self.last)
         return totals

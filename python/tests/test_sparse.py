@@ -293,6 +293,8 @@ def sampling(rank, world):
         dist.all_gather(everyone, mine)
         assert all(torch.equal(everyone[0], other) for other in everyone[1:])
         assert stats["appliance_fraction"] > 0.15, stats
+        # one cold all-gather per step once its capacity has grown to the steps' (the first step needs two)
+        assert 31 <= stats["cold_gathers"] <= 34, stats["cold_gathers"]
     finally:
         session.close()
 
