@@ -29,8 +29,9 @@
 #   100,000 x 16 with sparse gradients, on synthetic Zipf click data (scripts/train/clicks.py, seeded), 120 steps of
 #   256 samples per rank, SGD lr 0.2; four runs in the same bed: netreduce (dense parameters through the appliance
 #   with allreduce_hook, the tables through netreduce.sparse.HotColdReducer: hot rows through the appliance, cold
-#   rows all-gathered), one more netreduce run for every further --hot-budgets value (default "1048576": the hot
-#   block's bytes per step; with --min-frequency auto the hot set stops at the break-even frequency 1/(W-1); an
+#   rows all-gathered), one more netreduce run for every further --hot-budgets value (default "1048576
+#   1048576:auto:fused": the hot block's bytes per step, the second run with the dense gradients in the hot call; with
+#   --min-frequency auto the hot set stops at the break-even frequency 1/(W-1); an
 #   entry BYTES:F gives that run its own min frequency, e.g. --hot-budgets "1048576 0:0 65536:0 262144:0", and
 #   BYTES:F:FLAGS adds flags, comma-separated: fused (no DDP: the dense gradients in the hot rows' appliance call),
 #   nofill (the hot block's last message is not filled with more rows)),
@@ -44,6 +45,7 @@
 #   prefix nrtrain (its own bed, beside any other).
 # Needs root (network namespaces). On the shared 2-core development machine the default run takes about 25 s
 # after the build (netreduce ranks ~9 s with start-up, gloo ranks ~4 s, reference ~4 s).
+# --model dlrm: about 2.5 min (each netreduce run ~15-18 s, gloo-sparse ~11 s, gloo-dense ~50-65 s, reference ~30 s).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 source "$(dirname "$0")/lib/appliance.sh"
@@ -68,7 +70,7 @@ payload=4096
 ring_id=1
 model=cnn
 hidden=1536
-hot_budgets=1048576
+hot_budgets="1048576 1048576:auto:fused"
 min_frequency=auto
 zipf=1.2
 pooling=8
@@ -94,7 +96,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "train: unknown option $1" >&2; exit 2 ;;
   esac
 done
