@@ -21,19 +21,35 @@
 #
 # usage: scripts/train.sh [--workers W] [--rate RATE|none] [--epochs E] [--steps N] [--batch B] [--lr LR]
 #                         [--seed S] [--warmup N] [--plot FILE] [--results DIR] [--prefix P] [--no-build]
-#                         [--timeout SECONDS] [--model cnn|mlp] [--hidden UNITS] [--kill-appliance STEP:DOWN]
+#                         [--timeout SECONDS] [--model cnn|mlp|dlrm] [--hidden UNITS] [--kill-appliance STEP:DOWN]
+#                         [--hot-budgets "BYTES ..."] [--min-frequency auto|F] [--zipf S] [--pooling L]
 #   --kill-appliance STEP:DOWN: the netreduce run's sessions fall back to gloo when a call fails and go back to
 #   the appliance when it answers again (fallback=True, recover_after 2 s, a call fails after 3 s without
 #   progress); the daemon is killed (SIGKILL) once rank 0 has finished step STEP and started again DOWN seconds
 #   later. The run must still agree with gloo's; the steps taken on each path are printed.
 #   --model mlp: two hidden layers of UNITS (default 1536: 2.47 M parameters, 9.9 MB of gradient per step), where
 #   the all-reduce is bandwidth-bound at 1 Gbit/s; the default cnn (287 KB of gradient) is latency-bound.
+#   --model dlrm: sparse training (scripts/train/dlrm_train.py): a DLRM-style click model, 4 EmbeddingBag tables of
+#   100,000 x 16 with sparse gradients, on synthetic Zipf click data (scripts/train/clicks.py, seeded), 120 steps of
+#   256 samples per rank, SGD lr 0.2; four runs in the same bed: netreduce (dense parameters through the appliance
+#   with allreduce_hook, the tables through netreduce.sparse.HotColdReducer: hot rows through the appliance, cold
+#   rows all-gathered), one more netreduce run for every further --hot-budgets value (default "1048576
+#   1048576:auto:fused": the hot block's bytes per step, the second run with the dense gradients in the hot call; with
+#   --min-frequency auto the hot set stops at the break-even frequency 1/(W-1); an
+#   entry BYTES:F gives that run its own min frequency, e.g. --hot-budgets "1048576 0:0 65536:0 262144:0", and
+#   BYTES:F:FLAGS adds flags, comma-separated: fused (no DDP: the dense gradients in the hot rows' appliance call),
+#   nofill (the hot block's last message is not filled with more rows)),
+#   gloo-sparse (plain DDP: gloo's sparse all-reduce of the tables), gloo-dense (the tables dense, DDP's gloo ring),
+#   then the reference (rank order and the other fixed orders, one process); scripts/train/dlrm_compare.py checks
+#   that netreduce equals the rank-order reference bit for bit and agrees with both gloo runs within the
+#   reassociation tolerance, and prints step times (warm-up: the first 20 steps), bytes and the hot set's share.
 #   defaults: 4 workers, 1gbit links, 10 epochs (110 steps with 4 workers x 32 samples), batch 32 per rank,
 #   lr 0.05 (momentum 0.9), seed 12, warm-up: the first epoch (left out of the step-time statistics),
 #   plot /tmp/netreduce-train-digits.png, results (the three JSON files) in /tmp/netreduce-train,
 #   prefix nrtrain (its own bed, beside any other).
 # Needs root (network namespaces). On the shared 2-core development machine the default run takes about 25 s
 # after the build (netreduce ranks ~9 s with start-up, gloo ranks ~4 s, reference ~4 s).
+# --model dlrm: about 2.5 min (each netreduce run ~15-18 s, gloo-sparse ~11 s, gloo-dense ~50-65 s, reference ~30 s).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 source "$(dirname "$0")/lib/appliance.sh"
@@ -59,6 +75,10 @@ ring_id=1
 model=cnn
 hidden=1536
 kill_appliance=""
+hot_budgets="1048576 1048576:auto:fused"
+min_frequency=auto
+zipf=1.2
+pooling=8
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -67,6 +87,10 @@ while [ $# -gt 0 ]; do
     --epochs) epochs="$2"; steps=0; shift 2 ;;
     --model) model="$2"; shift 2 ;;
     --hidden) hidden="$2"; shift 2 ;;
+    --hot-budgets) hot_budgets="$2"; shift 2 ;;
+    --min-frequency) min_frequency="$2"; shift 2 ;;
+    --zipf) zipf="$2"; shift 2 ;;
+    --pooling) pooling="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
     --lr) lr="$2"; shift 2 ;;
@@ -78,7 +102,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
     --kill-appliance) kill_appliance="$2"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "train: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -92,6 +116,16 @@ if [ -n "$kill_appliance" ]; then
   case "$kill_step:$kill_down" in
     *[!0-9:]*|:*|*:) echo "train: --kill-appliance takes STEP:DOWN (whole numbers): $kill_appliance" >&2; exit 2 ;;
   esac
+fi
+case "$model" in cnn|mlp|dlrm) ;; *) echo "train: --model must be cnn, mlp or dlrm" >&2; exit 2 ;; esac
+[ "$model" = dlrm ] && [ -n "$kill_step" ] && { echo "train: --kill-appliance is for --model cnn or mlp" >&2; exit 2; }
+if [ "$model" = dlrm ]; then
+  # the DLRM run's own defaults, unless given
+  [ "$steps" -eq 0 ] && steps=120
+  [ "$lr" = 0.05 ] && lr=0.2
+  [ "$batch" = 32 ] && batch=256
+  [ "$plot" = /tmp/netreduce-train-digits.png ] && plot=/tmp/netreduce-train-dlrm.png
+  [ "$results" = /tmp/netreduce-train ] && results=/tmp/netreduce-train-dlrm
 fi
 
 netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
@@ -143,7 +177,7 @@ fi
 # The trainer's own packages (Debian's, for /usr/bin/python3): PyTorch, the data set, the plot.
 need=()
 "$NETREDUCE_PYTHON" -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch)
-"$NETREDUCE_PYTHON" -c 'import sklearn.datasets' >/dev/null 2>&1 || need+=(python3-sklearn)
+[ "$model" = dlrm ] || "$NETREDUCE_PYTHON" -c 'import sklearn.datasets' >/dev/null 2>&1 || need+=(python3-sklearn)
 "$NETREDUCE_PYTHON" -c 'import matplotlib' >/dev/null 2>&1 || need+=(python3-matplotlib)
 if [ ${#need[@]} -gt 0 ]; then
   step "installing ${need[*]}"
@@ -159,8 +193,14 @@ step "appliance: daemon in ${prefix}-app"
 bed_ring_config "$work/netreduce.yaml" "$api" train "$workers" "$ring_id" "$window" "$msg_len" "$payload"
 bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" train
 
+trainer=scripts/train/ddp_train.py
 train_args=(--world "$workers" --epochs "$epochs" --steps "$steps" --batch "$batch" --lr "$lr" --seed "$seed"
             --model "$model" --hidden "$hidden")
+if [ "$model" = dlrm ]; then
+  trainer=scripts/train/dlrm_train.py
+  train_args=(--world "$workers" --steps "$steps" --batch "$batch" --lr "$lr" --seed "$seed" --zipf "$zipf"
+              --pooling "$pooling")
+fi
 
 # CPU accounting, to say where a mode's time goes on a machine whose cores everything shares: the machine's busy
 # clock ticks (user, nice, system, irq, softirq of /proc/stat) and the appliance's (fields 14-15 of its stat).
@@ -185,10 +225,13 @@ kill_and_restart() {
   echo "appliance: daemon started again ${kill_down} s later, while rank 0 was at step $(cat "$work/progress")"
 }
 
-run_mode() { # mode port: W ranks of ddp_train.py, one per worker namespace; rank 0 writes $work/$mode.json
-  local mode="$1" port="$2" failed=0 start_ns busy0 app0 extra=()
+run_mode() { # mode port [name [args...]]: W ranks of the trainer, one per worker namespace; rank 0 writes
+             # $work/$name.json (name: the mode's, unless given)
+  local mode="$1" port="$2" name="${3:-$1}" failed=0 start_ns busy0 app0 killing=0
+  local extra=("${@:4}")
   if [ "$mode" = netreduce ] && [ -n "$kill_step" ]; then
-    extra=(--fallback --recover-after 2 --timeout 3 --progress "$work/progress")
+    extra+=(--fallback --recover-after 2 --timeout 3 --progress "$work/progress")
+    killing=1
   fi
   start_ns="$(date +%s%N)"
   busy0="$(busy_ticks)"; app0="$(daemon_ticks)"
@@ -196,28 +239,71 @@ run_mode() { # mode port: W ranks of ddp_train.py, one per worker namespace; ran
   for i in $(seq 0 $(( workers - 1 ))); do
     timeout --signal=TERM --kill-after=10 "$timeout" \
       ip netns exec "${prefix}-w$i" env PYTHONPATH="$NETREDUCE_ROOT/python" GLOO_SOCKET_IFNAME=eth0 TMPDIR="$work" \
-        "$NETREDUCE_PYTHON" scripts/train/ddp_train.py --mode "$mode" --rank "$i" --master 10.77.0.1 \
-        --port "$port" --dev eth0 "${train_args[@]}" --out "$work/$mode.json" \
+        "$NETREDUCE_PYTHON" "$trainer" --mode "$mode" --rank "$i" --master 10.77.0.1 \
+        --port "$port" --dev eth0 "${train_args[@]}" --out "$work/$name.json" \
         --api "$api" --netreduce "$netreduce" --ring-id "$ring_id" --window "$window" --msg-len "$msg_len" \
         --payload "$payload" "${extra[@]}" \
-        > "$work/$mode-rank$i.log" 2>&1 &
+        > "$work/$name-rank$i.log" 2>&1 &
     rank_pids+=($!)
   done
-  [ ${#extra[@]} -gt 0 ] && kill_and_restart
+  [ "$killing" -eq 1 ] && kill_and_restart
   for i in "${!rank_pids[@]}"; do
-    wait "${rank_pids[$i]}" || { echo "train: $mode rank $i failed (exit $?)" >&2; failed=1; }
+    wait "${rank_pids[$i]}" || { echo "train: $name rank $i failed (exit $?)" >&2; failed=1; }
   done
   rank_pids=()
   local wall_ms=$(( ($(date +%s%N) - start_ns) / 1000000 )) hz; hz="$(getconf CLK_TCK)"
-  echo "$mode: $workers ranks done in $wall_ms ms (wall, with start-up); CPU busy $(( ($(busy_ticks) - busy0) * 1000 / hz )) ms of $(( wall_ms * $(nproc) )) available, of which the appliance $(( ($(daemon_ticks) - app0) * 1000 / hz )) ms" | tee "$work/$mode-cpu.txt"
-  if [ "$failed" -ne 0 ] || [ ! -s "$work/$mode.json" ]; then
+  echo "$name: $workers ranks done in $wall_ms ms (wall, with start-up); CPU busy $(( ($(busy_ticks) - busy0) * 1000 / hz )) ms of $(( wall_ms * $(nproc) )) available, of which the appliance $(( ($(daemon_ticks) - app0) * 1000 / hz )) ms" | tee "$work/$name-cpu.txt"
+  if [ "$failed" -ne 0 ] || [ ! -s "$work/$name.json" ]; then
     for i in $(seq 0 $(( workers - 1 ))); do
-      printf -- '-- %s rank %d\n' "$mode" "$i" >&2
-      tail -n 25 "$work/$mode-rank$i.log" >&2
+      printf -- '-- %s rank %d\n' "$name" "$i" >&2
+      tail -n 25 "$work/$name-rank$i.log" >&2
     done
     return 1
   fi
 }
+
+if [ "$model" = dlrm ]; then
+  # Sparse training: netreduce hot/cold (one run per hot budget), gloo's sparse path, gloo dense, the reference.
+  nr_runs=()
+  port=29500
+  for entry in $hot_budgets; do
+    IFS=: read -r budget frequency flags <<< "$entry"
+    frequency="${frequency:-$min_frequency}"
+    options=(); name="netreduce-$budget-$frequency"; label="budget $budget B, min frequency $frequency"
+    for flag in ${flags//,/ }; do
+      case "$flag" in
+        fused) options+=(--fuse-dense); name="$name-fused"; label="$label, dense fused" ;;
+        nofill) options+=(--no-fill); name="$name-nofill"; label="$label, last message not filled" ;;
+        *) echo "train: unknown flag $flag in --hot-budgets entry $entry" >&2; exit 2 ;;
+      esac
+    done
+    step "netreduce: $workers ranks, dense parameters through the appliance, tables hot/cold ($label)"
+    run_mode netreduce "$port" "$name" --hot-budget "$budget" --min-frequency "$frequency" "${options[@]}" \
+      --label "$label" || {
+      "$netreduce" ctl --api "$api" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"' >&2 || true
+      exit 1
+    }
+    nr_runs+=("$work/$name.json")
+    port=$(( port + 1 ))
+  done
+  "$netreduce" ctl --api "$api" counters > "$work/counters.txt" 2>/dev/null || true
+  echo "appliance counters (non-zero):"
+  awk 'NR == 1 || $NF != "0"' "$work/counters.txt"
+  step "gloo-sparse: $workers DDP ranks, gloo's sparse all-reduce of the tables (plain DDP)"
+  run_mode gloo-sparse "$port"
+  step "gloo-dense: $workers DDP ranks, the tables dense through DDP's gloo ring"
+  run_mode gloo-dense $(( port + 1 ))
+  step "reference: the same training in one process, gradients summed in fixed fp32 orders"
+  "$NETREDUCE_PYTHON" "$trainer" --mode reference "${train_args[@]}" --out "$work/reference.json"
+  step "comparison"
+  mkdir -p "$results" "$(dirname "$plot")"
+  cp "${nr_runs[@]}" "$work/gloo-sparse.json" "$work/gloo-dense.json" "$work/reference.json" "$work"/*-cpu.txt \
+    "$results/"
+  "$NETREDUCE_PYTHON" scripts/train/dlrm_compare.py "${nr_runs[0]}" "$work/gloo-sparse.json" "$work/gloo-dense.json" \
+    "$work/reference.json" ${nr_runs[1]:+--sweep "${nr_runs[@]:1}"} ${warmup:+--warmup "$warmup"} --plot "$plot" \
+    --rate "${rate:-unshaped}"
+  exit $?
+fi
 
 step "netreduce: $workers DDP ranks, allreduce_hook through the appliance"
 run_mode netreduce 29500 || {

@@ -8,6 +8,8 @@
     ddp_model.register_comm_hook(session, netreduce.allreduce_hook)
     ...
     netreduce.allreduce_(tensor, session)                 # outside DDP
+    reducer = netreduce.sparse.HotColdReducer(session, netreduce.sparse.embedding_tables(model))
+    reducer.reduce_()                                     # sparse embedding gradients, after backward()
     session.close()
 
 See docs/python.md in the repository.
@@ -16,6 +18,7 @@ from .errors import (ApplianceUnreachable, NetReduceError, RingMismatch, SetupEr
                      TransportError)
 from .hooks import allreduce_hook, bf16_compress_hook, fp16_compress_hook  # noqa: F401
 from .session import Session  # noqa: F401
+from . import sparse  # noqa: F401,E402  (hot/cold sums of sparse embedding gradients, Libra)
 
 __version__ = "0.1.0"
 

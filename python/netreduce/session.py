@@ -313,6 +313,13 @@ class Session:
         self._result_tag = self._torch.tensor(list(result_tag.encode("ascii")), dtype=self._torch.uint8)
         self._elements_per_piece = messages * self._data_bytes // _ELEMENT_SIZES[self.element_type]
 
+    @property
+    def message_data_bytes(self) -> Optional[int]:
+        """Tensor bytes one message of the ring carries (MsgLen x payload size less the 8-byte INA header) where the
+        transport sends whole messages (the sidecar's message layout: a call's last message goes out zero-padded to
+        its full size, so a tensor that fills it costs no more on the wire than one that does not); None otherwise."""
+        return self._data_bytes if self._layout is not None else None
+
     # -- calls --------------------------------------------------------------------------------------------------
 
     def submit(self, tensor, average: bool = False, boundary: bool = True, inline: bool = False):

@@ -365,6 +365,77 @@ def scenario_switchml(args, out):
     out["ok"] = all(c["exact"] for c in checked) and out["buckets"] >= 6
 
 
+def _sparse_grad(seed, rows, dim, rank, hot_only_on):
+    """An uncoalesced sparse gradient with duplicate rows, values of spread magnitudes and some -0.0; None or
+    empty now and then; rows 0..9 only on the ranks in ``hot_only_on``."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    kind = int(torch.randint(0, 8, (1,), generator=g))
+    if kind == 0:
+        return None
+    if kind == 1:
+        return torch.sparse_coo_tensor(torch.empty(1, 0, dtype=torch.int64), torch.empty(0, dim), (rows, dim))
+    n = int(torch.randint(1, 300, (1,), generator=g))
+    indices = (torch.rand(n, generator=g) ** 3 * rows).long().clamp(max=rows - 1)
+    if rank not in hot_only_on:
+        indices = indices[indices >= 10]
+    values = torch.randn(len(indices), dim, generator=g) * 10 ** torch.randint(-4, 5, (len(indices), 1),
+                                                                                generator=g).float()
+    values[torch.rand(values.shape, generator=g) < 0.05] = -0.0
+    return torch.sparse_coo_tensor(indices.unsqueeze(0), values, (rows, dim))
+
+
+def scenario_sparse(args, out):
+    """netreduce.sparse through the daemon: hot rows through the appliance, cold rows all-gathered; every step's
+    result compared bit for bit (fp32 bit patterns) with the rank-order reference of every rank's gradient: hot set
+    sampled, re-sampled, then set by hand (it changes between steps); duplicates, rows on some ranks only, empty
+    gradients."""
+    import torch
+    import torch.distributed as dist
+    from netreduce.sparse import HotColdReducer, rank_order_reference
+
+    world = args.world
+    shapes = [(1000, 8), (257, 3), (600, 8)]
+    params = [torch.nn.Parameter(torch.zeros(r, d)) for r, d in shapes]
+    session = session_of(args, shm_bytes=1 << 20)
+    checked, hot_sizes = [], []
+    try:
+        reducer = HotColdReducer(session, {f"t{i}": p for i, p in enumerate(params)}, sample_steps=3,
+                                 resample_every=5, min_frequency=0.0, drift=0.0, budget_bytes=60 * 9 * 4)
+        for step in range(16):
+            if step == 13:
+                reducer.set_hot_rows({"t0": range(0, 1000, 7), "t1": [0, 1, 2], "t2": []})
+            hot_only_on = {step % world}
+            grads = [[_sparse_grad(1000 * step + 10 * t + 100_000 * r, rows, dim, r, hot_only_on)
+                      for t, (rows, dim) in enumerate(shapes)] for r in range(world)]
+            for p, g in zip(params, grads[args.rank]):
+                p.grad = None if g is None else g.clone()
+            reducer.reduce_()
+            hot_sizes.append(sum(int(v.numel()) for v in reducer.hot_rows().values()))
+            for t, (rows, dim) in enumerate(shapes):
+                expected = rank_order_reference([grads[r][t] for r in range(world)], rows, dim, average=True)
+                got = params[t].grad
+                exact = (got.is_coalesced() and torch.equal(got._indices(), expected._indices())
+                         and torch.equal(got._values().contiguous().view(torch.int32),
+                                         expected._values().contiguous().view(torch.int32)))
+                checked.append({"what": f"step {step} table {t} ({got._nnz()} rows)", "exact": bool(exact)})
+        stats = reducer.stats()
+        out["sparse"] = {k: stats[k] for k in ("appliance_fraction", "appliance_bytes", "cold_bytes", "hot_rows",
+                                               "selections")}
+        out["hot_sizes"] = hot_sizes
+        everyone = [None] * world
+        dist.all_gather_object(everyone, hot_sizes)
+        out["same_hot_sets"] = all(h == everyone[0] for h in everyone)
+        out["stats"] = session.stats()
+    finally:
+        session.close()
+    out["checked"] = checked
+    changes = len(set(hot_sizes[3:]))
+    out["ok"] = (all(c["exact"] for c in checked) and out["same_hot_sets"] and hot_sizes[0] == 0 and changes >= 2
+                 and 0 < out["sparse"]["appliance_fraction"] < 1)
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 

@@ -90,7 +90,7 @@ def run_ranks(bed, scenario: str, world: int = WORLD, timeout: float = 240, api:
         out = os.path.join(bed["work"], f"{scenario}-{rank}.json")
         log = os.path.join(bed["work"], f"{scenario}-{rank}.log")
         outs.append((out, log))
-        argv = ["ip", "netns", "exec", f"{PREFIX}-w{rank}", sys.executable, WORKER, scenario, "--rank", str(rank),
+        argv = ["ip", "netns", "exec", f"{bed.get('prefix', PREFIX)}-w{rank}", sys.executable, WORKER, scenario, "--rank", str(rank),
                 "--world", str(world), "--master", "10.77.0.1", "--port", str(_port[0]), "--out", out,
                 "--netreduce", NETREDUCE]
         if api:

@@ -23,5 +23,5 @@ def test_should_build_a_wheel_without_a_package_index(tmp_path):
     [wheel] = list(wheels.glob("netreduce-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("netreduce/__init__.py", "netreduce/session.py", "netreduce/hooks.py", "netreduce/sidecar.py",
-                   "netreduce_verbs/ina.py"):
+                   "netreduce/sparse.py", "netreduce_verbs/ina.py"):
         assert module in names, names
