@@ -171,11 +171,15 @@ series = {k: [int(r[k]) for r in rows] for k in keys}
 minutes = [(int(r["time"]) - t0) / 60 for r in rows]
 warm = max(1, len(rows) // 4)
 problems = []
-def after_warmup(key):
-    return series[key][warm:] or series[key][-1:]
+# Memory is compared between samples with the configuration's own rings only: an extra job's aggregator memory is
+# allocated while it exists (its sample is higher) and freed when it is removed.
+steady = [i for i, r in enumerate(series["rings"]) if r == series["rings"][0]]
+def base_and_top(key):
+    before = [series[key][i] for i in steady if i < warm] or series[key][:warm]
+    after = [series[key][i] for i in steady if i >= warm] or series[key][-1:]
+    return max(before[-1], 1), max(after)
 for key, margin in (("rss_kb", 0.10), ("offheap_committed_kb", 0.10), ("fds", 0.0), ("threads", 0.0)):
-    base = max(series[key][warm - 1], 1)
-    top = max(after_warmup(key))
+    base, top = base_and_top(key)
     slack = max(base * margin, {"fds": 8, "threads": 4}.get(key, 4096))
     verdict = "flat" if top <= base + slack else "GREW"
     print(f"  {key:22s} after warm-up {base:>9d}, highest later {top:>9d} ({verdict}, margin {slack:.0f})")
