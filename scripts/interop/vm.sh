@@ -12,7 +12,7 @@
 #
 # appliance-up boots one more VM, "app", as the test bed's appliance: its PID 1 is systemd (the same image), its
 # NIC's tap app-vm is in the appliance namespace P-app and wired both ways to that namespace's eth0 (tc mirred),
-# so the VM's eth0 is the appliance port (no address); the host's JDK is shared read-only at
+# so the VM's eth0 is the appliance port (no address; net.ifnames=0 keeps udev from renaming it ens6); the host's JDK is shared read-only at
 # /usr/lib/jvm/temurin-25-jdk-amd64 (the shipped netreduce.env's JAVA_HOME). exec/start/wait take "app" as I.
 #
 # VM i (0-based) is 10.77.0.(101+i)/24 with MAC 02:77:00:00:00:(101+i in hex), on tap sw-vm<i> in the switch
@@ -218,7 +218,7 @@ app_up() {
     -name "${prefix}-app" -daemonize -pidfile "$d/pid" -display none -monitor none -no-reboot \
     -serial "file:$d/console.log" \
     -kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
-    -append "console=ttyS0 root=/dev/vda rw init=/lib/systemd/systemd panic=-1 nr.name=${prefix}-app nr.ip= nr.rxe=0 nr.mtu=$mtu nr.jdk=$APP_JDK" \
+    -append "console=ttyS0 root=/dev/vda rw init=/lib/systemd/systemd net.ifnames=0 panic=-1 nr.name=${prefix}-app nr.ip= nr.rxe=0 nr.mtu=$mtu nr.jdk=$APP_JDK" \
     -drive "file=$d/overlay.qcow2,if=virtio,format=qcow2,cache=unsafe" \
     -fsdev "local,id=ctl,path=$d/ctl,security_model=none" -device virtio-9p-pci,fsdev=ctl,mount_tag=nrctl \
     -fsdev "local,id=src,path=$repo_root,security_model=none,readonly=on" \
