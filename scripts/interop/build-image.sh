@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (once) and caches the Debian bookworm VM image the interop scenarios boot under QEMU:
 # a kernel with rdma_rxe, rdma-core, perftest and pyverbs, and a tiny init that configures eth0 and rxe0
-# from the kernel command line and then serves commands through a 9p shared directory (see guest/).
+# from the kernel command line and then serves commands through a 9p shared directory (see guest/); systemd
+# too (systemd-sysv), for the systemd scenario's VM, which boots it as PID 1 with the same setup as units.
 #
 # usage: scripts/interop/build-image.sh [--cache DIR] [--mirror URL] [--force] [--extra-packages "PKG ..."]
 #                                       [--guest DIR]
@@ -47,7 +48,7 @@ case "$(readlink -f "$cache")/" in
 esac
 
 PACKAGES=(linux-image-amd64 initramfs-tools kmod iproute2 rdma-core ibverbs-utils perftest python3-pyverbs
-          procps ethtool)
+          procps ethtool systemd-sysv)
 # shellcheck disable=SC2206 # a space-separated package list
 [ -n "$extra" ] && PACKAGES+=($extra)
 
@@ -133,6 +134,20 @@ rm -f "$rootfs/.done"
 # The guest side: init and command agent.
 install -m 0755 "$guest/nr-init" "$rootfs/sbin/nr-init"
 install -m 0755 "$guest/nr-agent" "$rootfs/usr/local/sbin/nr-agent"
+# The same under systemd (run.sh's systemd scenario boots init=/lib/systemd/systemd; nr-init ignores all this):
+# nr-setup.service does what nr-init does, nr-agent.service serves commands. Timers and gettys a test VM under
+# TCG has no use for are masked.
+install -m 0755 "$guest/nr-setup" "$rootfs/usr/local/sbin/nr-setup"
+install -m 0644 "$guest/nr-setup.service" "$guest/nr-agent.service" "$rootfs/etc/systemd/system/"
+mkdir -p "$rootfs/etc/systemd/system/multi-user.target.wants"
+for unit in nr-setup.service nr-agent.service; do
+  ln -sfn "/etc/systemd/system/$unit" "$rootfs/etc/systemd/system/multi-user.target.wants/$unit"
+done
+for unit in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer fstrim.timer \
+            getty@tty1.service serial-getty@ttyS0.service systemd-timesyncd.service; do
+  ln -sfn /dev/null "$rootfs/etc/systemd/system/$unit"
+done
+[ -x "$rootfs/lib/systemd/systemd" ] || { echo "build-image: no systemd in the image (systemd-sysv)" >&2; exit 1; }
 echo nrvm > "$rootfs/etc/hostname"
 mv "$rootfs/boot/vmlinuz-$kver" "$work/out/vmlinuz"
 mv "$rootfs/boot/initrd.img-$kver" "$work/out/initrd.img"

@@ -9,13 +9,25 @@
 #                 sequence errors, retries or duplicates, and the kernel logged no bad ICRC;
 #   loss          the same NetReduce all-reduce with 1% of ring packets dropped at the appliance: rxe
 #                 retransmits (its counters say so), results bit-exact.
+#   systemd       (not in the default set) the appliance is a fourth VM whose PID 1 is systemd, the daemon
+#                 installed there with the shipped unit and environment file: it starts, ctl answers on the unit's
+#                 socket (nothing on stderr), the rxe VMs' ring sums exactly, systemd-analyze security gives the
+#                 documented score, a kill -9 is followed by systemd's restart and an exact next job, and
+#                 systemctl reload applies a changed ring (window 4 -> 8, same process) that then sums exactly;
+#                 then the same with an af_xdp port and the shipped drop-in systemd/af-xdp.conf (PASS/FAIL as
+#                 systemd-xdp). Builds nothing: needs aggregator-daemon/target (launcher, jar) and the host's JDK.
 #
 # usage: scripts/interop/run.sh [--elements N] [--drop P] [--iterations K] [--prefix P]
 #                               [--logs DIR] [--only pass-through,aggregation,loss,session] [--keep]
-#                               [--type int32|fp32] [--window N] [--msg-len L] [--extra-packages "PKG ..."]
-#   --type, --window, --msg-len  the ring the daemon aggregates and the pyverbs client uses (int32, 4, 4)
-#   --keep            leave the VMs, the test bed and a daemon with the ring installed (no loss) running at the
-#                     end, to try another client by hand (docs/interop.md says how); tear down with --down
+#                               [--type int32|fp32] [--window N] [--msg-len L] [--payload B]
+#                               [--inet-tag TAG] [--result-tag TAG] [--keep-drop P] [--extra-packages "PKG ..."]
+#   --type, --window, --msg-len, --payload, --inet-tag, --result-tag
+#                     the ring the daemon aggregates and the pyverbs client uses (int32, 4, 4, 1024, NRED, NRES);
+#                     a tag is 4 printable ASCII characters; --result-tag equal to --inet-tag leaves results
+#                     unmarked (for a client that expects its own tag back)
+#   --keep            leave the VMs, the test bed and a daemon with the ring installed running at the end, to try
+#                     another client by hand (docs/interop.md says how); tear down with --down
+#   --keep-drop P     the kept daemon drops a fraction P of RoCE frames (default 0: no loss)
 #   --extra-packages  Debian packages added to the VM image (e.g. your client's dependencies)
 #   --down            only remove what a --keep run left (VMs, daemon, namespaces) and exit
 # Runs as root (no sudo needed inside); the VM image is built from the packages in build-image.sh.
@@ -42,6 +54,10 @@ window=4
 ring_id=1
 iterations=3
 dtype=int32
+payload=1024
+inet_tag=NRED
+result_tag=NRES
+keep_drop=0
 extra_packages=""
 down_only=0
 while [ $# -gt 0 ]; do
@@ -56,6 +72,10 @@ while [ $# -gt 0 ]; do
     --type) dtype="$2"; shift 2 ;;
     --window) window="$2"; shift 2 ;;
     --msg-len) msg_len="$2"; shift 2 ;;
+    --payload) payload="$2"; shift 2 ;;
+    --inet-tag) inet_tag="$2"; shift 2 ;;
+    --result-tag) result_tag="$2"; shift 2 ;;
+    --keep-drop) keep_drop="$2"; shift 2 ;;
     --extra-packages) extra_packages="$2"; shift 2 ;;
     --down) down_only=1; shift ;;
     *) echo "run: unknown option $1" >&2; exit 2 ;;
@@ -66,13 +86,26 @@ case "$dtype" in int32|fp32) ;; *) echo "run: --type must be int32 or fp32 (what
 case "$window" in 1|2|4|8|16|32|64|128) ;; *) echo "run: --window must be a power of two in 1..128" >&2; exit 2 ;; esac
 [[ "$msg_len" =~ ^[0-9]+$ ]] && [ "$msg_len" -ge 1 ] && [ "$msg_len" -le 255 ] \
   || { echo "run: --msg-len must be 1..255" >&2; exit 2; }
-logs="${logs:-/tmp/netreduce-interop-$(date +%Y%m%d-%H%M%S)}"
-mkdir -p "$logs"
+# rxe's path MTU on the VMs' 1500-byte links is 1024: a packet's payload is at most that.
+case "$payload" in 256|512|1024) ;; *) echo "run: --payload must be 256, 512 or 1024 (rxe's path MTU here is 1024)" >&2; exit 2 ;; esac
+for tag in "$inet_tag" "$result_tag"; do
+  # printable ASCII other than space, as the config wants, less the quotes and backslash this script quotes with
+  [[ "$tag" =~ ^[!-~]{4}$ ]] && [[ "$tag" != *[\'\"\\]* ]] \
+    || { echo "run: a tag is 4 printable ASCII characters, no space, quote or backslash (got '$tag')" >&2; exit 2; }
+done
+[[ "$keep_drop" =~ ^(0|0?\.[0-9]+)$ ]] || { echo "run: --keep-drop must be a probability in [0, 1)" >&2; exit 2; }
+# What a --keep run leaves for --down: the kept daemon's pid and its log directory.
+keep_state="/run/netreduce-interop/${prefix}.keep"
+if [ "$down_only" = 0 ]; then
+  logs="${logs:-/tmp/netreduce-interop-$(date +%Y%m%d-%H%M%S)}"
+  mkdir -p "$logs"
+fi
 V="$here/vm.sh"
 # ctl inside the appliance namespace talks to the daemon's TCP API with the token it created.
 export NETREDUCE_API=127.0.0.1:9740 NETREDUCE_API_TOKEN_FILE="$logs/api.token"
 app_ns="${prefix}-app"
 sw_ns="${prefix}-sw"
+app_ctl="/run/netreduce-interop/${prefix}/app/ctl"
 jar="$repo_root/aggregator-daemon/target/netreduce.jar"
 # The launcher, not `java -jar`: it adds the JVM flags (netreduce.jvm.flags: the Vector API module among them;
 # without it the dataplane thread dies with NoClassDefFoundError at the first completed aggregation).
@@ -132,8 +165,10 @@ daemon_config() { # drop -> config file
     echo "        elementType: $dtype"
     echo "        window: $window"
     echo "        msgLen: $msg_len"
-    echo "        payloadSize: 1024"
-    echo "        pmtu: 1024"
+    echo "        payloadSize: $payload"
+    echo "        pmtu: $payload"
+    echo "        inetTag: \"$inet_tag\""
+    echo "        resultTag: \"$result_tag\""
     echo "        members:"
     local r=0 ip
     for ip in ${peers//,/ }; do
@@ -211,7 +246,7 @@ ERROR_COUNTERS="rcvd_seq_err out_of_seq_request duplicate_request completer_retr
 
 allreduce() { # tag algo qp-timeout -> rc 0 when every rank's result is exact
   local tag="$1" algo="$2" qp_timeout="$3" jobs=() rc=0 i
-  local cmd="cd /nr/src/python && timeout 240 python3 -m netreduce_verbs --peers $peers --algo $algo --dtype $dtype --elements $elements --msg-len $msg_len --window $window --ring-id $ring_id --iterations $iterations --qp-timeout $qp_timeout --stall 60"
+  local cmd="cd /nr/src/python && timeout 240 python3 -m netreduce_verbs --peers $peers --algo $algo --dtype $dtype --elements $elements --msg-len $msg_len --window $window --ring-id $ring_id --payload $payload --inet-tag '$inet_tag' --result-tag '$result_tag' --iterations $iterations --qp-timeout $qp_timeout --stall 60"
   for i in 1 2; do jobs[i]="$("$V" start --prefix "$prefix" "$i" "$cmd --rank $i")"; done
   "$V" exec --prefix "$prefix" --timeout 300 0 "$cmd --rank 0" > "$logs/$tag-rank0.log" 2>&1 || rc=1
   for i in 1 2; do
@@ -273,11 +308,172 @@ scenario_allreduce() { # name drop
   fi
 }
 
+# --- the systemd scenario -------------------------------------------------------------------------------------
+
+app() { # [timeout] script -> runs it in the appliance VM (as root), prints its output
+  local t=180
+  [ $# = 2 ] && { t="$1"; shift; }
+  "$V" exec --prefix "$prefix" --timeout "$t" app "$1"
+}
+
+# The systemd VM's configuration: the ring as daemon_config's, the API on the unit's Unix socket (the default),
+# metrics on localhost (the unit's IP allow-list), the port eth0 of the given type.
+systemd_config() { # port-type window -> file in the VM's command directory (/nr/ctl/NAME in the VM)
+  local file="$app_ctl/netreduce-$1-w$2.yaml" r=0 ip
+  {
+    echo "appliance:"
+    echo "  ports:"
+    echo "    - name: eth0"
+    echo "      type: $1"
+    [ "$1" = af_packet ] && echo "      segmentation_offload: false"
+    echo "  dataplane:"
+    echo "    idleStrategy: sleep"
+    echo "  memoryBudget: 64MiB"
+    echo "jobs:"
+    echo "  - name: interop"
+    echo "    rings:"
+    echo "      - id: $ring_id"
+    echo "        elementType: $dtype"
+    echo "        window: $2"
+    echo "        msgLen: $msg_len"
+    echo "        payloadSize: $payload"
+    echo "        pmtu: $payload"
+    echo "        inetTag: \"$inet_tag\""
+    echo "        resultTag: \"$result_tag\""
+    echo "        members:"
+    for ip in ${peers//,/ }; do
+      echo "          - { rank: $r, ip: $ip }"
+      r=$(( r + 1 ))
+    done
+  } > "$file"
+  cp "$file" "$logs/"
+  echo "/nr/ctl/${file##*/}"
+}
+
+# In the VM: wait until the unit is active and ctl answers on its socket; prints the main PID.
+# Under TCG the JVM takes about two minutes to start (a minute of it the dataplane's warm-up), and every ctl call
+# is a JVM start too. A start that fails is restarted by the unit (Restart=on-failure) rather than left failed:
+# hence the deadline.
+SYSTEMD_WAIT='end=$((SECONDS + 840))
+while [ $SECONDS -lt $end ]; do
+  if [ "$(systemctl is-active netreduce)" = active ] && /opt/netreduce/bin/netreduce ctl rings >/dev/null 2>&1; then
+    systemctl show -p MainPID --value netreduce; exit 0
+  fi
+  [ "$(systemctl is-active netreduce)" = failed ] && break
+  sleep 1
+done
+systemctl status --no-pager netreduce; journalctl -u netreduce --no-pager | tail -40; exit 1'
+
+systemd_phase() { # name port-type -> records PASS/FAIL for name
+  local name="$1" type="$2" t0 cfg cfg8 out pid pid2 score doc_score detail="" ok=1 window0="$window"
+  t0=$(now)
+  cfg="$(systemd_config "$type" 4)"
+  cfg8="$(systemd_config "$type" 8)"
+  # Install: the launcher and jar where the unit expects them, the shipped unit and environment file unchanged
+  # (for af_xdp the shipped drop-in too), the configuration.
+  # The one thing not shipped: under TCG on a busy host the dataplane's warm-up (a few hundred ms on real cores)
+  # took 67 s with the VM alone and over the daemon's 120 s limit with the rxe VMs and other work beside it, so a
+  # harness-only drop-in gives it 15 minutes (JDK_JAVA_OPTIONS: the java launcher's own variable, which the shipped
+  # environment file does not set, so the file stays as shipped).
+  local dropin="rm -rf /etc/systemd/system/netreduce.service.d
+    mkdir -p /etc/systemd/system/netreduce.service.d
+    printf '[Service]\\nEnvironment=JDK_JAVA_OPTIONS=-Dnetreduce.startTimeoutMs=900000\\n' > /etc/systemd/system/netreduce.service.d/tcg.conf"
+  [ "$type" = af_xdp ] && dropin+="
+    install -D -m 0644 /nr/src/systemd/af-xdp.conf /etc/systemd/system/netreduce.service.d/af-xdp.conf
+    ethtool -L eth0 combined 1 2>/dev/null || true"
+  if ! app 300 "set -e
+    systemctl stop netreduce 2>/dev/null || true
+    install -D -m 0755 /nr/src/aggregator-daemon/target/netreduce /opt/netreduce/bin/netreduce
+    install -m 0644 /nr/src/aggregator-daemon/target/netreduce.jar /opt/netreduce/bin/netreduce.jar
+    install -D -m 0644 /nr/src/systemd/netreduce.env /etc/netreduce/netreduce.env
+    install -m 0644 /nr/src/systemd/netreduce.service /etc/systemd/system/netreduce.service
+    $dropin
+    install -m 0644 $cfg /etc/netreduce/netreduce.yaml
+    systemctl daemon-reload
+    systemctl reset-failed netreduce 2>/dev/null || true
+    systemctl start netreduce" > "$logs/$name-install.log" 2>&1; then
+    record FAIL "$name" "install or start failed (log $logs/$name-install.log)"; return
+  fi
+  # 1. It starts and ctl answers on the unit's socket, with nothing on stderr.
+  if ! pid="$(app 900 "$SYSTEMD_WAIT" 2> "$logs/$name-start.log")"; then
+    echo "$pid" >> "$logs/$name-start.log"
+    record FAIL "$name" "the unit did not come up with ctl answering (log $logs/$name-start.log)"; return
+  fi
+  pid="$(tail -1 <<< "$pid")"
+  out="$(app "/opt/netreduce/bin/netreduce ctl rings 2>/tmp/ctl.err; echo rc=\$?; echo stderr-bytes=\$(wc -c < /tmp/ctl.err); cat /tmp/ctl.err")"
+  echo "$out" > "$logs/$name-ctl.log"
+  grep -q '^rc=0$' <<< "$out" && grep -q '^stderr-bytes=0$' <<< "$out" \
+    || { ok=0; detail+=" ctl-rings-failed-or-wrote-stderr"; }
+  detail+=" up in $(since "$t0") s (pid $pid);"
+  # 2. The ring from the rxe VMs sums exactly.
+  "$V" redirect on --prefix "$prefix" >/dev/null
+  if allreduce "$name-sum" netreduce 18; then detail+=" sum exact;"; else ok=0; detail+=" sum-NOT-exact;"; fi
+  # 3. systemd-analyze security: the score docs/operations.md states for the unit.
+  score="$(app "systemd-analyze security --no-pager netreduce.service" 2>&1 | tee "$logs/$name-security.log" \
+           | sed -n 's/.*Overall exposure level for netreduce.service: \([0-9.]*\).*/\1/p')"
+  local phrase='`systemd-analyze security` rates the unit'
+  [ "$type" = af_xdp ] && phrase='with the drop-in it rates'
+  doc_score="$(grep -o "$phrase \*\*[0-9.]*\*\*" "$repo_root/docs/operations.md" | head -1 | grep -o '[0-9][0-9.]*')"
+  [ -n "$score" ] && [ "$score" = "$doc_score" ] || { ok=0; detail+=" security-$score-not-documented-$doc_score"; }
+  detail+=" security $score;"
+  # 4. kill -9: systemd restarts it (Restart=on-failure) and the next job works without an operator. With af_xdp
+  # only when asked (SYSTEMD_XDP_KILL=1): the restart is the unit's, shown with af_packet, and under TCG each start
+  # costs minutes of warm-up.
+  if [ "$type" = af_xdp ] && [ "${SYSTEMD_XDP_KILL:-0}" != 1 ]; then
+    pid2="$pid"; detail+=" kill -9 not tried (SYSTEMD_XDP_KILL=1 does);"
+  else
+  out="$(app 900 "kill -9 $pid; sleep 1
+    $SYSTEMD_WAIT" 2>&1)"
+  pid2="$(tail -1 <<< "$out")"
+  echo "$out" > "$logs/$name-kill.log"
+  if [[ "$pid2" =~ ^[0-9]+$ ]] && [ "$pid2" != "$pid" ] && [ "$pid2" != 0 ]; then
+    detail+=" kill -9 -> restarted (pid $pid2, NRestarts $(app "systemctl show -p NRestarts --value netreduce"));"
+    if allreduce "$name-after-kill" netreduce 18; then detail+=" next sum exact;"; else ok=0; detail+=" sum-after-restart-NOT-exact;"; fi
+  else
+    ok=0; detail+=" not-restarted-after-kill-9 (log $logs/$name-kill.log);"
+  fi
+  fi
+  # 5. systemctl reload applies a changed configuration (window 4 -> 8) in the same process.
+  out="$(app 300 "install -m 0644 $cfg8 /etc/netreduce/netreduce.yaml && systemctl reload netreduce
+    for i in \$(seq 120); do
+      /opt/netreduce/bin/netreduce ctl --json rings | tr -d ' \n' | grep -q '\"window\":8' && break; sleep 1
+    done
+    /opt/netreduce/bin/netreduce ctl rings; systemctl show -p MainPID --value netreduce
+    journalctl -u netreduce --no-pager | grep -i reload | tail -3" 2>&1)"
+  echo "$out" > "$logs/$name-reload.log"
+  if grep -qx "$pid2" <<< "$out" && app "/opt/netreduce/bin/netreduce ctl --json rings | tr -d ' \n' | grep -q '\"window\":8'" >/dev/null 2>&1; then
+    window=8
+    if allreduce "$name-after-reload" netreduce 18; then detail+=" reload -> window 8 in pid $pid2, sum exact;"
+    else ok=0; detail+=" sum-after-reload-NOT-exact;"; fi
+    window="$window0"
+  else
+    ok=0; detail+=" reload-not-applied (log $logs/$name-reload.log);"
+  fi
+  app "/opt/netreduce/bin/netreduce ctl counters" > "$logs/$name-counters.txt" 2>&1 || true
+  app "journalctl -u netreduce --no-pager" > "$logs/$name-journal.log" 2>&1 || true
+  app "systemctl stop netreduce" >/dev/null 2>&1 || true
+  "$V" redirect off --prefix "$prefix" >/dev/null
+  if [ "$ok" = 1 ]; then record PASS "$name" "${detail% ;} ($(since "$t0") s)"
+  else record FAIL "$name" "${detail% ;} ($(since "$t0") s; logs $logs/$name-*)"; fi
+}
+
 # --- run ------------------------------------------------------------------------------------------------------
 
 if [ "$down_only" = 1 ]; then
-  pkill -f "netreduce.* daemon --config $logs" 2>/dev/null || true
+  # The kept daemon by the pid its run recorded (the old `pkill -f "netreduce.* daemon --config $logs"` looked
+  # for this run's fresh log directory, which no daemon was ever started with), checked to still be that daemon;
+  # then whatever else runs in the appliance namespace.
+  if [ -f "$keep_state/appliance.pid" ]; then
+    kept="$(cat "$keep_state/appliance.pid")"
+    if tr '\0' ' ' < "/proc/$kept/cmdline" 2>/dev/null | grep -q " daemon --config "; then
+      kill "$kept" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$kept" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$kept" 2>/dev/null || true
+      echo "run: stopped the kept daemon (pid $kept; its logs: $(cat "$keep_state/logs" 2>/dev/null || echo ?))"
+    fi
+  fi
   ip netns pids "$app_ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+  rm -rf "$keep_state"
   "$V" down --prefix "$prefix" >/dev/null 2>&1 || true
   bash "$repo_root/scripts/testbed.sh" down --prefix "$prefix" >/dev/null 2>&1 || true
   echo "run: removed the VMs, daemon and namespaces of prefix $prefix"
@@ -296,6 +492,11 @@ vm_mem=512
 wanted session && vm_mem=1024   # PyTorch needs more than the 512 MiB the other scenarios do with
 "$V" up -n 3 --prefix "$prefix" --no-redirect --mem "$vm_mem" > "$logs/vms.log" 2>&1 || { cat "$logs/vms.log"; exit 1; }
 note "test bed and 3 VMs up ($(since "$t0") s)"
+if wanted systemd; then
+  t0=$(now)
+  "$V" appliance-up --prefix "$prefix" > "$logs/app-vm.log" 2>&1 || { cat "$logs/app-vm.log"; exit 1; }
+  note "appliance VM (systemd) up ($(since "$t0") s): $(tail -1 "$logs/app-vm.log")"
+fi
 "$V" redirect off --prefix "$prefix" >/dev/null
 
 if wanted pass-through; then
@@ -331,6 +532,10 @@ fi
 
 wanted aggregation && scenario_allreduce aggregation 0
 wanted loss && scenario_allreduce loss "$drop"
+if wanted systemd; then
+  systemd_phase systemd af_packet
+  systemd_phase systemd-xdp af_xdp
+fi
 
 # session: the Python package's Session over its verbs transport (persistent RC QPs on rxe0, memory registered
 # once, MsgIDs continuing across calls), torch.distributed (gloo over eth0) for the rendezvous: allreduce_ of odd
@@ -371,9 +576,12 @@ if wanted session; then
 fi
 
 if [ "$keep" = 1 ]; then
-  if start_appliance 0; then
+  if start_appliance "$keep_drop"; then
     "$V" redirect on --prefix "$prefix" >/dev/null
-    note "kept: daemon (ring $ring_id, $dtype, window $window, msgLen $msg_len, payload 1024) in namespace $app_ns,"
+    mkdir -p "$keep_state"
+    echo "$app_pid" > "$keep_state/appliance.pid"
+    echo "$logs" > "$keep_state/logs"
+    note "kept: daemon (ring $ring_id, $dtype, window $window, msgLen $msg_len, payload $payload, tags $inet_tag/$result_tag, drop $keep_drop) in namespace $app_ns,"
     note "  API inside it on TCP 127.0.0.1:9740, its token in $logs/api.token:"
     note "    ip netns exec $app_ns $launcher ctl --api 127.0.0.1:9740 --token-file $logs/api.token counters"
     note "    ip netns exec $app_ns curl -s http://127.0.0.1:9740/v1/rings/$ring_id/parameters   (no token needed)"

@@ -8,6 +8,12 @@
 #        scripts/interop/vm.sh redirect on|off [--prefix P]
 #        scripts/interop/vm.sh down [--prefix P]
 #        scripts/interop/vm.sh status [--prefix P]
+#        scripts/interop/vm.sh appliance-up [--prefix P] [--mem MIB] [--smp N] [--mtu MTU]
+#
+# appliance-up boots one more VM, "app", as the test bed's appliance: its PID 1 is systemd (the same image), its
+# NIC's tap app-vm is in the appliance namespace P-app and wired both ways to that namespace's eth0 (tc mirred),
+# so the VM's eth0 is the appliance port (no address; net.ifnames=0 keeps udev from renaming it ens6); the host's JDK is shared read-only at
+# /usr/lib/jvm/temurin-25-jdk-amd64 (the shipped netreduce.env's JAVA_HOME). exec/start/wait take "app" as I.
 #
 # VM i (0-based) is 10.77.0.(101+i)/24 with MAC 02:77:00:00:00:(101+i in hex), on tap sw-vm<i> in the switch
 # namespace P-sw (bridge br0), which `testbed.sh up --prefix P` must have made. QEMU runs inside that
@@ -22,12 +28,21 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_root="$(cd "$here/../.." && pwd)"
 source "$repo_root/scripts/lib/emulation.sh"
 cache="${NETREDUCE_INTEROP_CACHE:-/var/cache/netreduce-interop}"
+# virtio's event index (VIRTIO_RING_F_EVENT_IDX) off on the VMs' NICs: with it, under TCG and 1 % loss (rxe
+# retransmitting in bursts), a guest's NIC stopped sending for good: its qdisc held hundreds of frames the
+# device never took, the host tap's counters stood still, and later even TCP between the VMs failed; each
+# all-reduce froze waiting for one rank's packet that never left its VM (docs/interop.md). Without it the guest
+# kicks the device for every batch and the device interrupts for every completion. NETREDUCE_VM_EVENT_IDX=on
+# brings the old behaviour back (to reproduce it).
+event_idx="${NETREDUCE_VM_EVENT_IDX:-off}"
+case "$event_idx" in on|off) ;; *) echo "vm: NETREDUCE_VM_EVENT_IDX must be on or off" >&2; exit 2 ;; esac
 
 cmd="${1:-}"
 [ -n "$cmd" ] && shift
 vms=2
 prefix="nri"
-mem=512
+mem=""
+smp=""
 mtu=""
 redirect=1
 timeout=300
@@ -37,6 +52,7 @@ while [ $# -gt 0 ]; do
     -n|--vms) vms="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
     --mem) mem="$2"; shift 2 ;;
+    --smp) smp="$2"; shift 2 ;;
     --mtu) mtu="$2"; shift 2 ;;
     --no-redirect) redirect=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
@@ -50,7 +66,10 @@ state="/run/netreduce-interop/${prefix}"
 vm_ip() { echo "10.77.0.$(( $1 + 101 ))"; }
 vm_mac() { printf '02:77:00:00:00:%02x' $(( $1 + 101 )); }
 vm_tap() { echo "sw-vm$1"; }
-vm_dir() { echo "$state/vm$1"; }
+vm_dir() { if [ "$1" = app ]; then echo "$state/app"; else echo "$state/vm$1"; fi; }
+app_ns="${prefix}-app"
+APP_VM_MAC=02:77:00:00:00:f0
+APP_JDK=/usr/lib/jvm/temurin-25-jdk-amd64
 vm_count() { ls -d "$state"/vm* 2>/dev/null | wc -l; }
 
 die() { echo "vm: $*" >&2; exit 1; }
@@ -95,7 +114,7 @@ wait_job() {
 
 down() {
   local d pid i
-  for d in "$state"/vm*; do
+  for d in "$state"/vm* "$state"/app; do
     [ -d "$d" ] || continue
     if [ -f "$d/pid" ]; then
       pid="$(cat "$d/pid")"
@@ -105,8 +124,13 @@ down() {
         kill -9 "$pid" 2>/dev/null || true
       fi
     fi
-    i="${d##*/vm}"
-    ip netns exec "$sw" ip link del "$(vm_tap "$i")" 2>/dev/null || true
+    if [ "$d" = "$state/app" ]; then
+      ip netns exec "$app_ns" tc qdisc del dev eth0 ingress 2>/dev/null || true
+      ip netns exec "$app_ns" ip link del app-vm 2>/dev/null || true
+    else
+      i="${d##*/vm}"
+      ip netns exec "$sw" ip link del "$(vm_tap "$i")" 2>/dev/null || true
+    fi
     rm -rf "$d"
   done
   rmdir "$state" 2>/dev/null || true
@@ -120,6 +144,7 @@ up() {
   img="$(readlink -f "$cache/current" 2>/dev/null || true)"
   [ -f "$img/.done" ] || die "no image in $cache: run scripts/interop/build-image.sh"
   [ -n "$mtu" ] || mtu="$(ip netns exec "$sw" cat /sys/class/net/br0/mtu)"
+  mem="${mem:-512}" smp="${smp:-1}"
   down
   mkdir -p "$state"
   local t0 i d tap
@@ -129,7 +154,7 @@ up() {
     tap="$(vm_tap "$i")"
     mkdir -p "$d/ctl"
     qemu-img create -q -f qcow2 -F raw -b "$img/rootfs.img" "$d/overlay.qcow2"
-    ip netns exec "$sw" qemu-system-x86_64 -accel tcg -cpu max -smp 1 -m "$mem" \
+    ip netns exec "$sw" qemu-system-x86_64 -accel tcg -cpu max -smp "$smp" -m "$mem" \
       -name "${prefix}-vm$i" -daemonize -pidfile "$d/pid" -display none -monitor none -no-reboot \
       -serial "file:$d/console.log" \
       -kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
@@ -139,7 +164,7 @@ up() {
       -fsdev "local,id=src,path=$repo_root,security_model=none,readonly=on" \
       -device virtio-9p-pci,fsdev=src,mount_tag=nrsrc \
       -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
-      -device "virtio-net-pci,netdev=n0,mac=$(vm_mac "$i")"
+      -device "virtio-net-pci,netdev=n0,mac=$(vm_mac "$i"),event_idx=$event_idx"
     # A long tap queue stands in for a lossless (PFC) fabric: a TCG guest drains its tap slowly, and with the
     # default 1000 frames a burst (ib_write_bw keeps 128 x 64 KiB in flight; the appliance forwards in batches)
     # overflowed it, so rxe spent seconds in timeouts and go-back-N, or stalled (docs/interop.md).
@@ -173,6 +198,53 @@ up() {
   done
 }
 
+app_up() {
+  ip netns list | awk '{print $1}' | grep -qx "$app_ns" \
+    || die "appliance namespace $app_ns missing: run scripts/testbed.sh up --prefix $prefix first"
+  local img d jdk t0
+  img="$(readlink -f "$cache/current" 2>/dev/null || true)"
+  [ -f "$img/.done" ] || die "no image in $cache: run scripts/interop/build-image.sh"
+  jdk="$(readlink -f "${JAVA_HOME:-$APP_JDK}")"
+  [ -x "$jdk/bin/java" ] || die "no JDK at $jdk (JAVA_HOME) to share with the VM"
+  [ -n "$mtu" ] || mtu="$(ip netns exec "$app_ns" cat /sys/class/net/eth0/mtu)"
+  mem="${mem:-2048}" smp="${smp:-2}"
+  d="$(vm_dir app)"
+  if [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then die "the appliance VM is already up"; fi
+  rm -rf "$d"
+  mkdir -p "$d/ctl"
+  t0=$(date +%s.%N)
+  qemu-img create -q -f qcow2 -F raw -b "$img/rootfs.img" "$d/overlay.qcow2"
+  ip netns exec "$app_ns" qemu-system-x86_64 -accel tcg -cpu max -smp "$smp" -m "$mem" \
+    -name "${prefix}-app" -daemonize -pidfile "$d/pid" -display none -monitor none -no-reboot \
+    -serial "file:$d/console.log" \
+    -kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
+    -append "console=ttyS0 root=/dev/vda rw init=/lib/systemd/systemd net.ifnames=0 panic=-1 nr.name=${prefix}-app nr.ip= nr.rxe=0 nr.mtu=$mtu nr.jdk=$APP_JDK" \
+    -drive "file=$d/overlay.qcow2,if=virtio,format=qcow2,cache=unsafe" \
+    -fsdev "local,id=ctl,path=$d/ctl,security_model=none" -device virtio-9p-pci,fsdev=ctl,mount_tag=nrctl \
+    -fsdev "local,id=src,path=$repo_root,security_model=none,readonly=on" \
+    -device virtio-9p-pci,fsdev=src,mount_tag=nrsrc \
+    -fsdev "local,id=jdk,path=$jdk,security_model=none,readonly=on" \
+    -device virtio-9p-pci,fsdev=jdk,mount_tag=nrjdk \
+    -netdev "tap,id=n0,ifname=app-vm,script=no,downscript=no" \
+    -device "virtio-net-pci,netdev=n0,mac=$APP_VM_MAC,event_idx=$event_idx"
+  # A wire between the namespace's eth0 (the switch's sw-app) and the VM: every frame either way, unchanged.
+  ip netns exec "$app_ns" sysctl -qw net.ipv6.conf.app-vm.disable_ipv6=1
+  ip netns exec "$app_ns" ip link set app-vm mtu "$mtu" txqueuelen 20000 up
+  local from to
+  for from in eth0 app-vm; do
+    to=app-vm; [ "$from" = app-vm ] && to=eth0
+    ip netns exec "$app_ns" tc qdisc del dev "$from" ingress 2>/dev/null || true
+    ip netns exec "$app_ns" tc qdisc add dev "$from" ingress
+    ip netns exec "$app_ns" tc filter add dev "$from" parent ffff: protocol all prio 1 u32 match u32 0 0 \
+      action mirred egress redirect dev "$to"
+  done
+  # systemd under TCG: kernel, initrd, udev and the units take a few minutes with other VMs on the cores.
+  for _ in $(seq 3000); do [ -f "$d/ctl/ready" ] && break; sleep 0.2; done
+  [ -f "$d/ctl/ready" ] || { tail -30 "$d/console.log" >&2; die "the appliance VM did not boot within 600 s"; }
+  printf 'vm %s: appliance VM up in %.1f s (systemd, %s vCPU, %s MiB, mtu %s; agent ready at %s s of uptime)\n' \
+    "$prefix" "$(echo "$(date +%s.%N) - $t0" | bc)" "$smp" "$mem" "$mtu" "$(cat "$d/ctl/ready")"
+}
+
 status() {
   local d
   for d in "$state"/vm*; do
@@ -184,6 +256,7 @@ status() {
 
 case "$cmd" in
   up) up ;;
+  appliance-up) app_up ;;
   down) down; echo "vm $prefix: down" ;;
   status) status ;;
   exec)

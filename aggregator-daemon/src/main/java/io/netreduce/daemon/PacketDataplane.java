@@ -52,8 +52,12 @@ public final class PacketDataplane implements DataplaneAttachment
     /** How long the control thread waits for the dataplane to apply a command. */
     public static final long COMMAND_TIMEOUT_MS = 5_000;
 
-    /** Longest wait for the agent's warm-up at start (a few hundred ms on an idle core). */
-    public static final long START_TIMEOUT_MS = 120_000;
+    /**
+     * Longest wait for the agent's warm-up at start: a few hundred ms on an idle core, about a minute in a VM under
+     * QEMU's TCG emulation (the Vector API kernels' warm-up), more when its host is busy. The JVM property
+     * {@code netreduce.startTimeoutMs} changes it (the interop harness's systemd VM sets it in a drop-in).
+     */
+    public static final long START_TIMEOUT_MS = Long.getLong("netreduce.startTimeoutMs", 120_000L);
     /** Process exit status when the dataplane thread fails with an {@link Error}. */
     public static final int EXIT_DATAPLANE_FAILED = 70;
     /** How many of a ring's oldest incomplete aggregators the occupancy view lists. */

@@ -124,6 +124,29 @@ class DaemonTest
     }
 
     @Test
+    void shouldRefuseAtCheckASocketPathStartWouldRefuse(@TempDir final Path dir) throws Exception
+    {
+        // A regular file where the socket goes (start deletes only a stale socket) and a path too long for a
+        // socket address: both passed --check and then failed the start (issue 29).
+        final Path file = Files.writeString(dir.resolve("api.sock"), "keep me");
+        final Path tooLong = dir.resolve("m".repeat(120) + ".sock");
+        final Path config = dir.resolve("sockets.yaml");
+        Files.writeString(config, CONFIG
+            .replace("api: { listen: \"127.0.0.1:0\", tokenFile: \"/tmp/netreduce-test-api.token\" }",
+                "api: { listen: \"unix:" + file + "\" }")
+            .replace("metrics: { listen: \"127.0.0.1:0\" }", "metrics: { listen: \"unix:" + tooLong + "\" }"));
+
+        final Run check = run("daemon", "--config", config.toString(), "--check");
+
+        assertThat(check.status()).isEqualTo(DaemonCommand.EXIT_CONFIG);
+        assertThat(check.err()).contains("2 configuration error(s); not starting")
+            .contains("appliance.api.listen: " + file + " exists and is not a socket")
+            .contains("appliance.metrics.listen: the path is " + tooLong.toString().length() + " bytes; a Unix " +
+                "socket's path holds at most 107");
+        assertThat(Files.readString(file)).isEqualTo("keep me");
+    }
+
+    @Test
     void shouldRefuseAtCheckATokenFileOthersCanRead(@TempDir final Path dir) throws Exception
     {
         final Path token = Files.writeString(dir.resolve("api.token"), "0123456789abcdef0123456789abcdef\n");

@@ -66,23 +66,66 @@ class SystemdUnitTest
         assertThat(result.output()).contains("protect system value", "wrong");
     }
 
-    @Test
-    void shouldBeRatedAtMostTwoPointFiveBySystemdAnalyzeSecurity(@TempDir final Path dir) throws Exception
+    private static final Path DROP_IN = ROOT.resolve("systemd/af-xdp.conf");
+    private static final Path OPERATIONS = ROOT.resolve("docs/operations.md");
+
+    /** systemd-analyze security's score for the unit in {@code dir} (offline: nothing installed). */
+    private static double exposure(final Path dir) throws IOException, InterruptedException
     {
-        assumeTrue(hasSystemdAnalyze(), "systemd-analyze not installed (scripts/setup.sh installs it)");
-        final Path unit = dir.resolve("netreduce.service");
-        Files.copy(UNIT, unit);
         final Process process = new ProcessBuilder("systemd-analyze", "security", "--offline=true", "--no-pager",
-            unit.toString()).redirectErrorStream(true).start();
+            "netreduce.service").directory(dir.toFile()).redirectErrorStream(true).start();
         final String output = new String(process.getInputStream().readAllBytes());
         process.waitFor();
         final java.util.regex.Matcher level = java.util.regex.Pattern
             .compile("Overall exposure level for netreduce.service: ([0-9.]+)").matcher(output);
         assertThat(level.find()).as(output).isTrue();
-        assertThat(Double.parseDouble(level.group(1))).as("exposure (10 = unprotected)").isLessThanOrEqualTo(2.5);
+        return Double.parseDouble(level.group(1));
+    }
+
+    /** The score docs/operations.md states after {@code phrase} in bold, e.g. "rates the unit **1.8**". */
+    private static double documented(final String phrase) throws IOException
+    {
+        final java.util.regex.Matcher score = java.util.regex.Pattern
+            .compile(java.util.regex.Pattern.quote(phrase) + " \\*\\*([0-9.]+)\\*\\*")
+            .matcher(Files.readString(OPERATIONS));
+        assertThat(score.find()).as("docs/operations.md states '%s **N**'", phrase).isTrue();
+        return Double.parseDouble(score.group(1));
+    }
+
+    @Test
+    void shouldBeRatedBySystemdAnalyzeSecurityAsTheDocsSay(@TempDir final Path dir) throws Exception
+    {
+        // The docs said 1.7 while the unit (with setpriority allowed back, which systemd counts as @resources) was
+        // 1.8; a real systemd in a VM showed 1.8 too (issue 29). The number in the docs is now checked.
+        assumeTrue(hasSystemdAnalyze(), "systemd-analyze not installed (scripts/setup.sh installs it)");
+        Files.copy(UNIT, dir.resolve("netreduce.service"));
+
+        final double score = exposure(dir);
+
+        assertThat(score).as("exposure (10 = unprotected)").isLessThanOrEqualTo(2.5)
+            .isEqualTo(documented("`systemd-analyze security` rates the unit"));
         final String text = Files.readString(UNIT);
         assertThat(text).contains("SystemCallFilter=@system-service", "SystemCallFilter=setpriority", "ProcSubset=pid",
             "PrivateMounts=yes", "IPAddressDeny=any", "IPAddressAllow=localhost");
+    }
+
+    @Test
+    void shouldAddOnlyWhatAnAfXdpPortNeedsInTheDropIn(@TempDir final Path dir) throws Exception
+    {
+        assumeTrue(hasSystemdAnalyze(), "systemd-analyze not installed (scripts/setup.sh installs it)");
+        final Path dropIns = Files.createDirectories(dir.resolve("netreduce.service.d"));
+        Files.copy(DROP_IN, dropIns.resolve("af-xdp.conf"));
+
+        final Result verified = verify(dir, Files.readString(UNIT));
+        assertThat(verified.output()).isEmpty();
+        assertThat(verified.status()).isZero();
+        Files.copy(UNIT, dir.resolve("netreduce.service"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        assertThat(exposure(dir)).isEqualTo(documented("with the drop-in it rates"));
+
+        final List<String> lines = Files.readAllLines(DROP_IN).stream().map(String::strip)
+            .filter(line -> !line.isEmpty() && !line.startsWith("#")).toList();
+        assertThat(lines).containsExactly("[Service]", "AmbientCapabilities=CAP_BPF", "CapabilityBoundingSet=CAP_BPF",
+            "RestrictAddressFamilies=AF_XDP", "SystemCallFilter=bpf", "LimitMEMLOCK=64M");
     }
 
     @Test

@@ -7,6 +7,7 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 
 /**
@@ -50,9 +51,16 @@ public final class ListenCheck
         {
             return "the path is " + bytes + " bytes; a Unix socket's path holds at most " + MAX_UNIX_PATH_BYTES;
         }
+        if (Files.exists(socket, LinkOption.NOFOLLOW_LINKS) && !isSocket(socket))
+        {
+            // The daemon replaces a stale socket but deletes nothing else: start would refuse it.
+            return socket + " exists and is not a socket (the daemon deletes only a stale socket there)";
+        }
         final Path dir = socket.getParent();
         if (dir == null || !Files.isDirectory(dir))
         {
+            // A missing directory is left to the start, which names it: under the systemd unit it is the
+            // RuntimeDirectory, made just before the daemon starts, so a check run by hand before may not find it.
             return null;
         }
         final Path probe = dir.resolve(".nrchk" + Long.toString(ProcessHandle.current().pid(), 36));
@@ -80,6 +88,19 @@ public final class ListenCheck
             {
                 // nothing was created, or it is not ours to worry about: the bind above is what counts
             }
+        }
+    }
+
+    private static boolean isSocket(final Path path)
+    {
+        try
+        {
+            final int mode = (Integer)Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS);
+            return (mode & 0170000) == 0140000;
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            return false;
         }
     }
 

@@ -38,8 +38,10 @@ public enum DataplaneCounter
     FOREIGN_TAG_ON_RING_EDGE("connections on a ring edge whose first message lacks the ring's InetTag (passed through)"),
     FOREIGN_TAG_EVENTS_LOST("connections on a ring edge without the ring's InetTag not reported to the log: the event buffer was full"),
     CLT_FULL("CLT full"),
-    CLT_FOREIGN_EXPIRED("CLT foreign connections removed after 60 s without a packet"),
-    CLT_STALE_EXPIRED("CLT entries of connections their rank has replaced, removed after the foreign idle time without a packet"),
+    CLT_FOREIGN_EXPIRED("CLT foreign connections (on a ring edge, not a ring's) removed after 60 s without a packet " +
+        "(a fixed time, not a setting; how many the CLT holds: dataplane.cltForeignEntries, " +
+        "dataplane.cltForeignPerSource)"),
+    CLT_STALE_EXPIRED("CLT entries of connections their rank has replaced, removed after 60 s without a packet (the same fixed time)"),
     CLT_EVICTED("CLT entries (foreign, or a rank's replaced connection) removed to make room for a ring connection"),
     DROP_CLT_FULL("drop: CLT full, connection not recorded"),
     DROP_CLT_FOREIGN_LIMIT("drop: first packet of a connection on a ring edge that is not a ring's, while such (foreign) connections hold their whole share of the CLT"),

@@ -203,8 +203,9 @@ final class AfXdpSocket
         final MemorySegment errnoState = system.errnoState();
         final MemorySegment address = scratch.allocate(SOCKADDR_XDP_SIZE, 4);
         address.set(ValueLayout.JAVA_SHORT, SOCKADDR_XDP_FAMILY_OFFSET, (short)AF_XDP);
+        final boolean multiBuffer = layout.needsMultiBuffer();
         address.set(ValueLayout.JAVA_SHORT, SOCKADDR_XDP_FLAGS_OFFSET,
-            (short)(modeFlag | XDP_USE_NEED_WAKEUP | XDP_USE_SG));
+            (short)(modeFlag | XDP_USE_NEED_WAKEUP | (multiBuffer ? XDP_USE_SG : 0)));
         address.set(ValueLayout.JAVA_INT, SOCKADDR_XDP_IFINDEX_OFFSET, ifIndex);
         address.set(ValueLayout.JAVA_INT, SOCKADDR_XDP_QUEUE_ID_OFFSET, configuration.queueId());
         // A socket closed a moment ago (a port closed and reopened, a daemon restarted) frees its queue only
@@ -218,10 +219,15 @@ final class AfXdpSocket
         }
         if (result < 0)
         {
+            final int errno = Libc.errno(errnoState);
             throw new PortException("bind AF_XDP socket to '" + name + "' queue " + configuration.queueId() +
-                " (" + configuration.bindMode().name().toLowerCase().replace('_', '-') + ", multi-buffer" +
-                (Libc.errno(errnoState) == EBUSY ? "; another AF_XDP socket holds the queue" : "") + ")",
-                Libc.errno(errnoState));
+                " (" + configuration.bindMode().name().toLowerCase().replace('_', '-') +
+                (multiBuffer ? ", multi-buffer" : "") +
+                (errno == EBUSY ? "; another AF_XDP socket holds the queue" : "") +
+                (errno == EINVAL && multiBuffer ? "; frames of " + layout.maxFrameLength() + " bytes span UMEM " +
+                    "chunks, and multi-buffer AF_XDP (XDP_USE_SG) needs Linux 6.6 or later: use an MTU of at most " +
+                    (layout.chunkSize() - XDP_PACKET_HEADROOM - ETH_HLEN - VLAN_HLEN) + " or af_packet" : "") + ")",
+                errno);
         }
         final MemorySegment options = scratch.allocate(ValueLayout.JAVA_INT);
         final MemorySegment optionsLength = scratch.allocate(ValueLayout.JAVA_INT);

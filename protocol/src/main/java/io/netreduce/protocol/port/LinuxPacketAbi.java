@@ -92,6 +92,7 @@ final class LinuxPacketAbi
     static final int EINTR = 4;
     static final int EAGAIN = 11;
     static final int EBUSY = 16;
+    static final int EINVAL = 22;
     static final int ENOBUFS = 105;
 
     // ---------------------------------------------------------------------------------------------------------

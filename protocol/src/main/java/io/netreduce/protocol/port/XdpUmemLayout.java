@@ -47,6 +47,17 @@ final class XdpUmemLayout
     }
 
     /**
+     * @return whether a frame of {@link #maxFrameLength()} can span chunks: on receive, a chunk holds at most
+     *         {@code chunkSize - XDP_PACKET_HEADROOM} bytes of frame; on transmit, a slot of more than one chunk. Only
+     *         then does the socket need multi-buffer frames (XDP_USE_SG, Linux 6.6 and later); an MTU that fits a
+     *         chunk (1500 with 4 KiB chunks) binds without it, so kernels before 6.6 (Debian 12's 6.1) work.
+     */
+    boolean needsMultiBuffer()
+    {
+        return maxFrameLength > chunkSize - XdpAbi.XDP_PACKET_HEADROOM || txSlotChunks > 1;
+    }
+
+    /**
      * @return chunks that receive, which start at address 0; also the size of the fill and RX rings, so every one
      *         of them can be with the kernel at once.
      */
