@@ -13,6 +13,9 @@ command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 [ -e /usr/lib/x86_64-linux-gnu/libpcap.so.0.8 ] || need+=(libpcap0.8)
+# The bed's ECN marker (scripts/lib/ecn_marker.c, scripts/testbed.sh ecn on) is a tc bpf program built with clang.
+command -v clang >/dev/null 2>&1 || need+=(clang)
+[ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing ${need[*]}; run as root or install them" >&2

@@ -7,6 +7,7 @@ import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
+import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.ParallelAllReduce;
 import io.netreduce.host.allreduce.RingAllReduce;
@@ -159,7 +160,8 @@ public final class AllReduceCommand implements Callable<Integer>
                 .sendDropProbability(options.drop)
                 .faultSeed(options.seed * 1_000_003L + rank);
             nr = new NetReduceConfig(options.ringId, options.window, options.msgLen, payloadSize, timeoutNs,
-                tag("--inet-tag", options.inetTag), tag("--result-tag", options.resultTag));
+                tag("--inet-tag", options.inetTag), tag("--result-tag", options.resultTag),
+                congestionControl(options));
             ThreadNice.validate(options.endpointNice);
             if (netreduce && payloadSize != options.pmtu)
             {
@@ -220,7 +222,7 @@ public final class AllReduceCommand implements Callable<Integer>
                     {
                         ops[i] = new NetReduceAllReduce(links[i], new NetReduceConfig(options.ringId + i,
                             options.window, options.msgLen, payloadSize, timeoutNs, tag("--inet-tag", options.inetTag),
-                            tag("--result-tag", options.resultTag)));
+                            tag("--result-tag", options.resultTag), nr.congestion()));
                     }
                     exitCode = run.runParallel(new ParallelAllReduce(ops), endpoint, options.size);
                 }
@@ -238,6 +240,18 @@ public final class AllReduceCommand implements Callable<Integer>
                 }
             }
         }
+    }
+
+    /**
+     * @throws IllegalArgumentException for a gain outside (0, 1], naming the option.
+     */
+    static CongestionControl congestionControl(final AllReduceOptions options)
+    {
+        if (!(options.ecnGain > 0 && options.ecnGain <= 1))
+        {
+            throw new IllegalArgumentException("--ecn-gain must be in (0, 1]: " + options.ecnGain);
+        }
+        return new CongestionControl(options.ecnWindow, options.ecnGain);
     }
 
     /**

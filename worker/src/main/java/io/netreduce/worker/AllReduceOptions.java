@@ -1,5 +1,6 @@
 package io.netreduce.worker;
 
+import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.allreduce.RingAllReduce;
 import picocli.CommandLine.Option;
 
@@ -94,6 +95,21 @@ final class AllReduceOptions
     @Option(names = "--window", description = "NetReduce window N, messages in flight (default ${DEFAULT-VALUE}; " +
         "it must match the ring's window on the appliance).")
     int window = 16;
+
+    /**
+     * On: without marks the window stays at --window, so this costs nothing where nothing marks; where a fabric (or
+     * the appliance's marker) marks, every rank backs off together instead of overflowing the bottleneck's queue.
+     */
+    @Option(names = "--ecn-window", negatable = true, fallbackValue = "true", description = "netreduce: adapt the " +
+        "window to ECN marks on results, DCTCP-style (PANAMA): alpha <- (1-g) alpha + g F per window of results, " +
+        "the window cut to (1 - alpha/2) of itself on a marked window, grown by one message per clean one, between " +
+        "1 and --window; the ring's receive connection then sends no CNPs for marked results (default " +
+        "${DEFAULT-VALUE}).")
+    boolean ecnWindow = true;
+
+    @Option(names = "--ecn-gain", description = "netreduce: g, the weight of each window's marked fraction in " +
+        "alpha, in (0, 1] (default ${DEFAULT-VALUE}, DCTCP's 1/16).")
+    double ecnGain = CongestionControl.DEFAULT_GAIN;
 
     @Option(names = "--endpoint-nice", description = EndpointNice.DESCRIPTION)
     int endpointNice = EndpointNice.DEFAULT;

@@ -1,5 +1,6 @@
 package io.netreduce.worker;
 
+import io.netreduce.host.allreduce.CongestionWindow;
 import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
@@ -33,6 +34,11 @@ final class AllReduceReport
     private final StringBuilder cpuMs = new StringBuilder();
     /** Each call's start on CLOCK_MONOTONIC, so the bench can tell what else ran on the host during the calls. */
     private final StringBuilder callStartNs = new StringBuilder();
+    /** NetReduce's window (null for the ring and SwitchML): per call the marked results and the smallest window. */
+    private CongestionWindow congestion;
+    private long markedBefore;
+    private final StringBuilder callMarked = new StringBuilder();
+    private final StringBuilder callWindowMin = new StringBuilder();
 
     AllReduceReport(
         final PrintStream out, final AllReduceOptions options, final ElementType elementType, final boolean netreduce,
@@ -58,6 +64,16 @@ final class AllReduceReport
     }
 
     /**
+     * Report NetReduce's window too: per call (marked results, smallest window) and in the summary.
+     */
+    void congestion(final CongestionWindow window)
+    {
+        congestion = window;
+        markedBefore = window.markedResults();
+        window.takeMinWindow();
+    }
+
+    /**
      * A call failed: the calls end here.
      */
     void failed(final int iteration, final String message)
@@ -78,6 +94,12 @@ final class AllReduceReport
         callStartNs.append(callStartNs.isEmpty() ? "" : ",").append(startNs);
         totalSeconds += seconds;
         completed++;
+        if (congestion != null)
+        {
+            callMarked.append(callMarked.isEmpty() ? "" : ",").append(congestion.markedResults() - markedBefore);
+            markedBefore = congestion.markedResults();
+            callWindowMin.append(callWindowMin.isEmpty() ? "" : ",").append(congestion.takeMinWindow());
+        }
         bestSeconds = Math.min(bestSeconds, seconds);
     }
 
@@ -129,22 +151,48 @@ final class AllReduceReport
         out.printf(Locale.ROOT, "endpoint %s: framesReceived=%d notRoce=%d malformed=%d notForUs=%d unknownQp=%d " +
             "icrcErrors=%d%n", endpoint.port().name(), endpoint.framesReceived(), endpoint.notRoce(),
             endpoint.malformed(), endpoint.notForUs(), endpoint.unknownQp(), endpoint.icrcErrors());
+        if (congestion != null)
+        {
+            out.printf(Locale.ROOT, "congestion control %s (g %.4f): window %d of %d (smallest %d), alpha %.4f, " +
+                "marked results %d of %d, windows cut %d, grown %d%n", congestion.enabled() ? "on" : "off",
+                congestion.gain(), congestion.window(), congestion.cap(), congestion.minWindow(), congestion.alpha(),
+                congestion.markedResults(), congestion.results(), congestion.decreases(), congestion.increases());
+        }
         if (options.json)
         {
             out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
                 "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
                 "\"rdma_bytes_sent\":%d,\"wire_bytes_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
                 "\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s],\"cpu_ms\":[%s]," +
-                "\"call_start_ns\":[%s],\"endpoint_nice\":%s}%n",
+                "\"call_start_ns\":[%s],\"endpoint_nice\":%s%s}%n",
                 options.rank, options.world,
                 mode(),
                 elementType.cliName(), bytes, options.iterations, matched, ok,
                 meanMs(totalSeconds, completed), bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
                 totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted, wire,
                 send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error), rxDropped,
-                callMs, cpuMs, callStartNs, endpointNiceApplied ? Integer.toString(options.endpointNice) : "null");
+                callMs, cpuMs, callStartNs, endpointNiceApplied ? Integer.toString(options.endpointNice) : "null",
+                congestionJson());
         }
         return ok ? 0 : 1;
+    }
+
+    /**
+     * @return {@code ,"ecn":{...}}: NetReduce's window at the end, its extremes and per-call figures; empty for
+     * the ring.
+     */
+    private String congestionJson()
+    {
+        if (congestion == null)
+        {
+            return "";
+        }
+        return String.format(Locale.ROOT, ",\"ecn\":{\"enabled\":%s,\"gain\":%.6f,\"window\":%d,\"cap\":%d," +
+            "\"window_min\":%d,\"alpha\":%.6f,\"results\":%d,\"marked_results\":%d,\"window_cuts\":%d," +
+            "\"window_growths\":%d,\"call_marked\":[%s],\"call_window_min\":[%s]}", congestion.enabled(),
+            congestion.gain(), congestion.window(), congestion.cap(), congestion.minWindow(), congestion.alpha(),
+            congestion.results(), congestion.markedResults(), congestion.decreases(), congestion.increases(),
+            callMarked, callWindowMin);
     }
 
     /**

@@ -3,6 +3,7 @@ package io.netreduce.worker;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.AllReduceException;
 import io.netreduce.host.allreduce.ParallelAllReduce;
+import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.Tensor;
 import io.netreduce.host.allreduce.TensorPattern;
 import io.netreduce.host.rc.RcEndpoint;
@@ -69,6 +70,10 @@ final class AllReduceRun
         final int chunkElements = (elements + world - 1) / world;
         final RcEndpoint endpoint = op.link().endpoint();
         final AllReduceReport report = new AllReduceReport(out, options, elementType, netreduce, bytes);
+        if (op instanceof NetReduceAllReduce nr)
+        {
+            report.congestion(nr.congestion());
+        }
         final TraceRecorder trace = options.traceFile == null ? TraceRecorder.OFF : new TraceRecorder(1 << 20);
         endpoint.trace(trace);
         final long bytesBefore = op.bytesPosted();

@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.aggregator;
 
+import io.netreduce.protocol.wire.Ecn;
 import org.agrona.BitUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -17,6 +18,8 @@ import java.nio.ByteBuffer;
  *     16  long arrived       bit per rank whose payload is stored
  *     24  long released      bit per rank that has moved one window past this aggregator
  *     32  int  resultCrc     CRC-32 of the stored result payload
+ *     40  int  flags         bit 0 (FLAG_CE): a contribution to this position (or, at a leaf, the spine's result)
+ *                            arrived with ECN = CE; every packet the position sends carries CE then (PANAMA §4.2)
  *     64  per-rank meta, 16 bytes each:
  *           0 int headerCrc (CRC of masked pseudo-header .. gradient start), 4 short headerLength,
  *           6 byte arrival port, 7 byte UDP offset and 8 byte IP offset in the header
@@ -46,6 +49,9 @@ public final class AggregatorRegion implements AutoCloseable
     public static final int RELEASED_OFFSET = 24;
     public static final int RESULT_CRC_OFFSET = 32;
     public static final int FINAL_CRC_OFFSET = 36;
+    public static final int FLAGS_OFFSET = 40;
+    /** Flag: congestion experienced by some packet of the position (the ECN fields OR-ed, CE kept). */
+    public static final int FLAG_CE = 1;
     public static final int RANK_META_OFFSET = 64;
     public static final int RANK_META_LENGTH = 16;
     public static final int META_HEADER_CRC = 0;
@@ -276,6 +282,27 @@ public final class AggregatorRegion implements AutoCloseable
         buffer.putLong(aggregator + FIRST_ARRIVAL_OFFSET, nowNs);
         buffer.putLong(aggregator + ARRIVED_OFFSET, 0L);
         buffer.putLong(aggregator + RELEASED_OFFSET, 0L);
+        buffer.putInt(aggregator + FLAGS_OFFSET, 0);
+    }
+
+    /**
+     * Record a packet's ECN codepoint for the position: CE sticks until the aggregator is bound again.
+     */
+    public void recordEcn(final int aggregator, final int codepoint)
+    {
+        if (codepoint == Ecn.CE)
+        {
+            final int at = aggregator + FLAGS_OFFSET;
+            buffer.putInt(at, buffer.getInt(at) | FLAG_CE);
+        }
+    }
+
+    /**
+     * @return whether some packet of the position arrived with ECN = CE since the aggregator was bound.
+     */
+    public boolean congestionExperienced(final int aggregator)
+    {
+        return (buffer.getInt(aggregator + FLAGS_OFFSET) & FLAG_CE) != 0;
     }
 
     /**
@@ -305,6 +332,7 @@ public final class AggregatorRegion implements AutoCloseable
         buffer.putInt(aggregator + STATE_OFFSET, 0);
         buffer.putLong(aggregator + ARRIVED_OFFSET, 0L);
         buffer.putLong(aggregator + RELEASED_OFFSET, 0L);
+        buffer.putInt(aggregator + FLAGS_OFFSET, 0);
     }
 
     /**

@@ -10,6 +10,7 @@ import io.netreduce.dataplane.ring.Ring;
 import io.netreduce.protocol.element.SumKernel;
 import io.netreduce.protocol.icrc.Crc32Combine;
 import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.wire.Ecn;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.L4Checksum;
 import io.netreduce.protocol.wire.RoceFrame;
@@ -113,6 +114,10 @@ final class Aggregator
             return;
         }
         ringPackets.incrementRelease();
+        // PANAMA §4.2: the ECN fields of the position's packets are OR-ed (CE kept), and every packet the position
+        // sends carries CE from then on, so a mark on any rank's path reaches every rank with its result. A
+        // retransmission's mark counts too: it is a congestion signal from the same path.
+        region.recordEcn(agg, arriving.frame().ecn());
         final long bit = 1L << rank;
         if (!ring.isLeaf())
         {
@@ -298,9 +303,13 @@ final class Aggregator
                 return;
             }
             downRepeated.incrementRelease();
-            output.forward(arriving);
+            region.recordEcn(agg, arriving.frame().ecn());
+            forwardDown(arriving, region, agg);
             return;
         }
+        // The spine's result carries the OR of every rack's partial and of its links' marks; the rack's own marks
+        // are in the aggregator already. Both go down to every rank of the rack.
+        region.recordEcn(agg, arriving.frame().ecn());
         memory.putBytes(fin, buffer, gradient, length);
         memory.putInt(agg + AggregatorRegion.FINAL_CRC_OFFSET, payloadCrc);
         region.markComplete(agg);
@@ -312,9 +321,22 @@ final class Aggregator
         {
             emitResult(ring, region, agg, rank, position);
         }
-        output.forward(arriving);
+        forwardDown(arriving, region, agg);
         final long elapsed = System.nanoTime() - region.firstArrival(agg);
         latency.recordValue(Math.max(0, Math.min(elapsed, highestLatency)));
+    }
+
+    /**
+     * The spine's result goes on to the rack's first rank as it came, but marked CE when the position's aggregator
+     * holds a mark (a rack's rank was marked, and the result came down unmarked).
+     */
+    private void forwardDown(final ArrivingFrame arriving, final AggregatorRegion region, final int agg)
+    {
+        if (region.congestionExperienced(agg))
+        {
+            Ecn.markCe(arriving.buffer(), arriving.frame().l3Offset());
+        }
+        output.forward(arriving);
     }
 
     /**
@@ -414,6 +436,12 @@ final class Aggregator
         }
         final MutableDirectBuffer tx = output.claimBuffer(arrivalPort);
         tx.putBytes(index, memory, region.headerOffset(agg, rank), headerLength);
+        if (region.congestionExperienced(agg))
+        {
+            // The rank's own header keeps its ECN codepoint (ECT(0)/ECT(1) as it sent it) unless the position saw
+            // CE; the ICRC masks the field, so the combined ICRC below stays valid.
+            Ecn.markCe(tx, index + (memory.getByte(meta + AggregatorRegion.META_L3_OFFSET) & 0xFF));
+        }
         tx.putBytes(index + headerLength, memory, payload, length);
         final int icrc = Crc32Combine.combineWithOperator(memory.getInt(meta + AggregatorRegion.META_HEADER_CRC),
             payloadCrc, ring.shiftOperator(position));

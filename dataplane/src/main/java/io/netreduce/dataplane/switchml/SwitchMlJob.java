@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.switchml;
 
+import io.netreduce.protocol.wire.Ecn;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
@@ -34,6 +35,8 @@ final class SwitchMlJob
     private final long[] bitmaps;
     private final int[] missing;
     private final int[] exponents;
+    /** Per slot and set: bit (1 << codepoint) for every ECN codepoint the set's contributions carried. */
+    private final byte[] ecnSeen;
     private final UnsafeBuffer values;
     private final UnsafeBuffer resultScratch;
     long packets;
@@ -63,6 +66,7 @@ final class SwitchMlJob
         this.bitmaps = new long[2 * poolSize];
         this.missing = new int[2 * poolSize];
         this.exponents = new int[2 * poolSize];
+        this.ecnSeen = new byte[2 * poolSize];
         this.values = new UnsafeBuffer(ByteBuffer.allocateDirect(2 * poolSize * elements * Integer.BYTES)
             .order(ByteOrder.nativeOrder()));
         this.resultScratch = new UnsafeBuffer(ByteBuffer.allocateDirect(elements * Integer.BYTES));
@@ -160,6 +164,41 @@ final class SwitchMlJob
     }
 
     /**
+     * The set's first contribution: its ECN codepoint is the set's only one so far.
+     */
+    void firstEcn(final int slot, final int set, final int codepoint)
+    {
+        ecnSeen[2 * slot + set] = (byte)(1 << (codepoint & 0x3));
+    }
+
+    /**
+     * A later contribution (or a retransmission to a complete set): its ECN codepoint joins the set's.
+     */
+    void addEcn(final int slot, final int set, final int codepoint)
+    {
+        ecnSeen[2 * slot + set] |= (byte)(1 << (codepoint & 0x3));
+    }
+
+    /**
+     * @return the ECN codepoint of the set's results: CE when any contribution was marked (PANAMA §4.2: the fields
+     * OR-ed), else ECT(0) when any contribution was ECT(0), else ECT(1) when any was ECT(1), else Not-ECT; so
+     * results are ECN-capable when the workers' packets were, and never mix ECT(0) and ECT(1) into a false CE.
+     */
+    int resultEcn(final int slot, final int set)
+    {
+        final int seen = ecnSeen[2 * slot + set];
+        if ((seen & (1 << Ecn.CE)) != 0)
+        {
+            return Ecn.CE;
+        }
+        if ((seen & (1 << Ecn.ECT_0)) != 0)
+        {
+            return Ecn.ECT_0;
+        }
+        return (seen & (1 << Ecn.ECT_1)) != 0 ? Ecn.ECT_1 : Ecn.NOT_ECT;
+    }
+
+    /**
      * @return the offset of the set's elements in {@link #values()}.
      */
     int valuesOffset(final int slot, final int set)
@@ -201,6 +240,7 @@ final class SwitchMlJob
         Arrays.fill(bitmaps, 0L);
         Arrays.fill(missing, 0);
         Arrays.fill(exponents, 0);
+        Arrays.fill(ecnSeen, (byte)0);
         values.setMemory(0, values.capacity(), (byte)0);
     }
 }

@@ -4,6 +4,7 @@ import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.frame.ArrivingFrame;
 import io.netreduce.dataplane.frame.FrameOutput;
+import io.netreduce.protocol.wire.Ecn;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.Ipv4Header;
 import io.netreduce.protocol.wire.RoceFrame;
@@ -37,7 +38,8 @@ import static java.nio.ByteOrder.BIG_ENDIAN;
  * MAC and address, IPv4 without options or flags (TTL 64, identification 0), UDP source port the triggering
  * packet's destination port, destination port its source port, checksum 0; the SwitchML header with message type
  * 1, the packet's size code, job number and TSI, the pool index's slot and set; the exponents; the elements,
- * big-endian.
+ * big-endian. Its ECN field is the contributions' OR (PANAMA §4.2): CE when any was marked, else ECN-capable when
+ * they were ({@link SwitchMlJob#resultEcn}).
  * <p>
  * Single-threaded and allocation-free per packet.
  */
@@ -129,9 +131,10 @@ public final class SwitchMlProtocol
         job.seen(worker, srcMac, arriving.port());
         final long bit = 1L << worker;
         final long before = job.updateBitmap(slot, set, bit);
+        final int ecn = Ipv4Header.ecn(buffer, l3);
         if ((before & bit) != 0)
         {
-            onRetransmission(arriving, job, worker, slot, set, header);
+            onRetransmission(arriving, job, worker, slot, set, header, ecn);
             return;
         }
         packets.incrementRelease();
@@ -144,6 +147,7 @@ public final class SwitchMlProtocol
         {
             store(buffer, elements, job, slot, set);
             job.exponents(slot, set, e0, e1);
+            job.firstEcn(slot, set, ecn);
             job.missing(slot, set, job.workers() - 1);
             if (job.workers() == 1)
             {
@@ -153,6 +157,7 @@ public final class SwitchMlProtocol
         }
         add(buffer, elements, job, slot, set);
         job.exponents(slot, set, Math.max(e0, job.exponent0(slot, set)), Math.max(e1, job.exponent1(slot, set)));
+        job.addEcn(slot, set, ecn);
         job.missing(slot, set, missing - 1);
         if (missing == 1)
         {
@@ -162,7 +167,7 @@ public final class SwitchMlProtocol
 
     private void onRetransmission(
         final ArrivingFrame arriving, final SwitchMlJob job, final int worker, final int slot, final int set,
-        final int header)
+        final int header, final int ecn)
     {
         if (job.missing(slot, set) != 0)
         {
@@ -170,6 +175,7 @@ public final class SwitchMlProtocol
             output.drop(arriving, DataplaneCounter.DROP_SWITCHML_PENDING);
             return;
         }
+        job.addEcn(slot, set, ecn);
         resultsResent.incrementRelease();
         job.resultsResent++;
         final UnsafeBuffer scratch = job.resultScratch();
@@ -216,6 +222,7 @@ public final class SwitchMlProtocol
             UdpHeader.srcPort(in, inUdp), SwitchMlHeader.size(in, header), SwitchMlHeader.job(in, header),
             SwitchMlHeader.tsi(in, header), slot | (set != 0 ? SwitchMlHeader.SHADOW_SET_BIT : 0),
             job.exponent0(slot, set), job.exponent1(slot, set), job.elements());
+        Ecn.set(out, index + EthernetHeader.LENGTH, job.resultEcn(slot, set));
         out.putBytes(SwitchMlPacketWriter.elementsOffset(index), elementsOnWire, 0, payload);
         output.commit(port);
         results.incrementRelease();

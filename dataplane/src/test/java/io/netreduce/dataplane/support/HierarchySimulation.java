@@ -61,6 +61,29 @@ public final class HierarchySimulation
     private final ArrayDeque<Object[]> network = new ArrayDeque<>();
     private int badIcrc;
     private int misrouted;
+    private HopHook hook;
+
+    /** A worker's frame on its way to its rack's leaf. */
+    public static final int HOP_WORKER_TO_LEAF = 0;
+    /** A leaf's partial on its way up to the spine. */
+    public static final int HOP_LEAF_TO_SPINE = 1;
+    /** A spine's result on its way down to a leaf. */
+    public static final int HOP_SPINE_TO_LEAF = 2;
+    /** A leaf's result on its way to a worker. */
+    public static final int HOP_LEAF_TO_WORKER = 3;
+
+    /**
+     * Sees (and may change in place, e.g. mark ECN) every frame about to cross a link, lost ones excepted.
+     */
+    @FunctionalInterface
+    public interface HopHook
+    {
+        /**
+         * @param hop    one of the {@code HOP_*} values.
+         * @param target the leaf or worker the frame goes to (-1: the spine).
+         */
+        void onHop(int hop, int target, byte[] frame);
+    }
 
     /**
      * @param config   the flat ring (all W members, IPv4 from {@link Rings}); each appliance gets its own tier of it.
@@ -119,6 +142,23 @@ public final class HierarchySimulation
             spuriousTimeout);
     }
 
+    /**
+     * Let {@code hook} see every frame about to cross a link (before {@link #run()}).
+     */
+    public HierarchySimulation onHop(final HopHook hook)
+    {
+        this.hook = hook;
+        return this;
+    }
+
+    private void hop(final int hop, final int target, final byte[] frame)
+    {
+        if (hook != null)
+        {
+            hook.onHop(hop, target, frame);
+        }
+    }
+
     public static HierarchySimulation lossless(
         final RingDefinition config, final List<Integer> rackEnds, final int messages, final long seed)
     {
@@ -138,6 +178,7 @@ public final class HierarchySimulation
 
     private void send(final int kind, final int target, final byte[] bytes)
     {
+        hop(HOP_WORKER_TO_LEAF, target, bytes);
         network.add(new Object[]{ kind, target, bytes });
         while (!network.isEmpty())
         {
@@ -179,6 +220,7 @@ public final class HierarchySimulation
                 {
                     continue;
                 }
+                hop(HOP_LEAF_TO_WORKER, destination, out);
                 network.add(new Object[]{ TO_WORKER, destination, out });
             }
             else
@@ -189,6 +231,7 @@ public final class HierarchySimulation
                 {
                     continue;
                 }
+                hop(HOP_LEAF_TO_SPINE, -1, out);
                 network.add(new Object[]{ TO_SPINE, -1, out });
             }
         }
@@ -211,6 +254,7 @@ public final class HierarchySimulation
             {
                 continue;
             }
+            hop(HOP_SPINE_TO_LEAF, leaf, out);
             network.add(new Object[]{ TO_LEAF, leaf, out });
         }
     }

@@ -2,6 +2,7 @@ package io.netreduce.dataplane.switchml;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.support.DataplaneHarness;
+import io.netreduce.protocol.wire.Ecn;
 import io.netreduce.protocol.wire.Ipv4Header;
 import io.netreduce.protocol.writer.SwitchMlPacketWriter;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -171,6 +172,82 @@ class SwitchMlAggregationTest
             assertThat(harness.counter(DataplaneCounter.SWITCHML_PACKETS)).isEqualTo(3);
             assertThat(harness.counter(DataplaneCounter.SWITCHML_COMPLETIONS)).isEqualTo(1);
             assertThat(harness.counter(DataplaneCounter.SWITCHML_RESULTS)).isEqualTo(3);
+        }
+    }
+
+    private static byte[] withEcn(final byte[] frame, final int codepoint)
+    {
+        Ecn.set(new UnsafeBuffer(frame), 14, codepoint);
+        return frame;
+    }
+
+    /**
+     * PANAMA §4.2 on SwitchML: the results of a slot carry CE when any contribution did, else ECT(0)/ECT(1) when
+     * the contributions were ECN-capable, else Not-ECT; the IPv4 checksum stays valid and nothing else changes.
+     */
+    @ParameterizedTest(name = "ECN {0}, {1}, {2} -> {3}")
+    @CsvSource({
+        "0, 0, 0, 0",
+        "2, 2, 2, 2",
+        "1, 1, 1, 1",
+        "2, 3, 2, 3",
+        "0, 0, 3, 3",
+        "1, 2, 1, 2",
+    })
+    void shouldOrTheContributionsEcnIntoEveryResult(final int e0, final int e1, final int e2, final int expected)
+    {
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.await(harness.proxy().installSwitchMlJob(job(3, 64, 4)));
+            final SplittableRandom random = new SplittableRandom(7);
+            final int[][] v = { values(random, 64), values(random, 64), values(random, 64) };
+            assertThat(harness.process(withEcn(packet(0, 1, 3, 0, 0, v[0]), e0))).isEmpty();
+            assertThat(harness.process(withEcn(packet(1, 1, 3, 0, 0, v[1]), e1))).isEmpty();
+            final List<byte[]> results = harness.process(withEcn(packet(2, 1, 3, 0, 0, v[2]), e2));
+            assertThat(results).hasSize(3);
+            for (int w = 0; w < 3; w++)
+            {
+                final byte[] result = results.get(w);
+                final UnsafeBuffer buffer = new UnsafeBuffer(result);
+                assertThat(Ecn.of(buffer, 14)).as("worker %d", w).isEqualTo(expected);
+                assertThat(Ipv4Header.computeChecksum(buffer, 14)).isZero();
+                // Otherwise the result is udp_sender.p4's, byte for byte.
+                assertThat(withEcn(result.clone(), 0)).isEqualTo(expectedResult(w, 2, 1, 1, 3, 0, 0, 0,
+                    sum(v[0], v[1], v[2])));
+            }
+            // Two rounds later the slot's set 0 starts afresh: unmarked contributions, unmarked results.
+            for (final int poolIndex : new int[] { 3 | 0x8000, 3 })
+            {
+                harness.process(withEcn(packet(0, 2, poolIndex, 0, 0, v[0]), Ecn.ECT_0));
+                harness.process(withEcn(packet(1, 2, poolIndex, 0, 0, v[1]), Ecn.ECT_0));
+                final List<byte[]> next = harness.process(withEcn(packet(2, 2, poolIndex, 0, 0, v[2]), Ecn.ECT_0));
+                assertThat(next).hasSize(3);
+                for (final byte[] result : next)
+                {
+                    assertThat(Ecn.of(new UnsafeBuffer(result), 14)).isEqualTo(Ecn.ECT_0);
+                }
+            }
+        }
+    }
+
+    @Test
+    void shouldAnswerAMarkedRetransmissionToACompleteSlotWithAMarkedResult()
+    {
+        try (DataplaneHarness harness = new DataplaneHarness())
+        {
+            harness.await(harness.proxy().installSwitchMlJob(job(2, 64, 4)));
+            final SplittableRandom random = new SplittableRandom(8);
+            final int[] a = values(random, 64);
+            final int[] b = values(random, 64);
+            harness.process(withEcn(packet(0, 1, 2, 0, 0, a), Ecn.ECT_0));
+            for (final byte[] result : harness.process(withEcn(packet(1, 1, 2, 0, 0, b), Ecn.ECT_0)))
+            {
+                assertThat(Ecn.of(new UnsafeBuffer(result), 14)).isEqualTo(Ecn.ECT_0);
+            }
+            final List<byte[]> again = harness.process(withEcn(packet(0, 9, 2, 0, 0, a), Ecn.CE));
+            assertThat(again).hasSize(1);
+            assertThat(Ecn.of(new UnsafeBuffer(again.getFirst()), 14)).isEqualTo(Ecn.CE);
+            assertThat(Ipv4Header.computeChecksum(new UnsafeBuffer(again.getFirst()), 14)).isZero();
         }
     }
 

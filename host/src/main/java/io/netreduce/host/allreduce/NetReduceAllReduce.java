@@ -25,7 +25,8 @@ import java.util.Locale;
  * successor. So the result of message k reaches this worker as the WRITE WITH IMMEDIATE completion of its
  * predecessor's message k on the receive queue pair; its data sits in receive slot k mod 2N behind the
  * predecessor's INA header, and is copied into the tensor. Each result advances the window: at most N messages
- * are posted and not yet answered. A send slot is refilled only after its previous message's send completion,
+ * are posted and not yet answered, fewer when results come back ECN-marked ({@link CongestionWindow}: PANAMA's
+ * DCTCP-like law, results as implicit acknowledgements, N the cap). A send slot is refilled only after its previous message's send completion,
  * so a retransmission never reads a slot that has been overwritten.
  * <p>
  * <b>Placement mode</b> ({@link #placed}): the link's send and receive regions are the caller's memory in message
@@ -66,6 +67,7 @@ public final class NetReduceAllReduce implements AllReduce
     private final int slots;
     /** Messages the input and output areas hold in placement mode; 0 in slot mode. */
     private final int areaMessages;
+    private final CongestionWindow congestion;
 
     private long posted;
     private long sendsCompleted;
@@ -143,6 +145,10 @@ public final class NetReduceAllReduce implements AllReduce
         this.dataBytes = config.dataBytesPerMessage();
         this.slots = config.slots();
         this.areaMessages = areaMessages;
+        this.congestion = new CongestionWindow(config.window(), config.congestion());
+        // Marked results are acted on by the window, on every rank; a CNP per marked result would make the
+        // predecessor's rate limiter act on the same marks again.
+        link.receiveQp().congestionNotification(!config.congestion().enabled());
         wr.opcode(WorkRequest.RDMA_WRITE_WITH_IMM);
         link.topUpReceives();
     }
@@ -281,7 +287,7 @@ public final class NetReduceAllReduce implements AllReduce
     private int postMessages()
     {
         int work = 0;
-        while (posted < callEnd && posted - resultsReceived < config.window() && posted - sendsCompleted < slots)
+        while (posted < callEnd && posted - resultsReceived < congestion.window() && posted - sendsCompleted < slots)
         {
             final int slotOffset = offsetOf(posted);
             InaHeader.write(sendMemory, slotOffset, config.inetTag(), config.ringId(), (int)(posted & 0xFF),
@@ -392,6 +398,7 @@ public final class NetReduceAllReduce implements AllReduce
         link.endpoint().trace().record(link.endpoint().nanoTime(), TraceRecorder.RESULT_RECEIVED,
             link.receiveQp().qpn(), seq);
         resultsReceived++;
+        congestion.onResult(completion.congestionExperienced());
     }
 
     /**
@@ -433,5 +440,13 @@ public final class NetReduceAllReduce implements AllReduce
     public long calls()
     {
         return calls;
+    }
+
+    /**
+     * @return the window and what it has seen: current window, alpha, marked results (read on the driving thread).
+     */
+    public CongestionWindow congestion()
+    {
+        return congestion;
     }
 }

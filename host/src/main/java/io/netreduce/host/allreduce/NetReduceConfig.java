@@ -17,9 +17,11 @@ import io.netreduce.protocol.wire.InaHeader;
  * @param resultTag   the InetTag expected on results (the ring's {@code resultTag}, default "NRES"). When it
  *                    differs from {@code inetTag}, a message still carrying {@code inetTag} is known to have
  *                    passed through unaggregated and fails the call; when equal, that cannot be told.
+ * @param congestion  how the worker's window follows ECN marks on results ({@link CongestionWindow}); N is its cap.
  */
 public record NetReduceConfig(
-    int ringId, int window, int msgLen, int payloadSize, long timeoutNs, int inetTag, int resultTag)
+    int ringId, int window, int msgLen, int payloadSize, long timeoutNs, int inetTag, int resultTag,
+    CongestionControl congestion)
 {
     /** Bytes of the INA header at the start of every message. */
     public static final int INA_HEADER_LENGTH = 8;
@@ -46,6 +48,20 @@ public record NetReduceConfig(
         {
             throw new IllegalArgumentException("timeoutNs must be positive: " + timeoutNs);
         }
+        if (congestion == null)
+        {
+            throw new IllegalArgumentException("congestion control must be given (CongestionControl.DEFAULT or OFF)");
+        }
+    }
+
+    /**
+     * A ring whose window adapts to ECN marks ({@link CongestionControl#DEFAULT}).
+     */
+    public NetReduceConfig(
+        final int ringId, final int window, final int msgLen, final int payloadSize, final long timeoutNs,
+        final int inetTag, final int resultTag)
+    {
+        this(ringId, window, msgLen, payloadSize, timeoutNs, inetTag, resultTag, CongestionControl.DEFAULT);
     }
 
     /**
@@ -55,6 +71,14 @@ public record NetReduceConfig(
         final int ringId, final int window, final int msgLen, final int payloadSize, final long timeoutNs)
     {
         this(ringId, window, msgLen, payloadSize, timeoutNs, InaHeader.INET_TAG, InaHeader.RESULT_TAG);
+    }
+
+    /**
+     * @return this ring with other congestion control settings.
+     */
+    public NetReduceConfig withCongestion(final CongestionControl control)
+    {
+        return new NetReduceConfig(ringId, window, msgLen, payloadSize, timeoutNs, inetTag, resultTag, control);
     }
 
     /**

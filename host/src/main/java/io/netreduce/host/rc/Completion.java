@@ -22,6 +22,7 @@ public final class Completion
     int immediate;
     boolean hasImmediate;
     int qpn;
+    boolean congestionExperienced;
 
     public long wrId()
     {
@@ -75,6 +76,17 @@ public final class Completion
         return qpn;
     }
 
+    /**
+     * @return for a receive completion: whether a packet of the received message arrived with ECN = CE (a switch on
+     * its path, or an aggregating appliance that OR-ed its contributions' marks, saw congestion). Verbs does not
+     * report this; the software endpoint does, so that a NetReduce worker can treat results as marked implicit
+     * acknowledgements (PANAMA §4.2).
+     */
+    public boolean congestionExperienced()
+    {
+        return congestionExperienced;
+    }
+
     public static String opcodeName(final int opcode)
     {
         return switch (opcode)
@@ -92,6 +104,6 @@ public final class Completion
     {
         return "Completion{wrId=" + wrId + ", status=" + CompletionStatus.name(status) + ", opcode=" +
             opcodeName(opcode) + ", byteLength=" + byteLength + (hasImmediate ? ", imm=" + immediate : "") +
-            ", qpn=" + qpn + '}';
+            ", qpn=" + qpn + (congestionExperienced ? ", CE" : "") + '}';
     }
 }

@@ -21,6 +21,7 @@ public final class CompletionQueue
     private final int[] immediates;
     private final boolean[] hasImmediates;
     private final int[] qpns;
+    private final boolean[] congestion;
     private final Completion view = new Completion();
     private long head;
     private long tail;
@@ -39,6 +40,7 @@ public final class CompletionQueue
         immediates = new int[size];
         hasImmediates = new boolean[size];
         qpns = new int[size];
+        congestion = new boolean[size];
     }
 
     public int capacity()
@@ -65,6 +67,22 @@ public final class CompletionQueue
         final int immediate,
         final int qpn)
     {
+        return offer(wrId, status, opcode, byteLength, hasImmediate, immediate, qpn, false);
+    }
+
+    /**
+     * @param congestionExperienced a receive completion whose message had a packet marked ECN = CE.
+     */
+    boolean offer(
+        final long wrId,
+        final int status,
+        final int opcode,
+        final int byteLength,
+        final boolean hasImmediate,
+        final int immediate,
+        final int qpn,
+        final boolean congestionExperienced)
+    {
         if (!hasSpace())
         {
             return false;
@@ -77,6 +95,7 @@ public final class CompletionQueue
         immediates[index] = immediate;
         hasImmediates[index] = hasImmediate;
         qpns[index] = qpn;
+        congestion[index] = congestionExperienced;
         tail++;
         return true;
     }
@@ -99,6 +118,7 @@ public final class CompletionQueue
             view.immediate = immediates[index];
             view.hasImmediate = hasImmediates[index];
             view.qpn = qpns[index];
+            view.congestionExperienced = congestion[index];
             head++;
             count++;
             handler.onCompletion(view);

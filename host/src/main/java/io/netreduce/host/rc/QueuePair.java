@@ -152,6 +152,18 @@ public final class QueuePair
         return state == STATE_ERROR ? POST_WRONG_STATE : responder.postRecv(wrId, region, offset, length);
     }
 
+    /**
+     * Whether a CE-marked request makes this queue pair's responder send a CNP to the peer (DCQCN; on by default).
+     * A NetReduce ring turns it off on its receive queue pair when its workers adapt their window to the marks on
+     * results themselves (PANAMA's implicit acknowledgements): the sender's rate limiter would otherwise react to
+     * the same marks a second time.
+     */
+    public QueuePair congestionNotification(final boolean sendCnps)
+    {
+        responder.sendsCnps(sendCnps);
+        return this;
+    }
+
     public int qpn()
     {
         return qpn;

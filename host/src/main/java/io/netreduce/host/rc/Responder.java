@@ -23,7 +23,9 @@ import static io.netreduce.protocol.wire.BthHeader.psnDelta;
  * PSN arrives. RDMA WRITEs are checked against the {@link MemoryRegistry} (R_Key, VA and length) and placed in
  * order; SENDs fill the next posted receive. ACKs are coalesced: one per duty cycle when a packet asked for one
  * (AckReq), otherwise after {@link RcConfig#ackCoalescePackets()} packets or {@link RcConfig#ackCoalesceDelayNs()}.
- * A CE-marked request makes the responder send a CNP, at most one per {@link RcConfig#cnpIntervalNs()}.
+ * A CE-marked request makes the responder send a CNP, at most one per {@link RcConfig#cnpIntervalNs()} (unless
+ * {@link QueuePair#congestionNotification(boolean) turned off}), and a receive completion reports whether a packet
+ * of its message was marked ({@link Completion#congestionExperienced()}).
  * <p>
  * Single-threaded: driven by the endpoint's duty cycle through its queue pair.
  */
@@ -60,6 +62,9 @@ final class Responder
     private int pendingNakSyndrome = NO_NAK;
     private int pendingNakPsn;
     private boolean cnpPending;
+    private boolean sendsCnps = true;
+    /** A packet of the message being received arrived CE-marked (reported with its receive completion). */
+    private boolean messageCongestion;
     private boolean cnpEverSent;
     private long lastCnpNs;
     private int inMessage = NONE;
@@ -83,6 +88,15 @@ final class Responder
         rqRegion = new MemoryRegion[rqSize];
         rqOffset = new int[rqSize];
         rqLength = new int[rqSize];
+    }
+
+    /**
+     * @param sends whether a CE-marked request makes this responder send CNPs (DCQCN's notification point; on by
+     *              default). Off where the application reacts to the marks itself, from its receive completions.
+     */
+    void sendsCnps(final boolean sends)
+    {
+        this.sendsCnps = sends;
     }
 
     void expectedPsn(final int psn)
@@ -127,7 +141,8 @@ final class Responder
      */
     void onRequest(final RoceFrame frame, final long nowNs)
     {
-        if (frame.ecn() == Ipv4Header.ECN_CE)
+        final boolean marked = frame.ecn() == Ipv4Header.ECN_CE;
+        if (marked)
         {
             onCongestionExperienced(nowNs);
         }
@@ -135,6 +150,11 @@ final class Responder
         {
             return;
         }
+        if (frame.has(Opcode.IS_FIRST))
+        {
+            messageCongestion = false;
+        }
+        messageCongestion |= marked;
         final int opcode = frame.opcode();
         final boolean first = frame.has(Opcode.IS_FIRST);
         final boolean isWrite = opcode >= Opcode.RDMA_WRITE_FIRST;
@@ -171,7 +191,7 @@ final class Responder
     private void onCongestionExperienced(final long nowNs)
     {
         counters.ecnMarked++;
-        if (!cnpEverSent || nowNs - lastCnpNs >= config.cnpIntervalNs())
+        if (sendsCnps && (!cnpEverSent || nowNs - lastCnpNs >= config.cnpIntervalNs()))
         {
             cnpEverSent = true;
             lastCnpNs = nowNs;
@@ -300,7 +320,8 @@ final class Responder
             final int imm = hasImm ?
                 ImmDtHeader.immediate(frame.buffer(), frame.bthOffset() + Opcode.immDtOffset(frame.opcode())) : 0;
             recvCq.offer(rqWrId[index], CompletionStatus.SUCCESS,
-                isWrite ? Completion.OP_RECV_RDMA_WITH_IMM : Completion.OP_RECV, messageBytes, hasImm, imm, qp.qpn());
+                isWrite ? Completion.OP_RECV_RDMA_WITH_IMM : Completion.OP_RECV, messageBytes, hasImm, imm, qp.qpn(),
+                messageCongestion);
             rqRegion[index] = null;
             rqConsumed++;
         }

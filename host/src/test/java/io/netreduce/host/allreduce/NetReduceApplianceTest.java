@@ -199,7 +199,7 @@ class NetReduceApplianceTest
      * An appliance on the ring's fabric, every RoCE frame redirected to it and run every step, with no ring
      * installed yet: until one is, ring traffic passes through unaggregated.
      */
-    private static DataplaneAgent applianceWithoutRings(final RingHarness ring)
+    static DataplaneAgent applianceWithoutRings(final RingHarness ring)
     {
         final MemoryPort appliancePort = new MemoryPort("appliance", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096,
             1 << 23);
@@ -219,7 +219,7 @@ class NetReduceApplianceTest
         return tensor;
     }
 
-    private static <T> T await(final DataplaneAgent agent, final CompletableFuture<T> reply)
+    static <T> T await(final DataplaneAgent agent, final CompletableFuture<T> reply)
     {
         for (int i = 0; i < 1000 && !reply.isDone(); i++)
         {

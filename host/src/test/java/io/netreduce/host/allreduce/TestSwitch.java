@@ -2,6 +2,7 @@ package io.netreduce.host.allreduce;
 
 import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.MemoryPort;
+import io.netreduce.protocol.wire.Ecn;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.MutableDirectBuffer;
@@ -24,8 +25,28 @@ final class TestSwitch
     private final FrameHandler handler = this::onFrame;
     private int redirectPort = -1;
     private int inPort;
+    private Marker marker;
     long unknownMac;
     long redirected;
+    long marked;
+
+    /**
+     * Decides which RoCEv2 frames the switch marks ECN = CE on their way (a congested egress's AQM).
+     */
+    @FunctionalInterface
+    interface Marker
+    {
+        /**
+         * @param inPort the switch port the frame arrived on.
+         * @param frame  the frame, parsed.
+         */
+        boolean mark(int inPort, RoceFrame frame);
+    }
+
+    void marker(final Marker marker)
+    {
+        this.marker = marker;
+    }
 
     /**
      * Add a port facing {@code device} (wired to it) for a host with MAC {@code mac} (0: no MAC, e.g. the
@@ -67,6 +88,11 @@ final class TestSwitch
 
     private void onFrame(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
     {
+        if (marker != null && frame.wrap(buffer, offset, length) == RoceFrame.OK && marker.mark(inPort, frame))
+        {
+            Ecn.markCe(buffer, frame.l3Offset());
+            marked++;
+        }
         if (redirectPort >= 0 && inPort != redirectPort && frame.wrap(buffer, offset, length) != RoceFrame.NOT_ROCE)
         {
             redirected++;

@@ -68,6 +68,34 @@ final class Requests
         return value.longValue();
     }
 
+    static boolean booleanField(final JsonNode request, final String name, final boolean fallback)
+    {
+        final JsonNode value = request.get(name);
+        if (value == null)
+        {
+            return fallback;
+        }
+        if (!value.isBoolean())
+        {
+            throw new IllegalArgumentException("\"" + name + "\" must be true or false");
+        }
+        return value.booleanValue();
+    }
+
+    static double doubleField(final JsonNode request, final String name, final double fallback)
+    {
+        final JsonNode value = request.get(name);
+        if (value == null)
+        {
+            return fallback;
+        }
+        if (!value.isNumber())
+        {
+            throw new IllegalArgumentException("\"" + name + "\" must be a number");
+        }
+        return value.doubleValue();
+    }
+
     static String textField(final JsonNode request, final String name, final String fallback)
     {
         final JsonNode value = request.get(name);

@@ -3,6 +3,8 @@ package io.netreduce.worker.sidecar;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netreduce.host.allreduce.AllReduceException;
+import io.netreduce.host.allreduce.CongestionControl;
+import io.netreduce.host.allreduce.CongestionWindow;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.RingLink;
@@ -33,7 +35,9 @@ import java.util.concurrent.TimeUnit;
  * Requests: {@code open} (ring parameters and the shared file; answers this rank's connection info for the ring
  * neighbours and the areas' geometry), {@code connect} (the neighbours' info), {@code allreduce} (elements in the
  * input area; answered when the sum is in the output area or with the error), {@code stats}, {@code close}; the
- * loop, its dispatch and the mapping are {@link SidecarLoop}'s. One call runs at a time; requests queue in order.
+ * loop, its dispatch and the mapping are {@link SidecarLoop}'s. The open may say how the window follows ECN marks
+ * ({@code ecnWindow}, {@code ecnGain}; {@link CongestionWindow}), and {@code stats} reports the window, alpha and the
+ * marked results. One call runs at a time; requests queue in order.
  * Between calls the loop keeps the endpoint running, so neighbours' retransmissions are answered while this
  * trainer computes. It blocks in poll(2) on the port and the doorbell, so an idle sidecar takes no CPU.
  */
@@ -41,6 +45,7 @@ final class Sidecar extends SidecarLoop
 {
     private final RcEndpoint endpoint;
     private final IdleStrategy idle;
+    private final CongestionControl defaults;
 
     private RingLink link;
     private NetReduceAllReduce op;
@@ -50,9 +55,19 @@ final class Sidecar extends SidecarLoop
 
     Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle)
     {
+        this(endpoint, control, idle, CongestionControl.DEFAULT);
+    }
+
+    /**
+     * @param defaults congestion control for an open that does not say ({@code worker serve --ecn-window/--ecn-gain}).
+     */
+    Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle,
+        final CongestionControl defaults)
+    {
         super(control);
         this.endpoint = endpoint;
         this.idle = idle;
+        this.defaults = defaults;
     }
 
     @Override
@@ -117,7 +132,8 @@ final class Sidecar extends SidecarLoop
             Requests.intField(request, "window"), Requests.intField(request, "msgLen"), payload,
             TimeUnit.MILLISECONDS.toNanos(Requests.longField(request, "timeoutMs", 10_000)),
             tag("inetTag", Requests.textField(request, "inetTag", "NRED")),
-            tag("resultTag", Requests.textField(request, "resultTag", "NRES")));
+            tag("resultTag", Requests.textField(request, "resultTag", "NRES")),
+            congestion(request));
         final long shmBytes = Requests.longField(request, "shmBytes", -1);
         final int messageBytes = config.messageBytes();
         final long messages = shmBytes / (2L * messageBytes);
@@ -193,10 +209,33 @@ final class Sidecar extends SidecarLoop
         if (op != null)
         {
             final var send = link.sendQp().counters();
+            final CongestionWindow window = op.congestion();
             reply.put("bytesPosted", op.bytesPosted())
                 .put("retransmittedPackets", send.retransmittedPackets())
-                .put("timeouts", send.timeouts());
+                .put("timeouts", send.timeouts())
+                .put("ecnWindow", window.enabled())
+                .put("window", window.window())
+                .put("windowCap", window.cap())
+                .put("windowMin", window.minWindow())
+                .put("alpha", window.alpha())
+                .put("results", window.results())
+                .put("markedResults", window.markedResults())
+                .put("windowCuts", window.decreases());
         }
+    }
+
+    /**
+     * The open's {@code ecnWindow} (default true) and {@code ecnGain} (default 1/16): how the window follows ECN
+     * marks on results ({@link CongestionWindow}).
+     */
+    private CongestionControl congestion(final JsonNode request)
+    {
+        final double gain = Requests.doubleField(request, "ecnGain", defaults.gain());
+        if (!(gain > 0 && gain <= 1))
+        {
+            throw new IllegalArgumentException("open: ecnGain must be in (0, 1]: " + gain);
+        }
+        return new CongestionControl(Requests.booleanField(request, "ecnWindow", defaults.enabled()), gain);
     }
 
     private static int tag(final String name, final String text)

@@ -142,6 +142,22 @@ class SidecarProtocolTest
         assertError(ask(open(",\"shmBytes\":0")), "shmBytes must be");
         assertError(ask(open(",\"shm\":\"" + dir.resolve("missing") + "\"")), "not a regular file");
         assertError(ask(open(",\"window\":\"eight\"")), "\"window\" must be an integer");
+        assertError(ask(open(",\"ecnGain\":0")), "ecnGain must be in (0, 1]");
+        assertError(ask(open(",\"ecnGain\":\"high\"")), "\"ecnGain\" must be a number");
+        assertError(ask(open(",\"ecnWindow\":1")), "\"ecnWindow\" must be true or false");
+        assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
+    }
+
+    @Test
+    void shouldTakeTheCongestionControlSettingsOfTheOpen() throws Exception
+    {
+        final JsonNode opened = ask(open(",\"ecnWindow\":false,\"ecnGain\":0.25"));
+        assertThat(opened.path("ok").asBoolean()).as(opened.toString()).isTrue();
+        assertThat(ask("{\"op\":\"connect\",\"successor\":\"" + opened.path("receive").asText() +
+            "\",\"predecessor\":\"" + opened.path("send").asText() + "\"}").path("ok").asBoolean()).isTrue();
+        final JsonNode stats = ask("{\"op\":\"stats\"}");
+        assertThat(stats.path("ecnWindow").asBoolean(true)).as(stats.toString()).isFalse();
+        assertThat(stats.path("window").asInt()).isEqualTo(8);
         assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
     }
 
@@ -162,6 +178,13 @@ class SidecarProtocolTest
         final JsonNode peer = opened;
         assertThat(ask("{\"op\":\"connect\",\"successor\":\"" + peer.path("receive").asText() +
             "\",\"predecessor\":\"" + peer.path("send").asText() + "\"}").path("ok").asBoolean()).isTrue();
+        // The window follows ECN marks by default, starting at the ring's window.
+        final JsonNode stats = ask("{\"op\":\"stats\"}");
+        assertThat(stats.path("ecnWindow").asBoolean(false)).as(stats.toString()).isTrue();
+        assertThat(stats.path("window").asInt()).isEqualTo(8);
+        assertThat(stats.path("windowCap").asInt()).isEqualTo(8);
+        assertThat(stats.path("alpha").asDouble()).isEqualTo(1.0);
+        assertThat(stats.path("markedResults").asLong(-1)).isZero();
         // two messages of 65528 data bytes: 32764 fp32 elements at most
         assertError(ask("{\"op\":\"allreduce\",\"elements\":32765}"),
             "do not fit the input area: it holds 2 messages of 65528 data bytes (32764 elements)");
