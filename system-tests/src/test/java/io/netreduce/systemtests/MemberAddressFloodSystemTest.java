@@ -32,7 +32,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Issue 30 item 5 on the bed: a host on the switch (the bed's outsider) floods first packets that carry rank 0's
  * IP <em>and</em> MAC, rank 1's address, receive QP and MAC, a valid ICRC and the ring's INA header, while the
- * members all-reduce. Frames a member never sends (802.1Q-tagged, QinQ, to the broadcast MAC) are refused by the
+ * members all-reduce (one every 0.1 ms). Frames a member never sends (802.1Q-tagged, QinQ, to the broadcast MAC) are refused by the
  * appliance, counted, and the ring goes on with exact sums. A flood of untagged unicast frames, byte for byte what
  * rank 0 would send, is not told apart: it may stall the ring (no call returns a wrong sum) until it stops, and then
  * the members' next job sums exactly. That case is the switch's (port security, docs/deployment.md).
@@ -81,7 +81,7 @@ class MemberAddressFloodSystemTest
     {
         final NetReduceConfig config = new NetReduceConfig(RING, WINDOW, MSG_LEN, PAYLOAD,
             TimeUnit.SECONDS.toNanos(5));
-        final int elements = 40 * config.dataBytesPerMessage() / Float.BYTES;
+        final int elements = 160 * config.dataBytesPerMessage() / Float.BYTES;
         try (Appliance appliance = Appliance.start(bed, 0.0,
                 Appliance.ringJob("flooded", RING, "fp32", WORLD, WINDOW, MSG_LEN, PAYLOAD));
             WorkerRing ring = new WorkerRing(bed, WORLD, r -> new RcConfig().pmtu(PAYLOAD)
@@ -109,7 +109,7 @@ class MemberAddressFloodSystemTest
                 forgery, flood.sent(), refusal.reason(), appliance.counter(refusal),
                 appliance.counter(DataplaneCounter.DROP_RUN_IN_PROGRESS),
                 appliance.counter(DataplaneCounter.RING_RESTARTS));
-            assertThat(flood.sent()).as("forged frames sent").isGreaterThan(100);
+            assertThat(flood.sent()).as("forged frames sent").isGreaterThan(50);
             assertThat(appliance.counter(refusal)).as("forged frames refused, counted").isPositive();
             assertThat(appliance.counter(DataplaneCounter.RING_RESTARTS)).as("ring restarts").isZero();
         }
@@ -184,7 +184,7 @@ class MemberAddressFloodSystemTest
     }
 
     /**
-     * The outsider's sender: every 0.25 ms one message's first packet as rank 0 would send it towards rank 1's real
+     * The outsider's sender: every 0.1 ms one message's first packet as rank 0 would send it towards rank 1's real
      * receive QP (rank 0's IP and MAC, rank 1's IP and MAC, a PSN of its own, valid ICRC, MsgIDs cycling over the
      * window's slots, gradients of 1e30), shaped as {@code forgery} says (null: untouched).
      */
@@ -229,7 +229,7 @@ class MemberAddressFloodSystemTest
         public int getAsInt()
         {
             final long now = System.nanoTime();
-            if (now - lastNs < 250_000)
+            if (now - lastNs < 100_000)
             {
                 return 0;
             }
