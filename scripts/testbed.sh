@@ -7,8 +7,11 @@
 #   nr-out              with --outsider: a host on the same switch that is not a ring member (10.77.0.100,
 #                       MAC 02:77:00:00:00:64), for tests that send crafted packets into a ring
 #
-# The switch redirects UDP 4791 (RoCEv2) and UDP to SwitchML's ports 0xBEE0..0xBEEF arriving on worker ports to the
-# appliance port with tc u32 + mirred (the ACL redirect of a real deployment). The appliance namespace also has a
+# The switch redirects UDP 4791 (RoCEv2; IPv4 also with one 802.1Q tag or QinQ) and UDP to SwitchML's ports
+# 0xBEE0..0xBEEF arriving on worker ports to the appliance port with tc u32 + mirred (the ACL redirect of a real
+# deployment). Port security, as docs/deployment.md asks of a switch: every MAC is a static FDB entry and learning
+# is off on every port, so a host that sends with another host's MAC cannot move that host's entry to its own port
+# (static entries are not sticky: before, a forged frame that reached the bridge took a worker's frames away). The appliance namespace also has a
 # management interface, mgmt0 (10.77.0.253, MAC 02:77:00:00:00:fd), an ordinary port of the switch apart from the
 # dataplane's eth0: the SwitchML controller's gRPC service listens there. 10.77.0.254 (MAC 02:77:00:00:00:fe, the
 # appliance port's) is the bed's SwitchML "switch" address, answered by the dataplane, not by a kernel. The appliance re-emits results into sw-app with the workers'
@@ -31,8 +34,8 @@
 # worker. Learning is off on every appliance port and inter-switch link (appliances re-emit frames with the
 # workers' source MACs, which would move a learnt entry); each switch has a static entry for every worker MAC:
 # its own worker ports for its rack's, the uplink (rack switch) or the rack's downlink (spine switch) otherwise.
-# Nothing is flooded to an appliance port: an appliance passes on what it does not aggregate, and a flooded
-# frame it re-emitted would loop between the tiers forever.
+# Nothing is flooded to an appliance port or across an inter-switch link: an appliance passes on what it does not
+# aggregate, and a flooded frame it re-emitted would loop between the tiers forever.
 #
 # What the namespaces must not do that the hardware they stand for does not (scripts/lib/emulation.sh): a worker's
 # eth0 consumes RoCEv2 as an RDMA NIC would (the software endpoint's AF_PACKET tap still sees every frame; the
@@ -162,6 +165,7 @@ up() {
     worker_tx_offload "$ns" eth0
     ip netns exec "$sw" ip link set "sw-w$i" master br0 mtu "$mtu" up
     ip netns exec "$sw" bridge fdb replace "$(worker_mac "$i")" dev "sw-w$i" master static
+    ip netns exec "$sw" bridge link set dev "sw-w$i" learning off
     redirect_roce "sw-w$i"
     roce_nic "$ns" eth0
     shape "$ns" eth0
@@ -181,6 +185,7 @@ up() {
     ip netns exec "$out" ethtool -K eth0 tx off >/dev/null 2>&1 || true
     ip netns exec "$sw" ip link set sw-out master br0 mtu "$mtu" up
     ip netns exec "$sw" bridge fdb replace "$out_mac" dev sw-out master static
+    ip netns exec "$sw" bridge link set dev sw-out learning off
     redirect_roce sw-out
   fi
   # The appliance's management interface: where its control services listen for the workers (the SwitchML
@@ -192,6 +197,7 @@ up() {
   ip netns exec "$app" ip addr add "$MGMT_IP/24" dev mgmt0
   ip netns exec "$sw" ip link set sw-mgmt master br0 mtu "$mtu" up
   ip netns exec "$sw" bridge fdb replace "$MGMT_MAC" dev sw-mgmt master static
+  ip netns exec "$sw" bridge link set dev sw-mgmt learning off
   # Static neighbours: RoCE endpoints resolve peers out of band, and no ARP is needed to start.
   for i in $(seq 0 $(( workers - 1 ))); do
     for j in $(seq 0 $(( workers - 1 ))); do
@@ -242,6 +248,17 @@ new_appliance() { # ns mac switch_ns: the appliance namespace's eth0 on the swit
     || echo "testbed: warning: cannot turn broadcast flooding off on $swns sw-app (old iproute2 or kernel)" >&2
 }
 
+no_flood() { # ns dev: nothing flooded leaves through dev, an inter-switch (tier) link. Every worker MAC is a static
+  # entry on every switch, so known unicast crosses the tiers; what a switch would flood (unknown unicast, broadcast,
+  # multicast) stays in its own switch. Before, a UDP 4791 frame to a MAC no switch knows looped: redirected to the
+  # leaf, passed on, flooded up the uplink, redirected to the spine, passed on, flooded down every downlink, into
+  # every leaf and up again, for ever (issue 30; docs/deployment.md says what a real switch should do).
+  local ns="$1" dev="$2"
+  ip netns exec "$ns" bridge link set dev "$dev" flood off mcast_flood off
+  ip netns exec "$ns" bridge link set dev "$dev" bcast_flood off 2>/dev/null \
+    || echo "testbed: warning: cannot turn broadcast flooding off on $ns $dev (old iproute2 or kernel)" >&2
+}
+
 up_racks() {
   [ "$workers" -ge 2 ] && [ "$workers" -le 64 ] || { echo "testbed: workers must be 2..64" >&2; exit 2; }
   [ "$racks" -ge 2 ] && [ "$racks" -le 8 ] && [ $(( workers % racks )) -eq 0 ] \
@@ -259,6 +276,8 @@ up_racks() {
     ip netns exec "$rsw" ip link set dev uplink master br0 up
     ip netns exec "$rsw" bridge link set dev uplink learning off
     ip netns exec "$spine_sw" bridge link set dev "dn$k" learning off
+    no_flood "$rsw" uplink
+    no_flood "$spine_sw" "dn$k"
     redirect_roce uplink "$rsw"
     redirect_roce "dn$k" "$spine_sw"
     shape "$rsw" uplink
@@ -267,6 +286,7 @@ up_racks() {
       local ns; ns="$(worker_ns "$i")"
       ip netns add "$ns"
       switch_port "$rsw" "$ns" eth0 "sw-w$i"
+      ip netns exec "$rsw" bridge link set dev "sw-w$i" learning off
       ip netns exec "$ns" ip link set eth0 address "$(worker_mac "$i")" up
       ip netns exec "$ns" ip addr add "$(worker_ip "$i")/24" dev eth0
       ip netns exec "$ns" ip link set lo up
@@ -291,6 +311,7 @@ up_racks() {
     local out="${prefix}-out" out_mac="02:77:00:00:00:64" k
     ip netns add "$out"
     switch_port "${prefix}-sw0" "$out" eth0 sw-out
+    ip netns exec "${prefix}-sw0" bridge link set dev sw-out learning off
     ip netns exec "$out" ip link set eth0 address "$out_mac" up
     ip netns exec "$out" ip addr add 10.77.0.100/24 dev eth0
     ip netns exec "$out" ip link set lo up

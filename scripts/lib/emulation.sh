@@ -39,6 +39,16 @@ redirect_roce_into() {
     match ip6 protocol 17 0xff match ip6 dport 4791 0xffff action mirred egress redirect dev "$target"
   ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ip prio 12 u32 \
     match ip protocol 17 0xff match ip dport 0xbee0 0xfff0 action mirred egress redirect dev "$target"
+  # VLAN-tagged RoCEv2 over IPv4 as well, as a switch's ACL that matches UDP 4791 in any VLAN would: the kernel
+  # takes a frame's (outer) tag off before tc, and tc then sees the tag's protocol, not IP, so the rules above miss
+  # it. One 802.1Q tag: the IPv4 header follows. QinQ (802.1ad outside, 802.1Q inside): the inner tag's TCI and
+  # type come first (4 bytes; IHL 5 assumed). Without these a tagged frame with a worker's addresses went past the
+  # appliance, straight to the receiving worker (issue 30).
+  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol 802.1Q prio 14 u32 \
+    match ip protocol 17 0xff match ip dport 4791 0xffff action mirred egress redirect dev "$target"
+  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol 802.1ad prio 15 u32 \
+    match u16 0x0800 0xffff at 2 match u8 17 0xff at 13 match u16 4791 0xffff at 26 \
+    action mirred egress redirect dev "$target"
 }
 
 # plain_switch NS: a switch does not run the host's iptables on the frames it bridges. Where the host has

@@ -44,12 +44,26 @@ final class TestBed implements AutoCloseable
      */
     static TestBed upRacks(final char tag, final int workers, final int racks, final int mtu)
     {
+        return upRacks(tag, workers, racks, mtu, false);
+    }
+
+    /**
+     * @param outsider also create the non-member namespace, on rack 0's switch.
+     */
+    static TestBed upRacks(final char tag, final int workers, final int racks, final int mtu, final boolean outsider)
+    {
         final String prefix = "t" + tag + (ProcessHandle.current().pid() % 100_000);
         final TestBed bed = new TestBed(prefix, workers, mtu, racks);
+        final List<String> command = new ArrayList<>(List.of("bash", script().toString(), "up", "-w",
+            Integer.toString(workers), "--racks", Integer.toString(racks), "--mtu", Integer.toString(mtu), "--prefix",
+            prefix));
+        if (outsider)
+        {
+            command.add("--outsider");
+        }
         try
         {
-            run(List.of("bash", script().toString(), "up", "-w", Integer.toString(workers), "--racks",
-                Integer.toString(racks), "--mtu", Integer.toString(mtu), "--prefix", prefix), 60);
+            run(command, 60);
         }
         catch (final RuntimeException ex)
         {

@@ -314,6 +314,11 @@ final class Aggregator
         memory.putInt(agg + AggregatorRegion.FINAL_CRC_OFFSET, payloadCrc);
         region.markComplete(agg);
         releaseBySpine(ring, region, msgId, position);
+        if (!ring.macs().isMacBound(ring.downMacIndex()))
+        {
+            // A result for a sum this leaf sent up: evidence for binding the source MAC the spine's results carry.
+            ring.macs().onSumFrom(ring.downMacIndex(), EthernetHeader.srcMac(buffer, arriving.offset()));
+        }
         downResults.incrementRelease();
         aggregationsCompleted.incrementRelease();
         ring.completedCounter().incrementRelease();

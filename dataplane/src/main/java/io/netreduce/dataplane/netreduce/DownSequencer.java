@@ -71,6 +71,10 @@ final class DownSequencer
         final FlowKey key = arriving.key();
         final int ina = frame.payloadOffset();
         final Ring ring = rings[InaHeader.ringId(buffer, ina)];
+        if (!check.checkLinkLayer(arriving))
+        {
+            return;
+        }
         final int gradient = ina + InaHeader.LENGTH;
         if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
         {
@@ -99,6 +103,12 @@ final class DownSequencer
         if (!ring.isIncoming(key.srcHigh(), key.srcLow(), key.dstHigh(), key.dstLow(), key.qp()))
         {
             output.drop(arriving, DataplaneCounter.DROP_SPOOFED);
+            return;
+        }
+        // The spine re-emits the previous rack's last rank's frames: its results come from that member's MAC
+        // (configured, or bound by the entering connection's accepted results), not a host's on this rack's switch.
+        if (!check.checkSourceMac(arriving, ring, ring.downMacIndex()))
+        {
             return;
         }
         final int msgId = InaHeader.msgId(buffer, ina);
@@ -156,6 +166,10 @@ final class DownSequencer
     {
         final RoceFrame frame = arriving.frame();
         final Ring ring = rings[clt.ring(slot)];
+        if (!check.checkLinkLayer(arriving) || !check.checkSourceMac(arriving, ring, ring.downMacIndex()))
+        {
+            return;
+        }
         if (!check.placeByPsn(arriving, frame, ring, slot))
         {
             return;

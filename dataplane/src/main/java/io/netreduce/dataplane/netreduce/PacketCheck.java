@@ -8,7 +8,9 @@ import io.netreduce.dataplane.frame.FrameOutput;
 import io.netreduce.dataplane.ring.Ring;
 import io.netreduce.protocol.icrc.Crc32Combine;
 import io.netreduce.protocol.icrc.Icrc;
+import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.wire.BthHeader;
+import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.Opcode;
 import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.MutableDirectBuffer;
@@ -38,6 +40,50 @@ final class PacketCheck
     {
         this.clt = clt;
         this.output = output;
+    }
+
+    /**
+     * Whether the frame in hand looks as a member's frames do on the link: untagged (the switch delivers them on
+     * the appliance's access port, as the members send them: a tag in the bytes, or one the port's kernel or NIC
+     * took off, means the frame came some other way, say a host that tags its frames into a VLAN the appliance's
+     * port also carries) and to a unicast MAC (its successor's: a broadcast or multicast frame is flooded, and a
+     * result built from its headers would be flooded too). Checked first on every frame the appliance would take
+     * into a ring (a tagged first packet of an installed ring, a spine result at a leaf, a packet of a ring or down
+     * connection); pass-through traffic is not checked. Two loads and two tests: measured in
+     * {@code PacketPathBenchmark} (docs/performance.md).
+     *
+     * @return false when the frame was dropped ({@code DROP_VLAN_TAGGED}, {@code DROP_NOT_UNICAST}).
+     */
+    boolean checkLinkLayer(final ArrivingFrame arriving)
+    {
+        if (arriving.frame().vlanCount() != 0 || (arriving.flags() & FrameHandler.FLAG_VLAN_TAG_STRIPPED) != 0)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_VLAN_TAGGED);
+            return false;
+        }
+        if ((arriving.buffer().getByte(arriving.offset() + EthernetHeader.DST_MAC_OFFSET) & 1) != 0)
+        {
+            output.drop(arriving, DataplaneCounter.DROP_NOT_UNICAST);
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * Whether the frame in hand comes from the MAC bound at {@code index} of the ring's {@link Ring#macs()} (a rank,
+     * or a leaf's entering connection), or nothing is bound there yet.
+     *
+     * @return false when the frame was dropped ({@code DROP_MAC_MISMATCH}).
+     */
+    boolean checkSourceMac(final ArrivingFrame arriving, final Ring ring, final int index)
+    {
+        if (ring.macs().isMacBound(index) &&
+            ring.macs().boundMac(index) != EthernetHeader.srcMac(arriving.buffer(), arriving.offset()))
+        {
+            output.drop(arriving, DataplaneCounter.DROP_MAC_MISMATCH);
+            return false;
+        }
+        return true;
     }
 
     int gradientCrc()

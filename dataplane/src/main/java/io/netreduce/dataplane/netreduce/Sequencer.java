@@ -185,6 +185,10 @@ final class Sequencer implements ConnectionTable.StaleTest
             output.forward(arriving);
             return;
         }
+        if (!check.checkLinkLayer(arriving))
+        {
+            return;
+        }
         final int gradient = ina + InaHeader.LENGTH;
         if (frame.payloadLength() != ring.payloadSize() || frame.padCount() != 0)
         {
@@ -443,9 +447,19 @@ final class Sequencer implements ConnectionTable.StaleTest
         final RoceFrame frame = arriving.frame();
         final Ring ring = rings[clt.ring(slot)];
         final int rank = clt.rank(slot);
+        if (!check.checkLinkLayer(arriving))
+        {
+            return;
+        }
         if (clt.generation(slot) != ring.runs().generation(rank) || !ring.runs().inCurrentRun(rank))
         {
             output.drop(arriving, DataplaneCounter.DROP_STALE_CONNECTION);
+            return;
+        }
+        // Not only first packets: a host that sends with a member's address and its own MAC must not put a middle
+        // packet into a member's message either.
+        if (!check.checkSourceMac(arriving, ring, rank))
+        {
             return;
         }
         if (!check.placeByPsn(arriving, frame, ring, slot))

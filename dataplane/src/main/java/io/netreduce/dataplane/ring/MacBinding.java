@@ -1,10 +1,12 @@
 package io.netreduce.dataplane.ring;
 
 /**
- * The source MAC each rank's first packets must come from: the configured one, or, trust on first use, the one
- * the rank's connection had in {@link #MAC_BINDING_SUMS} completed sums in a row. The Ethernet header is not
- * covered by the ICRC, so this is what tells a member from a host on the switch that sends with the member's
- * address. Owned by the dataplane thread.
+ * The source MAC each rank's packets must come from: the configured one, or, trust on first use, the one the rank's
+ * connection had in {@link #MAC_BINDING_SUMS} completed sums in a row. The Ethernet header is not covered by the
+ * ICRC, so this is what tells a member from a host on the switch that sends with the member's address. A leaf has
+ * one more entry, its entering cross-rack connection's ({@link Ring#downMacIndex()}): the spine re-emits the
+ * previous rack's last rank's frames, so its results come from that member's MAC, configured or bound by
+ * {@link #MAC_BINDING_SUMS} results in a row. Owned by the dataplane thread.
  */
 public final class MacBinding
 {
@@ -21,7 +23,7 @@ public final class MacBinding
     private final int[] candidateSums;
 
     /**
-     * @param memberMac per rank, the configured MAC or {@link RingMember#ANY_MAC}.
+     * @param memberMac per rank (and a leaf's entering connection), the configured MAC or {@link RingMember#ANY_MAC}.
      */
     MacBinding(final long[] memberMac)
     {

@@ -122,7 +122,8 @@ public final class Ring implements AutoCloseable
         this.destinationHigh = new long[ranks];
         this.destinationLow = new long[ranks];
         this.destinationReceiveQp = new int[ranks];
-        final long[] memberMac = new long[ranks];
+        // One more entry at a leaf: its entering connection's sender, the previous rack's last rank.
+        final long[] memberMac = new long[tier == Hierarchy.Tier.LEAF ? ranks + 1 : ranks];
         for (int local = 0; local < ranks; local++)
         {
             final RingMember source = config.member(globalRank[local]);
@@ -145,6 +146,7 @@ public final class Ring implements AutoCloseable
             incomingDestinationHigh = IpKey.high(destination.address());
             incomingDestinationLow = IpKey.low(destination.address());
             incomingReceiveQp = destination.receiveQp();
+            memberMac[ranks] = source.mac();
         }
         else
         {
@@ -405,11 +407,20 @@ public final class Ring implements AutoCloseable
     }
 
     /**
-     * @return the MAC each rank's first packets must come from.
+     * @return the MAC each rank's packets (and a leaf's spine results) must come from.
      */
     public MacBinding macs()
     {
         return macs;
+    }
+
+    /**
+     * @return a leaf's index in {@link #macs()} of its entering cross-rack connection (the spine's results, sent
+     *         with the previous rack's last rank's MAC).
+     */
+    public int downMacIndex()
+    {
+        return ranks;
     }
 
     /**

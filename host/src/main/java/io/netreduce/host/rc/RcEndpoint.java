@@ -273,8 +273,12 @@ public final class RcEndpoint implements Agent, AutoCloseable
             return;
         }
         final long dstMac = EthernetHeader.dstMac(buffer, offset);
-        if (localMac != 0 && dstMac != localMac)
+        if (frame.vlanCount() != 0 || (flags & FrameHandler.FLAG_VLAN_TAG_STRIPPED) != 0 ||
+            (localMac != 0 && dstMac != localMac))
         {
+            // A tagged frame belongs to a VLAN, and this endpoint's interface is untagged (an RDMA NIC takes a
+            // tagged frame only for a GID of that VLAN): a host that tags frames with a ring member's addresses
+            // must not reach its queue pairs past the appliance.
             // Our own transmissions looped back by a packet socket, or traffic for another host on the segment.
             notForUs++;
             return;
@@ -340,7 +344,7 @@ public final class RcEndpoint implements Agent, AutoCloseable
         return malformed;
     }
 
-    /** RoCEv2 frames addressed to another MAC. */
+    /** RoCEv2 frames addressed to another MAC, or VLAN-tagged (another VLAN's). */
     public long notForUs()
     {
         return notForUs;

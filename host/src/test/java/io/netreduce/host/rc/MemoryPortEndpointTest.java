@@ -1,5 +1,6 @@
 package io.netreduce.host.rc;
 
+import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.MemoryPort;
 import org.agrona.concurrent.CachedNanoClock;
 import org.junit.jupiter.api.Test;
@@ -64,5 +65,57 @@ class MemoryPortEndpointTest
         src.buffer().getBytes(0, sent);
         assertThat(received).isEqualTo(sent);
         assertThat(qpA.counters().retransmittedPackets()).isZero();
+    }
+
+    @Test
+    void shouldTakeNoVlanTaggedFrameAsItsQueuePairsEvenWithThePeersAddresses()
+    {
+        // Issue 30: on the bed, 802.1Q and QinQ frames with rank 0's addresses went past the switch's redirect to
+        // rank 1, whose endpoint took them for rank 0's packets (6,340 out of sequence, NAKs to the real rank 0).
+        // An untagged interface's endpoint takes no tagged frame, whether the tag is in the bytes or the port's
+        // kernel took it off (FLAG_VLAN_TAG_STRIPPED); the same frame untagged is its own.
+        final MemoryPort portA = new MemoryPort("a");
+        final MemoryPort portB = new MemoryPort("b");
+        final CachedNanoClock clock = new CachedNanoClock();
+        final RcConfig config = new RcConfig().pmtu(1024);
+        final RcEndpoint a = new RcEndpoint(portA, config, clock, RcPair.ip("10.0.0.1"), RcPair.MAC_A);
+        final RcEndpoint b = new RcEndpoint(portB, config, clock, RcPair.ip("10.0.0.2"), RcPair.MAC_B);
+        final CompletionQueue cqA = new CompletionQueue(64);
+        final CompletionQueue cqB = new CompletionQueue(64);
+        final QueuePair qpA = a.createQueuePair(cqA, cqA);
+        final QueuePair qpB = b.createQueuePair(cqB, cqB);
+        final MemoryRegion src = a.registerMemory(4096);
+        final MemoryRegion dst = b.registerMemory(4096);
+        qpA.connect(qpB.localInfo(dst));
+        qpB.connect(qpA.localInfo(src));
+        qpA.postSend(new WorkRequest().wrId(1).opcode(WorkRequest.RDMA_WRITE).local(src, 0, 512)
+            .remote(dst.virtualAddress(), dst.rkey()));
+        a.doWork();
+        final byte[] frame = portA.drainSent().getFirst();
+
+        portB.inject(withTag(frame, 0x8100, 5));
+        portB.inject(withTag(withTag(frame, 0x8100, 5), 0x88A8, 7));
+        portB.inject(frame, FrameHandler.FLAG_VLAN_TAG_STRIPPED);
+        b.doWork();
+        assertThat(b.notForUs()).as("tagged frames refused").isEqualTo(3);
+        assertThat(qpB.counters().packetsReceived()).isZero();
+
+        portB.inject(frame);
+        b.doWork();
+        assertThat(b.notForUs()).isEqualTo(3);
+        assertThat(qpB.counters().packetsReceived()).as("the same frame untagged").isEqualTo(1);
+    }
+
+    /** The frame with a tag (TPID, VLAN id) inserted after the two MACs, outside any tag it has. */
+    private static byte[] withTag(final byte[] frame, final int tpid, final int vlan)
+    {
+        final byte[] tagged = new byte[frame.length + 4];
+        System.arraycopy(frame, 0, tagged, 0, 12);
+        tagged[12] = (byte)(tpid >>> 8);
+        tagged[13] = (byte)tpid;
+        tagged[14] = (byte)(vlan >>> 8);
+        tagged[15] = (byte)vlan;
+        System.arraycopy(frame, 12, tagged, 16, frame.length - 12);
+        return tagged;
     }
 }

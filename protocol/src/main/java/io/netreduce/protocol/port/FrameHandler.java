@@ -18,6 +18,14 @@ public interface FrameHandler
     int FLAG_CHECKSUM_NOT_READY = 1;
 
     /**
+     * The frame arrived with a VLAN tag that the kernel (or the NIC's VLAN offload) removed from its bytes before
+     * the port saw them (TP_STATUS_VLAN_VALID): the bytes are untagged, the frame on the wire was not. A tag that
+     * is still in the bytes (the second tag of a QinQ frame, or any tag on a port that does not strip) is not
+     * flagged; parse it.
+     */
+    int FLAG_VLAN_TAG_STRIPPED = 2;
+
+    /**
      * @param buffer the frame's bytes, starting with the Ethernet header at {@code offset}.
      * @param offset where the frame starts in {@code buffer}.
      * @param length frame length in bytes (no FCS).

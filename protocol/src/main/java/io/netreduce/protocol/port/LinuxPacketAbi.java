@@ -132,6 +132,11 @@ final class LinuxPacketAbi
     static final int TP_STATUS_LOSING = 1 << 2;
     /** RX: the L4 checksum is left for offload (only the pseudo-header sum is present). */
     static final int TP_STATUS_CSUMNOTREADY = 1 << 3;
+    /**
+     * RX: the frame arrived with a VLAN tag that the kernel (or the NIC's VLAN offload) took off the frame's bytes
+     * into tp_vlan_tci: the bytes the ring holds are untagged.
+     */
+    static final int TP_STATUS_VLAN_VALID = 1 << 4;
     /** TX: the slot is free for user space to fill. */
     static final int TP_STATUS_AVAILABLE = 0;
     /** TX: user space filled the slot and asks the kernel to send it. */

@@ -104,7 +104,8 @@ final class TpacketV2RxRing implements RxRing
             }
             else
             {
-                final int flags = (status & TP_STATUS_CSUMNOTREADY) != 0 ? FrameHandler.FLAG_CHECKSUM_NOT_READY : 0;
+                final int flags = ((status & TP_STATUS_CSUMNOTREADY) != 0 ? FrameHandler.FLAG_CHECKSUM_NOT_READY : 0) |
+                    ((status & TP_STATUS_VLAN_VALID) != 0 ? FrameHandler.FLAG_VLAN_TAG_STRIPPED : 0);
                 final int macOffset = ring.getShort(header + TPACKET2_HDR_MAC_OFFSET) & 0xFFFF;
                 counters.onFrameReceived(snapLength);
                 delivered++;

@@ -83,8 +83,9 @@ final class TpacketV3RxRing implements RxRing
                     else
                     {
                         final int status = ring.getInt(header + TPACKET3_HDR_STATUS_OFFSET);
-                        final int flags = (status & TP_STATUS_CSUMNOTREADY) != 0 ?
-                            FrameHandler.FLAG_CHECKSUM_NOT_READY : 0;
+                        final int flags = ((status & TP_STATUS_CSUMNOTREADY) != 0 ?
+                            FrameHandler.FLAG_CHECKSUM_NOT_READY : 0) |
+                            ((status & TP_STATUS_VLAN_VALID) != 0 ? FrameHandler.FLAG_VLAN_TAG_STRIPPED : 0);
                         final int macOffset = ring.getShort(header + TPACKET3_HDR_MAC_OFFSET) & 0xFFFF;
                         counters.onFrameReceived(snapLength);
                         delivered++;

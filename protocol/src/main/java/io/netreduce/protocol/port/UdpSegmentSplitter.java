@@ -90,7 +90,7 @@ final class UdpSegmentSplitter implements FrameHandler
                 BIG_ENDIAN);
             UdpSegmentBatcher.writeLengths(buffer, frame, payload);
             buffer.putShort(frame + L4 + UdpHeader.CHECKSUM_OFFSET, (short)0);
-            handler.onFrame(buffer, frame, HEADER_LENGTH + payload, 0);
+            handler.onFrame(buffer, frame, HEADER_LENGTH + payload, flags & FrameHandler.FLAG_VLAN_TAG_STRIPPED);
         }
     }
 }

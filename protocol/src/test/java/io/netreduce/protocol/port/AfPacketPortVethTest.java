@@ -304,6 +304,70 @@ class AfPacketPortVethTest extends PacketPortVethContract
 
     @ParameterizedTest(name = "{0}")
     @EnumSource(RxRingVersion.class)
+    void shouldFlagAFrameWhoseVlanTagTheKernelTookOff(final RxRingVersion version)
+    {
+        // The kernel moves a received frame's (outer) 802.1Q or 802.1ad tag out of its bytes before a packet socket
+        // sees it: without the flag a tagged frame looks untagged (issue 30: the appliance took tagged frames with a
+        // member's addresses for the member's). An inner tag stays in the bytes.
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+            .withTxRing(2048, 16));
+        final AfPacketPort b = open(veth.namespaceB, receiver(version));
+        final Random random = new Random(30);
+        final byte[] plain = testFrame(1, 100, random);
+        final byte[] tagged = withTag(testFrame(2, 100, random), 0x8100, 5);
+        final byte[] qinq = withTag(withTag(testFrame(3, 100, random), 0x8100, 5), 0x88A8, 7);
+        for (final byte[] frame : List.of(plain, tagged, qinq))
+        {
+            assertThat(a.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
+        }
+        a.flush();
+        final List<byte[]> received = new ArrayList<>();
+        final List<Integer> flags = new ArrayList<>();
+        awaitCondition(() ->
+        {
+            b.receive((buffer, offset, length, frameFlags) ->
+            {
+                final byte[] bytes = new byte[length];
+                buffer.getBytes(offset, bytes);
+                final int type = buffer.getShort(offset + 12, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF;
+                if (type == TEST_ETHER_TYPE || type == 0x8100)
+                {
+                    received.add(bytes);
+                    flags.add(frameFlags);
+                }
+            }, 64);
+            return received.size() >= 3;
+        });
+        assertThat(received.get(0)).isEqualTo(plain);
+        assertThat(flags.get(0) & FrameHandler.FLAG_VLAN_TAG_STRIPPED).isZero();
+        assertThat(received.get(1)).as("the tag taken off").isEqualTo(withoutTag(tagged));
+        assertThat(flags.get(1) & FrameHandler.FLAG_VLAN_TAG_STRIPPED).isEqualTo(FrameHandler.FLAG_VLAN_TAG_STRIPPED);
+        assertThat(received.get(2)).as("the outer tag taken off").isEqualTo(withoutTag(qinq));
+        assertThat(flags.get(2) & FrameHandler.FLAG_VLAN_TAG_STRIPPED).isEqualTo(FrameHandler.FLAG_VLAN_TAG_STRIPPED);
+    }
+
+    private static byte[] withTag(final byte[] frame, final int tpid, final int vlan)
+    {
+        final byte[] tagged = new byte[frame.length + 4];
+        System.arraycopy(frame, 0, tagged, 0, 12);
+        tagged[12] = (byte)(tpid >>> 8);
+        tagged[13] = (byte)tpid;
+        tagged[14] = (byte)(vlan >>> 8);
+        tagged[15] = (byte)vlan;
+        System.arraycopy(frame, 12, tagged, 16, frame.length - 12);
+        return tagged;
+    }
+
+    private static byte[] withoutTag(final byte[] frame)
+    {
+        final byte[] untagged = new byte[frame.length - 4];
+        System.arraycopy(frame, 0, untagged, 0, 12);
+        System.arraycopy(frame, 16, untagged, 12, frame.length - 16);
+        return untagged;
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
     void shouldFlagChecksumNotReadyForUdpFromAKernelSocketWithChecksumOffload(final RxRingVersion version)
     {
         VethPair.run("ip", "netns", "exec", veth.namespaceA, "ethtool", "-K", VethPair.DEVICE_A, "tx", "on");
