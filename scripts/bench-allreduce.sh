@@ -156,6 +156,7 @@ trap 'echo "bench-allreduce: interrupted" >&2; exit 130' INT TERM
 if [ "$build" -eq 1 ]; then
   bash scripts/setup.sh
   ./mvnw -B -ntp -q -DskipTests package
+  bash scripts/aot-train.sh   # the JVMs' start-up caches for the jars just built (docs/operations.md)
 fi
 
 mkdir -p "$(dirname "$out")"

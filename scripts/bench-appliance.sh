@@ -55,6 +55,7 @@ netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 if [ "$build" -eq 1 ]; then
   bash scripts/setup.sh
   ./mvnw -B -ntp -q -DskipTests package
+  bash scripts/aot-train.sh   # the JVMs' start-up caches for the jars just built (docs/operations.md)
 fi
 [ -x "$netreduce" ] || { echo "bench-appliance: $netreduce missing: build with ./mvnw -B -ntp -DskipTests package" >&2; exit 1; }
 

@@ -33,6 +33,7 @@ netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 if [ "$build" -eq 1 ]; then
   bash scripts/setup.sh
   ./mvnw -B -ntp -q -DskipTests package
+  bash scripts/aot-train.sh   # the JVMs' start-up caches for the jars just built (docs/operations.md)
 fi
 [ -x "$netreduce" ] || { echo "bench-session: $netreduce missing (build first)" >&2; exit 1; }
 work="$(mktemp -d /tmp/netreduce-bench-session.XXXXXX)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: NetReduce all-reduce across worker namespaces through the appliance.
 #
-#   1. builds netreduce (scripts/setup.sh installs missing packages; ./mvnw package),
+#   1. builds netreduce (scripts/setup.sh installs missing packages; ./mvnw package) and makes the JVMs'
+#      ahead-of-time caches for the new jars (scripts/aot-train.sh, about 50 s; nothing when they are fresh),
 #   2. brings the namespace test bed up (scripts/testbed.sh: W workers, switch with the UDP 4791 redirect,
 #      appliance namespace; MTU 9000 so that 4096-byte RoCE payloads fit),
 #   3. starts the daemon in the appliance namespace with a generated configuration (one ring of the W workers'
@@ -128,6 +129,7 @@ if [ "$build" -eq 1 ]; then
   step "build"
   bash scripts/setup.sh
   ./mvnw -B -ntp -q -DskipTests package
+  bash scripts/aot-train.sh   # the JVMs' start-up caches for the jars just built (docs/operations.md)
 fi
 [ -x "$netreduce" ] || { echo "demo: $netreduce missing (build first)" >&2; exit 2; }
 

@@ -2,7 +2,8 @@
 # Train with it: DDP training of a small CNN on scikit-learn's 8x8 digits, W workers in network namespaces, once
 # through the appliance (netreduce.allreduce_hook) and once with plain gloo, the same seeds; then compare.
 #
-#   1. builds netreduce (scripts/setup.sh, ./mvnw package; --no-build skips) and installs python3-torch,
+#   1. builds netreduce (scripts/setup.sh, ./mvnw package, scripts/aot-train.sh for the JVMs' start-up caches;
+#      --no-build skips) and installs python3-torch,
 #      python3-sklearn and python3-matplotlib if missing (the data set ships in python3-sklearn: no download),
 #   2. brings the namespace test bed up (scripts/testbed.sh: W workers, MTU 9000, links shaped to RATE),
 #   3. starts the daemon in the appliance namespace with one fp32 ring of the W workers' addresses
@@ -171,6 +172,7 @@ if [ "$build" -eq 1 ]; then
   step "build"
   bash scripts/setup.sh
   ./mvnw -B -ntp -q -DskipTests package
+  bash scripts/aot-train.sh   # the JVMs' start-up caches for the jars just built (docs/operations.md)
 fi
 [ -x "$netreduce" ] || { echo "train: $netreduce missing (build first)" >&2; exit 2; }
 

@@ -37,33 +37,61 @@ final class Libc
     private static final MethodHandle BIND = errnoCall("bind", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle MMAP = errnoCall(
         "mmap", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
-    private static final MethodHandle MUNMAP = errnoCall("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle SENDTO = errnoCall(
         "sendto", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle RECVFROM = errnoCall(
-        "recvfrom", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS));
-    /** syscall(2) with three arguments, all passed as longs as the variadic C function reads them. */
-    private static final MethodHandle SYSCALL3 = LINKER.downcallHandle(
-        symbol("syscall"), FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
-        CAPTURE_ERRNO, Linker.Option.firstVariadicArg(1));
     private static final MethodHandle POLL = errnoCall("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     private static final MethodHandle IF_NAMETOINDEX = errnoCall("if_nametoindex", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     private static final MethodHandle CLOSE = errnoCall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle EVENTFD = errnoCall("eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle READ = errnoCall("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle WRITE = errnoCall("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle OPEN = errnoCall("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle SETNS = errnoCall("setns", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle IOCTL = LINKER.downcallHandle(
         symbol("ioctl"), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS),
         CAPTURE_ERRNO, Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle STRERROR = LINKER.downcallHandle(
-        symbol("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
     private static final MethodHandle GETPAGESIZE = LINKER.downcallHandle(
         symbol("getpagesize"), FunctionDescriptor.of(JAVA_INT));
     private static final MethodHandle GETTID = LINKER.downcallHandle(symbol("gettid"), FunctionDescriptor.of(JAVA_INT));
     private static final MethodHandle SETPRIORITY = errnoCall(
         "setpriority", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
+
+    // Calls a run may never make (AF_XDP's, bpf, network namespaces, errors, unmapping at close) are linked on their
+    // first use, each in a holder class of its own: every distinct signature linked costs the JVM's start about 10 ms
+    // of CPU (the linker spins classes for it), and a static final in a holder is as constant to the JIT as one here.
+
+    private static final class Munmap
+    {
+        static final MethodHandle HANDLE = errnoCall("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    }
+
+    private static final class RecvFrom
+    {
+        static final MethodHandle HANDLE = errnoCall(
+            "recvfrom", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS));
+    }
+
+    /** syscall(2) with three arguments, all passed as longs as the variadic C function reads them. */
+    private static final class Syscall3
+    {
+        static final MethodHandle HANDLE = LINKER.downcallHandle(
+            symbol("syscall"), FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+            CAPTURE_ERRNO, Linker.Option.firstVariadicArg(1));
+    }
+
+    private static final class Open
+    {
+        static final MethodHandle HANDLE = errnoCall("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    }
+
+    private static final class Setns
+    {
+        static final MethodHandle HANDLE = errnoCall("setns", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    }
+
+    private static final class Strerror
+    {
+        static final MethodHandle HANDLE = LINKER.downcallHandle(
+            symbol("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    }
 
     /** Longest C string strerror is trusted to return. */
     private static final long STRERROR_MAX = 256;
@@ -86,7 +114,7 @@ final class Libc
     {
         try
         {
-            final MemorySegment text = (MemorySegment)STRERROR.invokeExact(errno);
+            final MemorySegment text = (MemorySegment)Strerror.HANDLE.invokeExact(errno);
             return text.equals(MemorySegment.NULL) ? "errno " + errno : text.reinterpret(STRERROR_MAX).getString(0);
         }
         catch (final Throwable t)
@@ -175,7 +203,7 @@ final class Libc
     {
         try
         {
-            return (int)MUNMAP.invokeExact(errnoState, address, length);
+            return (int)Munmap.HANDLE.invokeExact(errnoState, address, length);
         }
         catch (final Throwable t)
         {
@@ -206,7 +234,7 @@ final class Libc
     {
         try
         {
-            return (long)RECVFROM.invokeExact(
+            return (long)RecvFrom.HANDLE.invokeExact(
                 errnoState, fd, MemorySegment.NULL, 0L, flags, MemorySegment.NULL, MemorySegment.NULL);
         }
         catch (final Throwable t)
@@ -222,7 +250,7 @@ final class Libc
     {
         try
         {
-            return (long)SYSCALL3.invokeExact(errnoState, number, a, b, c);
+            return (long)Syscall3.HANDLE.invokeExact(errnoState, number, a, b, c);
         }
         catch (final Throwable t)
         {
@@ -306,7 +334,7 @@ final class Libc
     {
         try
         {
-            return (int)OPEN.invokeExact(errnoState, path, flags);
+            return (int)Open.HANDLE.invokeExact(errnoState, path, flags);
         }
         catch (final Throwable t)
         {
@@ -318,7 +346,7 @@ final class Libc
     {
         try
         {
-            return (int)SETNS.invokeExact(errnoState, fd, nstype);
+            return (int)Setns.HANDLE.invokeExact(errnoState, fd, nstype);
         }
         catch (final Throwable t)
         {
