@@ -236,7 +236,11 @@ class MultiRackStrangerSystemTest
                 }
                 final Tensor[] tensors = ring.inputs(ElementType.FP32, elements, call);
                 final WorkerRing.Outcome outcome = ring.allReduce(ops, tensors, extra, TimeUnit.SECONDS.toNanos(60));
-                assertThat(outcome.allSucceeded()).as("call %d:%s", call, outcome.describe()).isTrue();
+                if (!outcome.allSucceeded())
+                {
+                    assertThat(outcome.allSucceeded()).as("call %d:%s%ncrafted frames sent: %s%ncounters:%s", call,
+                        outcome.describe(), stranger.sent(), nonZero(appliances)).isTrue();
+                }
                 assertThat(ring.checkSum(tensors, call, rackFirst)).as("call %d", call).isNull();
             }
             final StringBuilder drops = new StringBuilder();
@@ -287,6 +291,25 @@ class MultiRackStrangerSystemTest
         {
             close(appliances);
         }
+    }
+
+    /** Every appliance's counters that are not zero, for a failure's message. */
+    private static String nonZero(final Appliance[] appliances)
+    {
+        final StringBuilder text = new StringBuilder();
+        for (int k = 0; k < appliances.length; k++)
+        {
+            text.append(String.format("%n  %s:", k < RACKS ? Appliance.leafName(k) : "spine"));
+            for (final Map.Entry<String, Long> counter : appliances[k].counters().entrySet())
+            {
+                if (counter.getValue() != 0)
+                {
+                    text.append(' ').append(counter.getKey().length() > 40 ? counter.getKey().substring(0, 40) :
+                        counter.getKey()).append('=').append(counter.getValue());
+                }
+            }
+        }
+        return text.toString();
     }
 
     private static long delta(final Appliance[] appliances, final Map<DataplaneCounter, long[]> before,
