@@ -61,6 +61,7 @@ public enum DataplaneCounter
     DROP_BAD_RANK("drop: rank outside the ring, or not one this appliance sums"),
     DROP_DOWN_NOT_AWAITED("drop: spine result for a position whose rack sum this leaf does not hold"),
     DROP_DOWN_MISMATCH("drop: repeated spine result that differs from the one the leaf stored"),
+    DROP_DOWN_OFF_SEQUENCE("drop: spine result off its entering connection's PSN sequence while the leaf's ranks are in the run the connection was learned in (a replay, not a new job)"),
     DROP_WRONG_MSG_LEN("drop: MsgLen differs from the ring's"),
     DROP_WRONG_SIZE("drop: payload size differs from the ring's"),
     DROP_BAD_ICRC("drop: ICRC check failed"),

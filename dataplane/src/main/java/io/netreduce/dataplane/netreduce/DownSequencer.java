@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.netreduce;
 
+import io.netreduce.dataplane.aggregator.AggregatorRegion;
 import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.clt.FlowKey;
 import io.netreduce.dataplane.counters.DataplaneCounter;
@@ -116,6 +117,13 @@ final class DownSequencer
         int slot = clt.find(key);
         if (slot < 0)
         {
+            // A result teaches the leaf its entering connection only for a sum it awaits: anything else would
+            // decide where the spine's real results are placed without being one.
+            if (!awaits(ring, msgId))
+            {
+                output.drop(arriving, DataplaneCounter.DROP_DOWN_NOT_AWAITED);
+                return;
+            }
             slot = sequencer.insertMember(key, ConnectionTable.KIND_DOWN, arriving.batchNs());
             if (slot < 0)
             {
@@ -129,7 +137,23 @@ final class DownSequencer
         else if (clt.kind(slot) != ConnectionTable.KIND_DOWN || clt.ring(slot) != ring.id() ||
             !check.continuesPsnSequence(slot, msgId, psn, ring.msgLen()))
         {
-            // A new QP on the entering connection, or a new job on it: its entry is populated again.
+            // A new QP on the entering connection, or a new job on it: its entry is populated again. Only for a sum
+            // the leaf awaits, and, for the ring's own entering connection, only once the leaf's ranks began a new
+            // run since it was learned (a new job's results come after its ranks' new connections): a result of
+            // the connection's own replayed from further back than the MsgID's 8 bits reach is off the sequence
+            // too, and used to populate the entry again, forgetting where the messages in flight began (on the
+            // multi-rack bed a replaying stranger stalled the ring so).
+            if (!awaits(ring, msgId))
+            {
+                output.drop(arriving, DataplaneCounter.DROP_DOWN_NOT_AWAITED);
+                return;
+            }
+            if (clt.kind(slot) == ConnectionTable.KIND_DOWN && clt.ring(slot) == ring.id() &&
+                ring.downLearnedInRun() == ring.runs().run())
+            {
+                output.drop(arriving, DataplaneCounter.DROP_DOWN_OFF_SEQUENCE);
+                return;
+            }
             cltUpdates.incrementRelease();
             learnDown(ring, slot, msgId, psn);
         }
@@ -155,7 +179,19 @@ final class DownSequencer
     {
         clt.setDown(slot, ring.id(), msgId, psn);
         ring.starts().forgetDownStarts();
+        ring.downLearned();
         downConnections.incrementRelease();
+    }
+
+    /**
+     * @return whether the leaf awaits the spine's result of message {@code msgId}: its rack sum of the message's
+     *         first position is sent up and not yet answered.
+     */
+    private static boolean awaits(final Ring ring, final int msgId)
+    {
+        final AggregatorRegion region = ring.region();
+        final int agg = region.offset(ring.aggregatorIndex(msgId, 0));
+        return region.boundMsg(agg) == msgId && region.isPartial(agg);
     }
 
     /**

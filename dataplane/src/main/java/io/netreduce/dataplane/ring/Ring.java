@@ -62,6 +62,8 @@ public final class Ring implements AutoCloseable
     private final RingRuns runs;
     private final MessageStarts starts;
     private final MacBinding macs;
+    /** The run of this (leaf) ring in which its entering cross-rack connection was last learned, or -1. */
+    private int downLearnedInRun = -1;
     private final int firstShiftOperator;
     private final int otherShiftOperator;
     private final AggregatorRegion region;
@@ -412,6 +414,23 @@ public final class Ring implements AutoCloseable
     public MacBinding macs()
     {
         return macs;
+    }
+
+    /**
+     * @return the run ({@link RingRuns#run()}) in which this leaf's entering cross-rack connection was last learned,
+     *         or -1 if never.
+     */
+    public int downLearnedInRun()
+    {
+        return downLearnedInRun;
+    }
+
+    /**
+     * This leaf's entering cross-rack connection was learned (again) now, in the current run.
+     */
+    public void downLearned()
+    {
+        downLearnedInRun = runs.run();
     }
 
     /**

@@ -42,8 +42,11 @@ class HierarchyDownPathTest
             {
                 assertThat(leaf.process(frame)).isEmpty();
             }
-            assertThat(leaf.counter(DataplaneCounter.DROP_DOWN_NOT_AWAITED)).isEqualTo(3);
-            assertThat(leaf.counter(DataplaneCounter.DOWN_CONNECTIONS)).isEqualTo(1);
+            // A result for nothing awaited teaches the leaf no entering connection: its first packet is not awaited,
+            // the others belong to no connection.
+            assertThat(leaf.counter(DataplaneCounter.DROP_DOWN_NOT_AWAITED)).isEqualTo(1);
+            assertThat(leaf.counter(DataplaneCounter.DROP_UNKNOWN_CONNECTION)).isEqualTo(2);
+            assertThat(leaf.counter(DataplaneCounter.DOWN_CONNECTIONS)).isZero();
             assertThat(leaf.counter(DataplaneCounter.DOWN_RESULTS)).isZero();
         }
     }
@@ -106,6 +109,69 @@ class HierarchyDownPathTest
         finally
         {
             run.close();
+        }
+    }
+
+    @Test
+    void shouldNotLetAResultReplayedFromFurtherBackThanTheMsgIdReachesLearnTheEnteringConnectionAgain()
+    {
+        // Issue 30, the multi-rack bed: a stranger replayed the spine's real results (the spine's MAC, good ICRC)
+        // from a call before. One from 128 or more messages back is off the connection's PSN sequence (MsgID has 8
+        // bits), and the leaf took it for a new connection: the entry was populated again and where the messages
+        // in flight began was forgotten, so the spine's next results were dropped (stale) and the ring stalled
+        // while the replays went on. Now it is refused, and every result of the spine still reaches the rack.
+        final int messages = 280;
+        try (DataplaneHarness leaf = leaf())
+        {
+            final java.util.Random data = new java.util.Random(30);
+            final RingWorker rank0 = RingWorker.of(RING, 0, 100);
+            final RingWorker rank1 = RingWorker.of(RING, 1, 200);
+            final RingWorker spine = RingWorker.of(MARKED, 3, 300);
+            final int bytes = rank0.gradientBytes();
+            final java.util.List<byte[]> recorded = new java.util.ArrayList<>();
+            int replayed = 0;
+            for (int m = 0; m < messages; m++)
+            {
+                rank0.message(m, io.netreduce.protocol.support.Gradients.random(RING.elementType(), bytes, data))
+                    .forEach(leaf::process);
+                rank1.message(m, io.netreduce.protocol.support.Gradients.random(RING.elementType(), bytes, data))
+                    .forEach(leaf::process);
+                final List<byte[]> down = spine.message(m,
+                    io.netreduce.protocol.support.Gradients.random(RING.elementType(), bytes, data));
+                if (m < 20)
+                {
+                    recorded.add(down.getFirst());
+                }
+                if (m >= 256 && m < 256 + recorded.size())
+                {
+                    // The result of message m - 256, which has message m's MsgID, while the leaf awaits m's: it used
+                    // to be taken, its stale bytes for the rack's result. Off the sequence in the same run: refused.
+                    assertThat(leaf.process(recorded.get(m - 256))).as("message %d: a replay of its MsgID", m)
+                        .isEmpty();
+                    replayed++;
+                }
+                int out = leaf.process(down.getFirst()).size();
+                if (m >= 130 && m < 160)
+                {
+                    // Between the first packet of a result and the rest: the worst moment.
+                    assertThat(leaf.process(recorded.get(m % recorded.size()))).as("message %d: a replay", m)
+                        .isEmpty();
+                    replayed++;
+                }
+                for (final byte[] frame : down.subList(1, down.size()))
+                {
+                    out += leaf.process(frame).size();
+                }
+                assertThat(out).as("message %d: the spine's result to ranks 0 and 1", m).isEqualTo(2 * RING.msgLen());
+            }
+            assertThat(leaf.counter(DataplaneCounter.DOWN_CONNECTIONS)).as("learned once").isEqualTo(1);
+            // Replays from further back than 128 messages are off the sequence (refused as not awaited, or, with the
+            // MsgID of an awaited result, as off the sequence); nearer ones are on it, and too old.
+            assertThat(leaf.counter(DataplaneCounter.DROP_DOWN_OFF_SEQUENCE)).isEqualTo(recorded.size());
+            assertThat(leaf.counter(DataplaneCounter.DROP_DOWN_OFF_SEQUENCE) +
+                leaf.counter(DataplaneCounter.DROP_DOWN_NOT_AWAITED) +
+                leaf.counter(DataplaneCounter.DROP_STALE_PACKET)).isEqualTo(replayed);
+            assertThat(leaf.counter(DataplaneCounter.DOWN_RESULTS)).isEqualTo((long)messages * RING.msgLen());
         }
     }
 
