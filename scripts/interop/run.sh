@@ -15,7 +15,7 @@
 #                 documented score, a kill -9 is followed by systemd's restart and an exact next job, and
 #                 systemctl reload applies a changed ring (window 4 -> 8, same process) that then sums exactly;
 #                 then the same with an af_xdp port and the shipped drop-in systemd/af-xdp.conf (PASS/FAIL as
-#                 systemd-xdp). Builds nothing: needs aggregator-daemon/target (launcher, jar) and the host's JDK.
+#                 systemd-xdp; --only systemd-xdp runs that part alone). Builds nothing: needs aggregator-daemon/target (launcher, jar) and the host's JDK.
 #
 # usage: scripts/interop/run.sh [--elements N] [--drop P] [--iterations K] [--prefix P]
 #                               [--logs DIR] [--only pass-through,aggregation,loss,session] [--keep]
@@ -492,7 +492,7 @@ vm_mem=512
 wanted session && vm_mem=1024   # PyTorch needs more than the 512 MiB the other scenarios do with
 "$V" up -n 3 --prefix "$prefix" --no-redirect --mem "$vm_mem" > "$logs/vms.log" 2>&1 || { cat "$logs/vms.log"; exit 1; }
 note "test bed and 3 VMs up ($(since "$t0") s)"
-if wanted systemd; then
+if wanted systemd || wanted systemd-xdp; then
   t0=$(now)
   "$V" appliance-up --prefix "$prefix" > "$logs/app-vm.log" 2>&1 || { cat "$logs/app-vm.log"; exit 1; }
   note "appliance VM (systemd) up ($(since "$t0") s): $(tail -1 "$logs/app-vm.log")"
@@ -532,10 +532,8 @@ fi
 
 wanted aggregation && scenario_allreduce aggregation 0
 wanted loss && scenario_allreduce loss "$drop"
-if wanted systemd; then
-  systemd_phase systemd af_packet
-  systemd_phase systemd-xdp af_xdp
-fi
+wanted systemd && systemd_phase systemd af_packet
+{ wanted systemd || wanted systemd-xdp; } && systemd_phase systemd-xdp af_xdp
 
 # session: the Python package's Session over its verbs transport (persistent RC QPs on rxe0, memory registered
 # once, MsgIDs continuing across calls), torch.distributed (gloo over eth0) for the rendezvous: allreduce_ of odd

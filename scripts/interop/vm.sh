@@ -70,6 +70,10 @@ vm_dir() { if [ "$1" = app ]; then echo "$state/app"; else echo "$state/vm$1"; f
 app_ns="${prefix}-app"
 APP_VM_MAC=02:77:00:00:00:f0
 APP_JDK=/usr/lib/jvm/temurin-25-jdk-amd64
+# The appliance VM's CPU model. With -cpu max, QEMU 7.2's TCG crashed the JVM in about half the daemon's starts
+# (SIGSEGV or SIGILL in C1-compiled code: Unsafe.getIntUnaligned, VarHandleSegmentAsFloats.get; the unit restarted
+# it each time). NETREDUCE_APP_VM_CPU picks another model, e.g. Nehalem (SSE4.2, no AVX).
+app_cpu="${NETREDUCE_APP_VM_CPU:-max}"
 vm_count() { ls -d "$state"/vm* 2>/dev/null | wc -l; }
 
 die() { echo "vm: $*" >&2; exit 1; }
@@ -214,7 +218,7 @@ app_up() {
   mkdir -p "$d/ctl"
   t0=$(date +%s.%N)
   qemu-img create -q -f qcow2 -F raw -b "$img/rootfs.img" "$d/overlay.qcow2"
-  ip netns exec "$app_ns" qemu-system-x86_64 -accel tcg -cpu max -smp "$smp" -m "$mem" \
+  ip netns exec "$app_ns" qemu-system-x86_64 -accel tcg -cpu "$app_cpu" -smp "$smp" -m "$mem" \
     -name "${prefix}-app" -daemonize -pidfile "$d/pid" -display none -monitor none -no-reboot \
     -serial "file:$d/console.log" \
     -kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
