@@ -12,6 +12,12 @@
 #              traffic goes worker -> bridge -> worker and never through the software appliance.
 #   gloo:      what users run today: torch.distributed's all-reduce with the gloo backend (Debian's python3-torch),
 #              one process per worker namespace (scripts/bench/gloo_allreduce.py), over TCP on the same shaped links.
+#   netreduce-ecn: netreduce with the bed's links marking ECN (scripts/testbed.sh ecn on: a phantom queue at 95 % of
+#              the link rate on both ends of every worker link, CE above --ecn-threshold BYTES, default 262144): the
+#              appliance carries the marks into the results and the workers' windows adapt (PANAMA). Not in the
+#              default modes; needs clang (scripts/setup.sh). The CSV's last columns: shaper_dropped (tbf drops on the
+#              bed during the run), marked_results (results that came back CE, summed over the ranks), window_min
+#              (the smallest window any rank had).
 #   switchml-N: SwitchML (NSDI '21) through the appliance: W `netreduce worker allreduce --protocol switchml` processes
 #              with N elements per packet (64 and 256 as p4app-switchML's client sends; up to 2048, ours), each
 #              registering with the daemon's SwitchML controller (on the bed's mgmt0) as the published client does,
@@ -34,6 +40,7 @@
 #                                   [--switchml-outstanding K: SwitchML packets in flight per worker (the worker's
 #                                    default, 128)]
 #                                   [--window N (default 16)] [--msg-len L (default 16)]
+#                                   [--ecn-threshold BYTES: the marking threshold of netreduce-ecn (default 262144)]
 #                                   [--offload on|off (default on): segmentation offload on the workers (--segmentation-offload)]
 #                                   [--appliance-offload on|off (default on): on the appliance's port too
 #                                    (segmentation_offload: results leave batched; see docs/performance.md)]
@@ -75,6 +82,7 @@ warmup=1
 nice=""
 lane_nice=""
 gloo_nice=""
+ecn_threshold=262144
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -98,6 +106,7 @@ while [ $# -gt 0 ]; do
     --nice) nice="$2"; shift 2 ;;
     --lane-nice) lane_nice="$2"; shift 2 ;;
     --gloo-nice) gloo_nice="$2"; shift 2 ;;
+    --ecn-threshold) ecn_threshold="$2"; shift 2 ;;
     --type) type="$2"; shift 2 ;;
     --switchml-outstanding) switchml_outstanding="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -116,6 +125,8 @@ case "$type" in fp32|int32) ;; *) echo "bench-allreduce: --type fp32 or int32" >
 for mode in $modes; do
   case "$mode" in
     netreduce|ring|ring-direct) ;;
+    netreduce-ecn) command -v clang >/dev/null || {
+        echo "bench-allreduce: netreduce-ecn needs clang for the bed's ECN marker: scripts/setup.sh" >&2; exit 2; } ;;
     switchml-[0-9]*) ;;
     gloo)
       "$NETREDUCE_PYTHON" -c 'import torch.distributed' 2>/dev/null || {
@@ -160,9 +171,20 @@ if [ "$build" -eq 1 ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,warmup,nice,lane_nice,load_cpu_s,load_cores_in_calls,call_ms" > "$out"
+echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,warmup,nice,lane_nice,load_cpu_s,load_cores_in_calls,call_ms,shaper_dropped,marked_results,window_min" > "$out"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
+# Packets the bed's shapers (tbf on both ends of every worker link) have dropped so far: "WORKERS SWITCHES", the
+# workers' egress (towards the switch) and the switches' (towards the workers, and the uplinks).
+shaper_drops() {
+  local ns workers=0 switches=0 d
+  for ns in $(ip netns list | awk '{print $1}' | grep -E "^${prefix}-(w[0-9]+|sw[0-9]*|ssw)$"); do
+    d="$(ip netns exec "$ns" tc -s qdisc show 2>/dev/null | awk '/^qdisc tbf/ { t = 1; next } /^qdisc/ { t = 0 }
+      t && /dropped/ { gsub(",", "", $7); s += $7 } END { print s + 0 }')"
+    case "$ns" in "${prefix}"-w*) workers=$(( workers + d )) ;; *) switches=$(( switches + d )) ;; esac
+  done
+  echo "$workers $switches"
+}
 hz="$(getconf CLK_TCK)"
 
 start_daemon() {
@@ -214,11 +236,16 @@ job_file() { # world
 
 run_one() { # rate world mode size
   local rate="$1" world="$2" mode="$3" size="$4"
-  if [ "$mode" = netreduce ]; then
+  local cli_mode="$mode"
+  if [ "$mode" = netreduce-ecn ]; then
+    [ "$rate" != none ] || { echo "bench-allreduce: netreduce-ecn needs a shaped rate, skipped at none" >&2; return 0; }
+    bash scripts/testbed.sh ecn on --ecn-threshold "$ecn_threshold" --prefix "$prefix" >/dev/null
+    cli_mode=netreduce
+  fi
+  if [ "$cli_mode" = netreduce ]; then
     job_file "$world"
     "$netreduce" ctl --api "$api" add-job "$work/job.yaml" >/dev/null 2>&1
   fi
-  local cli_mode="$mode"
   if [ "$mode" = ring-direct ]; then
     cli_mode=ring
     bash scripts/testbed.sh redirect off --prefix "$prefix" >/dev/null
@@ -234,6 +261,7 @@ run_one() { # rate world mode size
     sampler_pid=$!
   fi
   before="$(cpu_ticks)"
+  local shaped_before; shaped_before="$(shaper_drops)"
   t0="$(date +%s%N)"
   worker_pids=()
   for i in $(seq 0 $(( world - 1 ))); do
@@ -273,7 +301,14 @@ run_one() { # rate world mode size
   local wall_ms cpu_ticks_used
   wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   cpu_ticks_used=$(( $(cpu_ticks) - before ))
-  if [ "$mode" = netreduce ]; then
+  local shaped_after shaper_dropped
+  shaped_after="$(shaper_drops)"
+  shaper_dropped=$(( ${shaped_after% *} + ${shaped_after#* } - ${shaped_before% *} - ${shaped_before#* } ))
+  echo "bench-allreduce: $rate w$world $size $mode: shapers dropped $shaper_dropped packets" \
+    "($(( ${shaped_after% *} - ${shaped_before% *} )) at the workers' egress," \
+    "$(( ${shaped_after#* } - ${shaped_before#* } )) at the switches')" >&2
+  [ "$mode" != netreduce-ecn ] || bash scripts/testbed.sh ecn off --prefix "$prefix" >/dev/null
+  if [ "$cli_mode" = netreduce ]; then
     # Loss census: the appliance's drop, ring-full and truncation counters that moved (cumulative per daemon).
     "$netreduce" ctl --api "$api" counters 2>/dev/null |
       awk -v run="$rate w$world $size" '(ENVIRON["NETREDUCE_BENCH_ALL_COUNTERS"] != "" || /drop|full|truncat|unsupported|error/) && $NF ~ /^[1-9][0-9]*$/ {
@@ -291,9 +326,9 @@ run_one() { # rate world mode size
     bash scripts/testbed.sh redirect on --prefix "$prefix" >/dev/null
   fi
   "$NETREDUCE_PYTHON" - "$work" "$rate" "$world" "$mode" "$size" "$iterations" "$wall_ms" "$cpu_ticks_used" "$hz" \
-      "$cpu_load" "$warmup" "$gloo_nice" >> "$out" <<'EOF'
+      "$cpu_load" "$warmup" "$gloo_nice" "$shaper_dropped" >> "$out" <<'EOF'
 import json, os, re, sys
-work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load, warmup, gloo_nice = sys.argv[1:]
+work, rate, world, mode, size, iterations, wall_ms, ticks, hz, cpu_load, warmup, gloo_nice, shaper_dropped = sys.argv[1:]
 world, size, iterations, wall_ms, ticks, hz = int(world), int(size), int(iterations), int(wall_ms), int(ticks), int(hz)
 warmup = int(warmup)
 runs = []
@@ -373,7 +408,9 @@ except (OSError, ValueError, KeyError, IndexError):
 print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{median:.2f},{p90:.2f},{mean:.2f},"
       f"{best:.2f},{goodput:.4f},{rdma:.0f},{wire:.0f},{rdma / size:.4f},{retx},{timeouts},{rx_dropped},{ticks / hz:.2f},"
       f"{wall_ms / 1e3:.1f},{workers_cpu},{cpu_per_call},{warmup},{mode_nice},{lane_nice},"
-      f"{load_cpu:.2f},{load_cores},{';'.join(f'{c:.1f}' for c in calls)}")
+      f"{load_cpu:.2f},{load_cores},{';'.join(f'{c:.1f}' for c in calls)},{shaper_dropped},"
+      f"{sum(r['ecn']['marked_results'] for r in runs if r is not None and 'ecn' in r)},"
+      f"{min((r['ecn']['window_min'] for r in runs if r is not None and 'ecn' in r), default='')}")
 EOF
   tail -n 1 "$out"
   if tail -n 1 "$out" | grep -q ',false,'; then
@@ -405,7 +442,8 @@ echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cols = ["rate", "world", "mode", "cpu_load", "size_bytes", "ok", "median_ms", "p90_ms", "best_ms", "goodput_gbps",
-        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s", "worker_cpu_ms_per_call", "nice", "lane_nice", "load_cores_in_calls"]
+        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s", "worker_cpu_ms_per_call", "nice", "lane_nice", "load_cores_in_calls",
+        "shaper_dropped", "marked_results", "window_min"]
 print("| " + " | ".join(cols) + " |")
 print("|" + "---|" * len(cols))
 for r in rows:

@@ -49,6 +49,11 @@
 #        scripts/testbed.sh status [--prefix P]
 #        scripts/testbed.sh redirect on|off [--prefix P]   (add/remove the UDP 4791 redirect on every worker port,
 #                                                           e.g. for a ring all-reduce baseline that bypasses the appliance)
+#        scripts/testbed.sh ecn on|off [--ecn-threshold BYTES] [--prefix P]
+#                                    (ECN marking on every shaped device of a bed brought up with --rate: both ends of
+#                                     every worker link and uplink mark ECN-capable packets CE while a phantom queue,
+#                                     drained at 95 % of the link rate, holds more than BYTES (default 262144); see
+#                                     ecn_mark in scripts/lib/emulation.sh. `up --ecn-threshold BYTES` starts with it on)
 #   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link (and uplink) in both directions.
 #   R (2..8) must divide WORKERS.
 #   P must be at most 10 characters (interface names are P-w<i>e and P-app0, at most 15).
@@ -58,10 +63,11 @@ set -euo pipefail
 cmd="${1:-}"
 [ -n "$cmd" ] && shift
 redirect_state=""
-if [ "$cmd" = redirect ]; then
+if [ "$cmd" = redirect ] || [ "$cmd" = ecn ]; then
   redirect_state="${1:-}"
   [ -n "$redirect_state" ] && shift
 fi
+ecn_threshold=""
 workers=4
 mtu=1500
 rate=""
@@ -76,6 +82,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="$2"; shift 2 ;;
     --outsider) outsider=1; shift ;;
     --racks) racks="$2"; shift 2 ;;
+    --ecn-threshold) ecn_threshold="$2"; shift 2 ;;
     *) echo "testbed: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -346,7 +353,8 @@ redirect() { # on|off for every worker (and outsider) port, uplink and downlink 
     ports="$(ip netns exec "$ns" ls /sys/class/net | grep -E '^(sw-(w[0-9]+|out)|uplink|dn[0-9]+)$' || true)"
     for dev in $ports; do
       found=1
-      ip netns exec "$ns" tc qdisc del dev "$dev" ingress 2>/dev/null || true
+      # the ingress filters only: the device's egress may hold the ECN marker
+      ip netns exec "$ns" tc filter del dev "$dev" ingress 2>/dev/null || true
       if [ "$redirect_state" = on ]; then redirect_roce "$dev" "$ns"; fi
     done
   done
@@ -354,8 +362,28 @@ redirect() { # on|off for every worker (and outsider) port, uplink and downlink 
   echo "testbed ${prefix}: redirect ${redirect_state}"
 }
 
+ecn() { # on|off on every shaped device of an existing bed: worker eth0s and the switches' ports facing them, uplinks
+  local ns dev found=0
+  for ns in $(ip netns list | awk '{print $1}' | grep -E "^${prefix}-(w[0-9]+|sw[0-9]*|ssw)$" || true); do
+    for dev in $(ip netns exec "$ns" ls /sys/class/net | grep -E '^(eth0|sw-w[0-9]+|uplink|dn[0-9]+)$' || true); do
+      ip netns exec "$ns" tc qdisc show dev "$dev" | grep -q '^qdisc tbf' || continue
+      found=1
+      if [ "$redirect_state" = on ]; then
+        ecn_mark "$ns" "$dev" "${ecn_threshold:-262144}"
+      else
+        ecn_unmark "$ns" "$dev"
+      fi
+    done
+  done
+  [ "$found" -eq 1 ] || { echo "testbed ${prefix}: not up, or up without --rate (nothing to mark at)" >&2; exit 1; }
+  echo "testbed ${prefix}: ecn ${redirect_state}${ecn_threshold:+, threshold $ecn_threshold bytes}"
+}
+
 case "$cmd" in
-  up) if [ "$racks" -eq 0 ]; then up; else up_racks; fi ;;
+  up) if [ "$racks" -eq 0 ]; then up; else up_racks; fi
+      if [ -n "$ecn_threshold" ]; then redirect_state=on; ecn; fi ;;
+  ecn)
+    case "$redirect_state" in on|off) ecn ;; *) echo "testbed: ecn on|off" >&2; exit 2 ;; esac ;;
   redirect)
     case "$redirect_state" in on|off) redirect ;; *) echo "testbed: redirect on|off" >&2; exit 2 ;; esac ;;
   down) down; echo "testbed ${prefix}: down" ;;

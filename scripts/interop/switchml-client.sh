@@ -296,8 +296,9 @@ attach() {
   "${x[@]}" tc filter add dev "$tap" parent ffff: protocol all prio 1 u32 match u32 0 0 \
     action mirred egress redirect dev "$dev"
   # results (UDP to the worker port) arriving on DEV go to the client, nothing else does
+  # (DEV has an ingress or, on the bed, a clsact qdisc already: the `ingress` hook names either)
   "${x[@]}" tc qdisc add dev "$dev" ingress 2>/dev/null || true
-  "${x[@]}" tc filter add dev "$dev" parent ffff: protocol ip prio "$ATTACH_PRIO" u32 \
+  "${x[@]}" tc filter add dev "$dev" ingress protocol ip prio "$ATTACH_PRIO" u32 \
     match ip protocol 17 0xff match ip dport "$port" 0xffff action mirred egress redirect dev "$tap"
   echo "$mac"
 }
@@ -313,7 +314,7 @@ detach() {
     esac
   done
   [ -n "$ns" ] && [ -n "$tap" ] || die "detach needs --netns NS --tap NAME"
-  ip netns exec "$ns" tc filter del dev "$dev" parent ffff: prio "$ATTACH_PRIO" 2>/dev/null || true
+  ip netns exec "$ns" tc filter del dev "$dev" ingress prio "$ATTACH_PRIO" 2>/dev/null || true
   ip -n "$ns" link del "$tap" 2>/dev/null || true
 }
 

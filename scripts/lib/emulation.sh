@@ -18,7 +18,7 @@ roce_nic() {
   ip -n "$ns" link add roce-sink type veth peer name roce-sink-peer
   ip -n "$ns" link set roce-sink up
   redirect_roce_into "$ns" "$dev" roce-sink
-  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ip prio 13 u32 \
+  ip netns exec "$ns" tc filter add dev "$dev" ingress protocol ip prio 13 u32 \
     match ip protocol 17 0xff match ip sport "$SWITCHML_PORT" "$SWITCHML_PORT_MASK" \
     action mirred egress redirect dev roce-sink
 }
@@ -30,14 +30,16 @@ SWITCHML_PORT_MASK=0xfff0
 # redirect_roce_into NS DEV TARGET: UDP 4791 (IPv4 and IPv6) and UDP to SwitchML's ports (IPv4, 0xBEE0..0xBEEF)
 # arriving on DEV in NS leave through TARGET (tc u32 + mirred at ingress): a switch's ACL redirect to its appliance
 # (testbed.sh), or a NIC's sink (roce_nic).
+# The filters hang off a clsact qdisc (its ingress hook is the ingress qdisc's), so that the same device's egress can
+# take the ECN marker (ecn_mark) too: a device has one of ingress or clsact, never both.
 redirect_roce_into() {
   local ns="$1" dev="$2" target="$3"
-  ip netns exec "$ns" tc qdisc add dev "$dev" ingress
-  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ip prio 10 u32 \
+  clsact "$ns" "$dev"
+  ip netns exec "$ns" tc filter add dev "$dev" ingress protocol ip prio 10 u32 \
     match ip protocol 17 0xff match ip dport 4791 0xffff action mirred egress redirect dev "$target"
-  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ipv6 prio 11 u32 \
+  ip netns exec "$ns" tc filter add dev "$dev" ingress protocol ipv6 prio 11 u32 \
     match ip6 protocol 17 0xff match ip6 dport 4791 0xffff action mirred egress redirect dev "$target"
-  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol ip prio 12 u32 \
+  ip netns exec "$ns" tc filter add dev "$dev" ingress protocol ip prio 12 u32 \
     match ip protocol 17 0xff match ip dport 0xbee0 0xfff0 action mirred egress redirect dev "$target"
   # VLAN-tagged RoCEv2 over IPv4 as well, as a switch's ACL that matches UDP 4791 in any VLAN would: the kernel
   # takes a frame's (outer) tag off before tc, and tc then sees the tag's protocol, not IP, so the rules above miss
@@ -49,6 +51,48 @@ redirect_roce_into() {
   ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol 802.1ad prio 15 u32 \
     match u16 0x0800 0xffff at 2 match u8 17 0xff at 13 match u16 4791 0xffff at 26 \
     action mirred egress redirect dev "$target"
+}
+
+# clsact NS DEV: DEV has a clsact qdisc (added unless it has one).
+clsact() {
+  ip netns exec "$1" tc qdisc show dev "$2" | grep -q '^qdisc clsact' ||
+    ip netns exec "$1" tc qdisc add dev "$2" clsact
+}
+
+# ecn_mark NS DEV THRESHOLD [FRACTION]: DEV's egress marks ECN like a switch port's AQM, which this kernel has none of
+# (no RED, no fq_codel): scripts/lib/ecn_marker.c, a tc bpf program ahead of DEV's shaper, keeps a phantom queue fed
+# with every packet DEV is to send and drained at FRACTION (default 0.95) of DEV's tbf rate, and marks ECN-capable
+# packets CE while it holds more than THRESHOLD bytes. Needs clang and libbpf's headers (scripts/setup.sh installs
+# them) and a tbf on DEV (its rate is read from it). Idempotent; ecn_unmark takes it off.
+ecn_mark() {
+  local ns="$1" dev="$2" threshold="$3" fraction="${4:-0.95}" rate_bytes bps object
+  rate_bytes="$(ip netns exec "$ns" tc -j qdisc show dev "$dev" | "${NETREDUCE_PYTHON:-python3}" -c '
+import json, sys
+rates = [q["options"]["rate"] for q in json.load(sys.stdin) if q.get("kind") == "tbf"]
+print(rates[0] if rates else "")')"
+  [ -n "$rate_bytes" ] || { echo "ecn_mark: $ns $dev has no tbf to read the link rate from" >&2; return 1; }
+  bps="$(awk -v r="$rate_bytes" -v f="$fraction" 'BEGIN { printf "%d", r * 8 * f }')"
+  object="$(ecn_marker_object "$bps" "$threshold")" || return 1
+  clsact "$ns" "$dev"
+  ip netns exec "$ns" tc filter replace dev "$dev" egress prio 1 handle 1 bpf direct-action obj "$object" sec tc
+}
+
+ecn_unmark() {
+  ip netns exec "$1" tc filter del dev "$2" egress prio 1 2>/dev/null || true
+}
+
+# ecn_marker_object BPS THRESHOLD: the marker built for a drain rate and threshold (cached); prints its path.
+ecn_marker_object() {
+  local bps="$1" threshold="$2" dir="${TMPDIR:-/tmp}/netreduce-ecn-marker" src object
+  src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/ecn_marker.c"
+  object="$dir/ecn_marker-$bps-$threshold-$(md5sum < "$src" | cut -c1-8).o"
+  if [ ! -s "$object" ]; then
+    command -v clang >/dev/null || { echo "ecn_mark: needs clang (apt-get install clang libbpf-dev)" >&2; return 1; }
+    mkdir -p "$dir"
+    clang -O2 -g -target bpf -I"/usr/include/$(uname -m)-linux-gnu" -DRATE_BPS="${bps}ULL" \
+      -DTHRESHOLD="${threshold}ULL" -c "$src" -o "$object.tmp$$" && mv "$object.tmp$$" "$object" || return 1
+  fi
+  echo "$object"
 }
 
 # plain_switch NS: a switch does not run the host's iptables on the frames it bridges. Where the host has

@@ -125,6 +125,57 @@ final class TestBed implements AutoCloseable
         return bed;
     }
 
+    /**
+     * Bring a flat bed up with every worker link shaped to {@code rate} (testbed.sh --rate, tbf both ways).
+     */
+    static TestBed upShaped(final char tag, final int workers, final int mtu, final String rate)
+    {
+        final String prefix = "t" + tag + (ProcessHandle.current().pid() % 100_000);
+        final TestBed bed = new TestBed(prefix, workers, mtu);
+        try
+        {
+            run(List.of("bash", script().toString(), "up", "-w", Integer.toString(workers), "--mtu",
+                Integer.toString(mtu), "--rate", rate, "--prefix", prefix), 60);
+        }
+        catch (final RuntimeException ex)
+        {
+            bed.close();
+            throw ex;
+        }
+        return bed;
+    }
+
+    /**
+     * Turn the shaped links' ECN marking on (phantom queue above {@code thresholdBytes}) or off: testbed.sh ecn.
+     */
+    void ecn(final boolean on, final int thresholdBytes)
+    {
+        run(List.of("bash", script().toString(), "ecn", on ? "on" : "off", "--ecn-threshold",
+            Integer.toString(thresholdBytes), "--prefix", prefix), 120);
+    }
+
+    /**
+     * @return whether the bed's ECN marker can be built here (clang and libbpf's headers).
+     */
+    static boolean canMarkEcn()
+    {
+        try
+        {
+            final Process process = new ProcessBuilder("sh", "-c", "command -v clang").start();
+            return process.waitFor(10, TimeUnit.SECONDS) && process.exitValue() == 0 &&
+                Files.isRegularFile(Path.of("/usr/include/bpf/bpf_helpers.h"));
+        }
+        catch (final IOException ex)
+        {
+            return false;
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
     static boolean isRoot()
     {
         try

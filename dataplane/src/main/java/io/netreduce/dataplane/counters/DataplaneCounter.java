@@ -17,6 +17,8 @@ public enum DataplaneCounter
     RESULT_PACKETS("result packets sent"),
     DUPLICATES_ANSWERED("duplicates of completed aggregations answered with the stored result"),
     DUPLICATES_PENDING("duplicates of incomplete aggregations (no effect on the result)"),
+    ECN_CE_RECEIVED("packets that reached an aggregator (or a leaf's spine result) marked ECN CE"),
+    ECN_CE_SENT("packets sent marked ECN CE because a packet of their position was (results, partials, answers)"),
     AGGREGATORS_RELEASED("aggregators freed one window later"),
     RING_RESTARTS("ring restarts: a rank connected again, the previous run's aggregators discarded"),
     RING_CONNECTIONS_REPLACED("a rank's connection replaced by another before its run's first completed sum (the run's partial sums discarded, its other connections kept)"),

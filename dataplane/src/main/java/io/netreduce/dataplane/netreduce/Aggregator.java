@@ -48,6 +48,8 @@ final class Aggregator
     private final AtomicCounter upRepeated;
     private final AtomicCounter downResults;
     private final AtomicCounter downRepeated;
+    private final AtomicCounter ceReceived;
+    private final AtomicCounter ceSent;
 
     /**
      * @param latency recorder of first-packet-in to results-out times, in nanoseconds, capped at
@@ -72,6 +74,8 @@ final class Aggregator
         upRepeated = counters.counter(DataplaneCounter.UP_REPEATED);
         downResults = counters.counter(DataplaneCounter.DOWN_RESULTS);
         downRepeated = counters.counter(DataplaneCounter.DOWN_REPEATED);
+        ceReceived = counters.counter(DataplaneCounter.ECN_CE_RECEIVED);
+        ceSent = counters.counter(DataplaneCounter.ECN_CE_SENT);
     }
 
     /**
@@ -117,7 +121,7 @@ final class Aggregator
         // PANAMA §4.2: the ECN fields of the position's packets are OR-ed (CE kept), and every packet the position
         // sends carries CE from then on, so a mark on any rank's path reaches every rank with its result. A
         // retransmission's mark counts too: it is a congestion signal from the same path.
-        region.recordEcn(agg, arriving.frame().ecn());
+        recordEcn(region, agg, arriving);
         final long bit = 1L << rank;
         if (!ring.isLeaf())
         {
@@ -303,13 +307,13 @@ final class Aggregator
                 return;
             }
             downRepeated.incrementRelease();
-            region.recordEcn(agg, arriving.frame().ecn());
+            recordEcn(region, agg, arriving);
             forwardDown(arriving, region, agg);
             return;
         }
         // The spine's result carries the OR of every rack's partial and of its links' marks; the rack's own marks
         // are in the aggregator already. Both go down to every rank of the rack.
-        region.recordEcn(agg, arriving.frame().ecn());
+        recordEcn(region, agg, arriving);
         memory.putBytes(fin, buffer, gradient, length);
         memory.putInt(agg + AggregatorRegion.FINAL_CRC_OFFSET, payloadCrc);
         region.markComplete(agg);
@@ -331,6 +335,16 @@ final class Aggregator
         latency.recordValue(Math.max(0, Math.min(elapsed, highestLatency)));
     }
 
+    private void recordEcn(final AggregatorRegion region, final int agg, final ArrivingFrame arriving)
+    {
+        final int ecn = arriving.frame().ecn();
+        if (ecn == Ecn.CE)
+        {
+            ceReceived.incrementRelease();
+            region.recordEcn(agg, ecn);
+        }
+    }
+
     /**
      * The spine's result goes on to the rack's first rank as it came, but marked CE when the position's aggregator
      * holds a mark (a rack's rank was marked, and the result came down unmarked).
@@ -340,6 +354,7 @@ final class Aggregator
         if (region.congestionExperienced(agg))
         {
             Ecn.markCe(arriving.buffer(), arriving.frame().l3Offset());
+            ceSent.incrementRelease();
         }
         output.forward(arriving);
     }
@@ -446,6 +461,7 @@ final class Aggregator
             // The rank's own header keeps its ECN codepoint (ECT(0)/ECT(1) as it sent it) unless the position saw
             // CE; the ICRC masks the field, so the combined ICRC below stays valid.
             Ecn.markCe(tx, index + (memory.getByte(meta + AggregatorRegion.META_L3_OFFSET) & 0xFF));
+            ceSent.incrementRelease();
         }
         tx.putBytes(index + headerLength, memory, payload, length);
         final int icrc = Crc32Combine.combineWithOperator(memory.getInt(meta + AggregatorRegion.META_HEADER_CRC),

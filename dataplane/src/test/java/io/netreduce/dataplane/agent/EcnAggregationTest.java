@@ -1,5 +1,6 @@
 package io.netreduce.dataplane.agent;
 
+import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.support.DataplaneHarness;
 import io.netreduce.dataplane.support.HierarchySimulation;
@@ -144,6 +145,9 @@ class EcnAggregationTest
             final List<byte[]> reference = send(plain, frames, -1, -1);
             assertThat(results).hasSize(RANKS * MSG_LEN);
             assertThat(reference).hasSize(RANKS * MSG_LEN);
+            assertThat(marked.counter(DataplaneCounter.ECN_CE_RECEIVED)).isEqualTo(1);
+            assertThat(marked.counter(DataplaneCounter.ECN_CE_SENT)).as("the position's results").isEqualTo(RANKS);
+            assertThat(plain.counter(DataplaneCounter.ECN_CE_SENT)).isZero();
             for (int i = 0; i < results.size(); i++)
             {
                 final byte[] result = results.get(i);
@@ -202,6 +206,8 @@ class EcnAggregationTest
             assertThat(rankOf(answer.getFirst())).isZero();
             assertThat(Ecn.of(new UnsafeBuffer(answer.getFirst()), 14)).isEqualTo(Ecn.CE);
             assertValid(answer.getFirst());
+            assertThat(harness.counter(DataplaneCounter.ECN_CE_RECEIVED)).isEqualTo(1);
+            assertThat(harness.counter(DataplaneCounter.ECN_CE_SENT)).isEqualTo(1);
 
             // Message 1 marked at rank 2 position 0; messages 2N and 2N + 1 reuse the aggregators of messages 0 and 1
             // and are unmarked.
