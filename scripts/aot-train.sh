@@ -9,13 +9,14 @@
 #   netreduce-ctl.aot              `netreduce ctl` (one `ctl rings`)
 #   netreduce-worker-allreduce.aot rank 0 of `worker allreduce`, W = 4, 64 MiB fp32, 6 calls through the appliance
 #   netreduce-worker-serve.aot     rank 0's sidecar (`worker serve`) driven as a Session drives it
-#                                  (scripts/lib/aot_sidecar.py): 6 calls of 32 MiB, 200 of 287 KB
+#                                  (scripts/lib/aot_sidecar.py): 8 calls of 32 MiB, 200 of 287 KB
 #
 # Each JVM records while it runs and writes its cache when it exits (-XX:AOTCacheOutput, through the launcher's
 # NETREDUCE_AOT_OUTPUT, so training and use share the jar paths and JVM flags, as the cache requires). A cache is
-# tied to its jar (path, size, time): a jar built from changed sources makes its caches stale, and the launcher then
-# runs without them; a jar rebuilt with the same bytes gets its old time back (JAR.aot-stamp) and keeps them. Without
-# --force this script does nothing when every cache is newer than its jar. About 40-50 s on 2 cores.
+# tied to its jar: CACHE.stamp records the jar (SHA-256, time, size) and the cache; a jar built from changed sources
+# makes its caches stale, and the launcher then runs without them; a jar rebuilt with the same bytes gets its old
+# time back and keeps them. Without --force this script does nothing when every cache is fresh. About 40-50 s on 2
+# cores.
 #
 # usage: scripts/aot-train.sh [--force] [--launcher PATH (default aggregator-daemon/target/netreduce; an installed
 #                              launcher, e.g. /opt/netreduce/bin/netreduce, makes the caches beside its jars)]
@@ -53,29 +54,36 @@ for c in daemon ctl "worker allreduce" "worker serve"; do
   cache[$c]="${where[0]}"
   jar[$c]="${where[1]}"
 done
-# A rebuild writes the jars anew even when nothing in them changed (the build is reproducible: the parent pom fixes
-# project.build.outputTimestamp), which would leave every cache stale. After a training run each jar's stamp,
-# JAR.aot-stamp, records its SHA-256 and time; a jar rewritten with the same bytes gets that time back, and its caches
-# hold again.
-for j in $(printf '%s\n' "${jar[@]}" | sort -u); do
-  stamp="${j%.jar}.aot-stamp"
-  [ -f "$stamp" ] && [ -f "$j" ] || continue
-  read -r sum when < "$stamp" || continue
-  if [ "$(stat -c %.9Y "$j")" != "$when" ] && [ "$(sha256sum "$j" | cut -d' ' -f1)" = "$sum" ]; then
-    touch -m -d "@$when" "$j"
-    echo "aot-train: $(basename "$j") rebuilt with the same bytes: its caches hold"
+# Each cache has CACHE.stamp: its jar's SHA-256, time and size and its own time and size, as this script made them.
+# The launcher uses a cache only while both files are still those (JDK 25 runs a one-step cache's classes without
+# checking its jar, JDK-8377932). A rebuild writes the jars anew even when nothing in them changed (the build is
+# reproducible: the parent pom fixes project.build.outputTimestamp); a jar rewritten with the bytes its caches were
+# trained on gets its old time back here, and the caches hold again.
+for c in "${!cache[@]}"; do
+  stamp="${cache[$c]}.stamp"
+  [ -f "$stamp" ] && [ -f "${jar[$c]}" ] || continue
+  read -r sum when _ < "$stamp" || continue
+  if [ "$(stat -c %.9Y "${jar[$c]}")" != "$when" ] && [ "$(sha256sum "${jar[$c]}" | cut -d' ' -f1)" = "$sum" ]; then
+    touch -m -d "@$when" "${jar[$c]}"
+    echo "aot-train: $(basename "${jar[$c]}") rebuilt with the same bytes: its caches hold"
   fi
 done
+# fresh: the stamp matches the jar and the cache as they are (what the launcher checks)
+fresh() {
+  local stamped
+  [ -f "$1.stamp" ] && [ -f "$1" ] && read -r _ stamped < "$1.stamp" &&
+    [ "$stamped " = "$(stat --printf '%.9Y %s ' "$2" "$1")" ]
+}
 stale=()
 for c in "${!cache[@]}"; do
-  [ -f "${cache[$c]}" ] && [ "${cache[$c]}" -nt "${jar[$c]}" ] || stale+=("$c")
+  fresh "${cache[$c]}" "${jar[$c]}" || stale+=("$c")
 done
 if [ "$check" -eq 1 ]; then
   [ ${#stale[@]} -eq 0 ] && { echo "aot-train: every cache is up to date"; exit 0; }
   echo "aot-train: stale or missing: ${stale[*]}"; exit 1
 fi
 if [ ${#stale[@]} -eq 0 ] && [ "$force" -eq 0 ]; then
-  echo "aot-train: every cache is newer than its jar (--force to make them again)"
+  echo "aot-train: every cache is fresh (--force to make them again)"
   exit 0
 fi
 [ "$(id -u)" -eq 0 ] || { echo "aot-train: needs root (namespace test bed); the JVMs start without caches" >&2; exit 2; }
@@ -152,13 +160,13 @@ for c in daemon ctl "worker allreduce" "worker serve"; do
     exit 1
   fi
   # next to the jar, atomically (a launcher starting meanwhile sees the old cache or the new one)
+  rm -f "${cache[$c]}.stamp"   # no stamp, no use: a launcher starting meanwhile runs without the cache
   cp "$work/$name.aot" "${cache[$c]}.tmp.$$"
   chmod 644 "${cache[$c]}.tmp.$$"   # readable by the daemon's systemd DynamicUser
   mv -f "${cache[$c]}.tmp.$$" "${cache[$c]}"
+  echo "$(sha256sum "${jar[$c]}" | cut -d' ' -f1) $(stat --printf '%.9Y %s ' "${jar[$c]}" "${cache[$c]}")" \
+    > "${cache[$c]}.stamp"
   made+=("$(basename "${cache[$c]}") $(( $(stat -c %s "${cache[$c]}") >> 20 )) MiB")
-done
-for j in $(printf '%s\n' "${jar[@]}" | sort -u); do
-  echo "$(sha256sum "$j" | cut -d' ' -f1) $(stat -c %.9Y "$j")" > "${j%.jar}.aot-stamp"
 done
 echo "aot-train: made in $(( $(date +%s) - started )) s, beside the jars in $(dirname "${cache[daemon]}") and" \
   "$(dirname "${cache[worker serve]}"): $(IFS=,; echo "${made[*]}" | sed 's/,/, /g')"

@@ -4,18 +4,22 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import javax.tools.ToolProvider;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -28,8 +32,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The launcher (src/main/dist/netreduce) and the JVMs' ahead-of-time caches: which cache it hands the JVM (a stand-in
- * {@code java} that prints its arguments), and, with the real JVM, that a cache made through the launcher is used and
- * that a cache the JVM refuses (stale, garbage) leaves the command's output as it is without one.
+ * {@code java} that prints its arguments); with the real JVM, that a cache made through the launcher is used, that a
+ * cache the JVM refuses leaves the output as it is without one, and that a cache is never used with a jar other than
+ * the one it was trained on (JDK 25 would run the old jar's classes: JDK-8377932); and scripts/aot-train.sh's
+ * freshness check.
  */
 class LauncherAotTest
 {
@@ -38,17 +44,7 @@ class LauncherAotTest
     private static final String FLAGS = System.getProperty("netreduce.jvm.flags",
         "--enable-native-access=ALL-UNNAMED --add-opens java.base/jdk.internal.misc=ALL-UNNAMED " +
         "--add-modules jdk.incubator.vector");
-
-    /**
-     * What the test jar runs: one line on stdout, nothing else.
-     */
-    public static final class Probe
-    {
-        public static void main(final String[] args)
-        {
-            System.out.println("probe ready " + String.join(" ", args));
-        }
-    }
+    private static final Path JAVA_HOME = Path.of(System.getProperty("java.home"));
 
     record Result(int status, String out, String err)
     {
@@ -62,7 +58,7 @@ class LauncherAotTest
     private Path workerJar;
 
     @BeforeEach
-    void install() throws IOException
+    void install() throws Exception
     {
         bin = Files.createDirectories(dir.resolve("bin"));
         launcher = bin.resolve("netreduce");
@@ -70,8 +66,8 @@ class LauncherAotTest
         Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwxr-xr-x"));
         jar = bin.resolve("netreduce.jar");
         workerJar = bin.resolve("netreduce-worker.jar");
-        writeJar(jar, "");
-        writeJar(workerJar, "");
+        writeJar(jar, "v1");
+        writeJar(workerJar, "worker");
         aged(jar);
         aged(workerJar);
     }
@@ -86,9 +82,9 @@ class LauncherAotTest
     }
 
     @Test
-    void shouldUseTheCommandsCacheWhenItIsNewerThanTheJar() throws Exception
+    void shouldUseTheCommandsCacheWhileItsStampMatchesTheJarAndTheCache() throws Exception
     {
-        final Path cache = Files.createFile(bin.resolve("netreduce-daemon.aot"));
+        final Path cache = cache("netreduce-daemon.aot", jar);
 
         final List<String> args = argsOf(Map.of(), "daemon", "--config", "x.yaml");
 
@@ -100,8 +96,7 @@ class LauncherAotTest
     @Test
     void shouldPickTheWorkerSubcommandsCacheBesideTheWorkerJar() throws Exception
     {
-        final Path serve = Files.createFile(bin.resolve("netreduce-worker-serve.aot"));
-        Files.createFile(bin.resolve("netreduce-worker-allreduce.aot"));
+        final Path serve = cache("netreduce-worker-serve.aot", workerJar);
 
         assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0"))
             .contains("-XX:AOTCache=" + serve).containsSubsequence("-jar", workerJar.toString(), "serve");
@@ -109,18 +104,36 @@ class LauncherAotTest
     }
 
     @Test
-    void shouldLeaveAStaleCacheOut() throws Exception
+    void shouldNotUseACacheWithoutItsStamp() throws Exception
     {
-        final Path cache = Files.createFile(bin.resolve("netreduce-ctl.aot"));
-        Files.setLastModifiedTime(cache, FileTime.from(Instant.now().minusSeconds(3600)));
+        Files.delete(cache("netreduce-daemon.aot", jar).resolveSibling("netreduce-daemon.aot.stamp"));
+
+        assertThat(argsOf(Map.of(), "daemon")).noneMatch(a -> a.startsWith("-XX:AOT"));
+    }
+
+    @Test
+    void shouldNotUseACacheWhoseJarWasReplacedEvenByAnOlderOne() throws Exception
+    {
+        cache("netreduce-ctl.aot", jar);
+        writeJar(jar, "v2, another build");
+        Files.setLastModifiedTime(jar, FileTime.from(Instant.now().minusSeconds(3600)));   // as cp -p or tar leave it
 
         assertThat(argsOf(Map.of(), "ctl", "rings")).noneMatch(a -> a.startsWith("-XX:AOT"));
     }
 
     @Test
+    void shouldNotUseACacheThatWasReplaced() throws Exception
+    {
+        final Path cache = cache("netreduce-daemon.aot", jar);
+        Files.writeString(cache, "another cache");
+
+        assertThat(argsOf(Map.of(), "daemon")).noneMatch(a -> a.startsWith("-XX:AOT"));
+    }
+
+    @Test
     void shouldUseNoCacheWhenToldNot() throws Exception
     {
-        Files.createFile(bin.resolve("netreduce-daemon.aot"));
+        cache("netreduce-daemon.aot", jar);
 
         assertThat(argsOf(Map.of("NETREDUCE_AOT", "off"), "daemon")).noneMatch(a -> a.startsWith("-XX:AOT"));
     }
@@ -129,7 +142,7 @@ class LauncherAotTest
     void shouldLookInTheCacheDirectoryWhenOneIsNamed() throws Exception
     {
         final Path elsewhere = Files.createDirectories(dir.resolve("cache"));
-        final Path cache = Files.createFile(elsewhere.resolve("netreduce-daemon.aot"));
+        final Path cache = cache(elsewhere.resolve("netreduce-daemon.aot"), jar);
 
         assertThat(argsOf(Map.of("NETREDUCE_AOT_DIR", elsewhere.toString()), "daemon")).contains("-XX:AOTCache=" + cache);
     }
@@ -137,7 +150,7 @@ class LauncherAotTest
     @Test
     void shouldAskTheJvmToWriteTheCacheInATrainingRun() throws Exception
     {
-        Files.createFile(bin.resolve("netreduce-daemon.aot"));
+        cache("netreduce-daemon.aot", jar);
 
         final List<String> args = argsOf(Map.of("NETREDUCE_AOT_OUTPUT", "/tmp/x.aot"), "daemon");
 
@@ -158,52 +171,56 @@ class LauncherAotTest
     @Test
     void shouldMakeACacheThroughTheLauncherAndLoadClassesFromIt() throws Exception
     {
-        final Path javaHome = Path.of(System.getProperty("java.home"));
-        final Path cache = bin.resolve("netreduce-daemon.aot");
+        final Path cache = train("netreduce-daemon.aot", jar, "daemon");
 
-        final Result training = run(javaHome, Map.of("NETREDUCE_AOT_OUTPUT", cache.toString()), "daemon", "train");
-        assertThat(training.status()).as(training.out() + training.err()).isZero();
-        assertThat(cache).isNotEmptyFile();
-
-        final Result used = run(javaHome, Map.of("NETREDUCE_JAVA_OPTS", "-Xlog:class+load=info:file=" +
+        final Result used = run(JAVA_HOME, Map.of("NETREDUCE_JAVA_OPTS", "-Xlog:class+load=info:file=" +
             dir.resolve("classes.log")), "daemon", "run");
         assertThat(used.status()).isZero();
-        assertThat(used.out()).isEqualTo("probe ready daemon run\n");
-        assertThat(Files.readString(dir.resolve("classes.log")))
-            .containsPattern("LauncherAotTest\\$Probe source: shared objects file");
+        assertThat(used.out()).isEqualTo("v1 daemon run\n");
+        assertThat(Files.readString(dir.resolve("classes.log"))).contains("AotProbe source: shared objects file");
 
-        final Result without = run(javaHome, Map.of("NETREDUCE_AOT", "off", "NETREDUCE_JAVA_OPTS",
+        final Result without = run(JAVA_HOME, Map.of("NETREDUCE_AOT", "off", "NETREDUCE_JAVA_OPTS",
             "-Xlog:class+load=info:file=" + dir.resolve("classes-off.log")), "daemon", "run");
-        assertThat(without.out()).isEqualTo("probe ready daemon run\n");
-        assertThat(Files.readString(dir.resolve("classes-off.log")))
-            .doesNotContainPattern("LauncherAotTest\\$Probe source: shared objects file");
+        assertThat(without.out()).isEqualTo("v1 daemon run\n");
+        assertThat(Files.readString(dir.resolve("classes-off.log"))).doesNotContain("AotProbe source: shared objects file");
+        assertThat(cache).isNotEmptyFile();
+    }
+
+    @Test
+    void shouldRunTheNewJarsClassesAfterTheJarWasReplaced() throws Exception
+    {
+        train("netreduce-daemon.aot", jar, "daemon");
+        assertThat(run(JAVA_HOME, Map.of(), "daemon").out()).isEqualTo("v1 daemon\n");
+
+        // another build of the jar, dated before the cache (cp -p, tar, a package): JDK 25 alone would run v1's class
+        writeJar(jar, "v2");
+        aged(jar);
+
+        final Result result = run(JAVA_HOME, Map.of(), "daemon");
+        assertThat(result.out()).isEqualTo("v2 daemon\n");
+        assertThat(result.err().toLowerCase(Locale.ROOT)).doesNotContain("aot", "cds", "error", "shared");
     }
 
     @Test
     void shouldRunSilentlyWithoutACacheTheJvmRefuses() throws Exception
     {
-        final Path javaHome = Path.of(System.getProperty("java.home"));
-        final Path cache = bin.resolve("netreduce-daemon.aot");
-        assertThat(run(javaHome, Map.of("NETREDUCE_AOT_OUTPUT", cache.toString()), "daemon").status()).isZero();
-        // the jar rebuilt (another size and time) while the cache looks newer: the JVM refuses the cache
-        writeJar(jar, "rebuilt");
-        aged(jar);
-        assertThat(cache).isNotEmptyFile();
-        assertRunsAsWithout(javaHome);
+        final Path cache = train("netreduce-daemon.aot", jar, "daemon");
 
+        // ZGC: JDK 25 refuses a cache made under G1
+        assertRunsAsWithout(Map.of("NETREDUCE_JAVA_OPTS", "-XX:+UseZGC"));
+
+        // not a cache at all, stamped as if it were one
         Files.writeString(cache, "not a cache");
-        assertRunsAsWithout(javaHome);
-
-        Files.write(cache, Arrays.copyOf(Files.readAllBytes(jar), 4096));
-        assertRunsAsWithout(javaHome);
+        writeStamp(cache, jar);
+        assertRunsAsWithout(Map.of());
     }
 
-    private void assertRunsAsWithout(final Path javaHome) throws Exception
+    private void assertRunsAsWithout(final Map<String, String> env) throws Exception
     {
-        final Result result = run(javaHome, Map.of(), "daemon", "x");
+        final Result result = run(JAVA_HOME, env, "daemon", "x");
         assertThat(result.status()).isZero();
-        assertThat(result.out()).isEqualTo("probe ready daemon x\n");
-        assertThat(result.err().toLowerCase(java.util.Locale.ROOT)).doesNotContain("aot", "cds", "error", "shared");
+        assertThat(result.out()).isEqualTo("v1 daemon x\n");
+        assertThat(result.err().toLowerCase(Locale.ROOT)).doesNotContain("aot", "cds", "error", "shared");
     }
 
     // -- scripts/aot-train.sh's freshness check -------------------------------------------------------------------
@@ -211,31 +228,27 @@ class LauncherAotTest
     @Test
     void aotTrainShouldKeepTheCachesOfAJarRebuiltWithTheSameBytes() throws Exception
     {
-        final List<Path> caches = List.of(bin.resolve("netreduce-daemon.aot"), bin.resolve("netreduce-ctl.aot"),
-            bin.resolve("netreduce-worker-allreduce.aot"), bin.resolve("netreduce-worker-serve.aot"));
-        for (final Path cache : caches)
-        {
-            Files.writeString(cache, "cache");
-        }
-        final String stampedTime = stamp(jar);
-        stamp(workerJar);
+        cache("netreduce-daemon.aot", jar);
+        cache("netreduce-ctl.aot", jar);
+        cache("netreduce-worker-allreduce.aot", workerJar);
+        cache("netreduce-worker-serve.aot", workerJar);
+        final String trainedOn = mtime(jar);
         assertThat(aotTrainCheck().out()).contains("every cache is up to date");
 
         // rebuilt, the same bytes: the jar's time goes back to the stamp's and the caches hold
         Files.write(jar, Files.readAllBytes(jar));
-        Files.setLastModifiedTime(jar, FileTime.from(Instant.now().plusSeconds(5)));
         final Result same = aotTrainCheck();
         assertThat(same.status()).as(same.out() + same.err()).isZero();
         assertThat(same.out()).contains("netreduce.jar rebuilt with the same bytes", "every cache is up to date");
-        assertThat(mtime(jar)).isEqualTo(stampedTime);
+        assertThat(mtime(jar)).isEqualTo(trainedOn);
+        assertThat(argsOf(Map.of(), "daemon")).anyMatch(a -> a.startsWith("-XX:AOTCache="));
 
-        // rebuilt from changed sources: stale
-        writeJar(jar, "changed");
-        Files.setLastModifiedTime(jar, FileTime.from(Instant.now().plusSeconds(5)));
+        // rebuilt from changed sources: stale, and the launcher leaves the caches out
+        writeJar(jar, "v2");
         final Result changed = aotTrainCheck();
         assertThat(changed.status()).isEqualTo(1);
-        assertThat(changed.out()).contains("stale or missing").contains("daemon").contains("ctl")
-            .doesNotContain("worker");
+        assertThat(changed.out()).contains("stale or missing").contains("daemon").contains("ctl").doesNotContain("worker");
+        assertThat(argsOf(Map.of(), "daemon")).noneMatch(a -> a.startsWith("-XX:AOT"));
     }
 
     private Result aotTrainCheck() throws Exception
@@ -244,23 +257,95 @@ class LauncherAotTest
             "--check", "--launcher", launcher.toString());
         builder.environment().keySet().removeIf(k -> k.startsWith("NETREDUCE_"));
         builder.environment().put("NETREDUCE_WORKER_JAR", workerJar.toString());
-        final Process process = builder.start();
-        final CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(process.getErrorStream()));
-        final String out = read(process.getInputStream());
-        assertThat(process.waitFor(120, TimeUnit.SECONDS)).isTrue();
-        return new Result(process.exitValue(), out, err.join());
+        return finish(builder.start());
     }
 
-    /** Writes JAR.aot-stamp as scripts/aot-train.sh does after training; returns the recorded time. */
-    private static String stamp(final Path jarFile) throws Exception
+    // -- helpers ---------------------------------------------------------------------------------------------------
+
+    /**
+     * A jar whose main class, AotProbe, prints {@code version} and its arguments: two versions are two builds whose
+     * class differs, as a cache trained on one must not stand in for the other.
+     */
+    private static void writeJar(final Path path, final String version) throws IOException
     {
-        final String sum = java.util.HexFormat.of().formatHex(
-            java.security.MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(jarFile)));
-        final String time = mtime(jarFile);
-        final String name = jarFile.getFileName().toString();
-        Files.writeString(jarFile.resolveSibling(name.substring(0, name.length() - 4) + ".aot-stamp"),
-            sum + " " + time + "\n");
-        return time;
+        final byte[] probe = PROBES.computeIfAbsent(version.split(",")[0], LauncherAotTest::compileProbe);
+        final Manifest manifest = new Manifest();
+        manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        manifest.getMainAttributes().put(Attributes.Name.MAIN_CLASS, "AotProbe");
+        try (OutputStream out = Files.newOutputStream(path);
+            JarOutputStream jarOut = new JarOutputStream(out, manifest))
+        {
+            jarOut.putNextEntry(new JarEntry("AotProbe.class"));
+            jarOut.write(probe);
+            jarOut.closeEntry();
+            jarOut.putNextEntry(new JarEntry("build.txt"));
+            jarOut.write(version.getBytes(StandardCharsets.UTF_8));
+            jarOut.closeEntry();
+        }
+    }
+
+    private static final Map<String, byte[]> PROBES = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private static byte[] compileProbe(final String printed)
+    {
+        try
+        {
+            final Path src = Files.createTempDirectory("aot-probe");
+            final Path java = src.resolve("AotProbe.java");
+            Files.writeString(java, "public class AotProbe { public static void main(String[] a) { " +
+                "System.out.println(\"" + printed + "\" + (a.length > 0 ? \" \" + String.join(\" \", a) : \"\")); } }\n");
+            assertThat(ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d", src.toString(),
+                java.toString())).isZero();
+            final byte[] bytes = Files.readAllBytes(src.resolve("AotProbe.class"));
+            Files.delete(src.resolve("AotProbe.class"));
+            Files.delete(java);
+            Files.delete(src);
+            return bytes;
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    /** A jar a minute old, so that a cache written now is newer. */
+    private static void aged(final Path path) throws IOException
+    {
+        Files.setLastModifiedTime(path, FileTime.from(Instant.now().minusSeconds(60)));
+    }
+
+    /** A stand-in cache file in bin (or at {@code where}), stamped for {@code forJar} as scripts/aot-train.sh does. */
+    private Path cache(final String name, final Path forJar) throws Exception
+    {
+        return cache(bin.resolve(name), forJar);
+    }
+
+    private static Path cache(final Path where, final Path forJar) throws Exception
+    {
+        Files.writeString(where, "cache");
+        writeStamp(where, forJar);
+        return where;
+    }
+
+    /** A real cache, made through the launcher (NETREDUCE_AOT_OUTPUT) running {@code command}, and stamped. */
+    private Path train(final String name, final Path forJar, final String command) throws Exception
+    {
+        final Path cache = bin.resolve(name);
+        final Result training = run(JAVA_HOME, Map.of("NETREDUCE_AOT_OUTPUT", cache.toString()), command);
+        assertThat(training.status()).as(training.out() + training.err()).isZero();
+        assertThat(cache).isNotEmptyFile();
+        writeStamp(cache, forJar);
+        return cache;
+    }
+
+    /** CACHE.stamp: the jar's SHA-256, time and size, the cache's time and size (scripts/aot-train.sh's format). */
+    private static void writeStamp(final Path cache, final Path forJar) throws Exception
+    {
+        final String sum = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(forJar)));
+        final Process stat = new ProcessBuilder("stat", "--printf", "%.9Y %s ", forJar.toString(), cache.toString()).start();
+        final String fields = read(stat.getInputStream());
+        assertThat(stat.waitFor(10, TimeUnit.SECONDS)).isTrue();
+        Files.writeString(cache.resolveSibling(cache.getFileName() + ".stamp"), sum + " " + fields + "\n");
     }
 
     private static String mtime(final Path file) throws Exception
@@ -269,36 +354,6 @@ class LauncherAotTest
         final String out = read(stat.getInputStream()).strip();
         assertThat(stat.waitFor(10, TimeUnit.SECONDS)).isTrue();
         return out;
-    }
-
-    // -- helpers ---------------------------------------------------------------------------------------------------
-
-    private static void writeJar(final Path path, final String extra) throws IOException
-    {
-        final Manifest manifest = new Manifest();
-        manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        manifest.getMainAttributes().put(Attributes.Name.MAIN_CLASS, Probe.class.getName());
-        final String entry = Probe.class.getName().replace('.', '/') + ".class";
-        try (OutputStream out = Files.newOutputStream(path);
-            JarOutputStream jarOut = new JarOutputStream(out, manifest);
-            InputStream in = Probe.class.getClassLoader().getResourceAsStream(entry))
-        {
-            jarOut.putNextEntry(new JarEntry(entry));
-            in.transferTo(jarOut);
-            jarOut.closeEntry();
-            if (!extra.isEmpty())
-            {
-                jarOut.putNextEntry(new JarEntry("extra.txt"));
-                jarOut.write(extra.getBytes(StandardCharsets.UTF_8));
-                jarOut.closeEntry();
-            }
-        }
-    }
-
-    /** A jar a minute old, so that a cache written now is newer. */
-    private static void aged(final Path path) throws IOException
-    {
-        Files.setLastModifiedTime(path, FileTime.from(Instant.now().minusSeconds(60)));
     }
 
     /** A JAVA_HOME whose bin/java says it is 25 and prints its arguments, one a line. */
@@ -331,7 +386,11 @@ class LauncherAotTest
         builder.environment().put("JAVA_HOME", javaHome.toString());
         builder.environment().put("NETREDUCE_WORKER_JAR", workerJar.toString());
         builder.environment().putAll(env);
-        final Process process = builder.start();
+        return finish(builder.start());
+    }
+
+    private static Result finish(final Process process) throws Exception
+    {
         final CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(process.getErrorStream()));
         final String out = read(process.getInputStream());
         assertThat(process.waitFor(120, TimeUnit.SECONDS)).isTrue();
@@ -346,7 +405,7 @@ class LauncherAotTest
         }
         catch (final IOException ex)
         {
-            throw new java.io.UncheckedIOException(ex);
+            throw new UncheckedIOException(ex);
         }
     }
 }
