@@ -13,7 +13,8 @@
 #   gloo:      what users run today: torch.distributed's all-reduce with the gloo backend (Debian's python3-torch),
 #              one process per worker namespace (scripts/bench/gloo_allreduce.py), over TCP on the same shaped links.
 #   netreduce-ecn: netreduce with the bed's links marking ECN (scripts/testbed.sh ecn on: a phantom queue at 95 % of
-#              the link rate on both ends of every worker link, CE above --ecn-threshold BYTES, default 262144): the
+#              the link rate on both ends of every worker link, CE above --ecn-threshold BYTES, default 262144;
+#              netreduce-ecn-K and netreduce-ecn-K-F name the threshold K and the drain fraction F per mode): the
 #              appliance carries the marks into the results and the workers' windows adapt (PANAMA). Not in the
 #              default modes; needs clang (scripts/setup.sh). The CSV's last columns: shaper_dropped (tbf drops on the
 #              bed during the run), marked_results (results that came back CE, summed over the ranks), window_min
@@ -125,7 +126,7 @@ case "$type" in fp32|int32) ;; *) echo "bench-allreduce: --type fp32 or int32" >
 for mode in $modes; do
   case "$mode" in
     netreduce|ring|ring-direct) ;;
-    netreduce-ecn) command -v clang >/dev/null || {
+    netreduce-ecn|netreduce-ecn-[0-9]*) command -v clang >/dev/null || {
         echo "bench-allreduce: netreduce-ecn needs clang for the bed's ECN marker: scripts/setup.sh" >&2; exit 2; } ;;
     switchml-[0-9]*) ;;
     gloo)
@@ -237,10 +238,16 @@ job_file() { # world
 run_one() { # rate world mode size
   local rate="$1" world="$2" mode="$3" size="$4"
   local cli_mode="$mode"
-  if [ "$mode" = netreduce-ecn ]; then
-    [ "$rate" != none ] || { echo "bench-allreduce: netreduce-ecn needs a shaped rate, skipped at none" >&2; return 0; }
-    bash scripts/testbed.sh ecn on --ecn-threshold "$ecn_threshold" --prefix "$prefix" >/dev/null
+  local ecn=0
+  if [ "${mode#netreduce-ecn}" != "$mode" ]; then
+    [ "$rate" != none ] || { echo "bench-allreduce: $mode needs a shaped rate, skipped at none" >&2; return 0; }
+    # netreduce-ecn, netreduce-ecn-K or netreduce-ecn-K-F: the threshold K bytes and drain fraction F of this mode
+    local spec="${mode#netreduce-ecn}" k="$ecn_threshold" f=0.95
+    spec="${spec#-}"
+    if [ -n "$spec" ]; then k="${spec%%-*}"; [ "$spec" = "$k" ] || f="${spec#*-}"; fi
+    bash scripts/testbed.sh ecn on --ecn-threshold "$k" --ecn-fraction "$f" --prefix "$prefix" >/dev/null
     cli_mode=netreduce
+    ecn=1
   fi
   if [ "$cli_mode" = netreduce ]; then
     job_file "$world"
@@ -307,7 +314,7 @@ run_one() { # rate world mode size
   echo "bench-allreduce: $rate w$world $size $mode: shapers dropped $shaper_dropped packets" \
     "($(( ${shaped_after% *} - ${shaped_before% *} )) at the workers' egress," \
     "$(( ${shaped_after#* } - ${shaped_before#* } )) at the switches')" >&2
-  [ "$mode" != netreduce-ecn ] || bash scripts/testbed.sh ecn off --prefix "$prefix" >/dev/null
+  [ "$ecn" -eq 0 ] || bash scripts/testbed.sh ecn off --prefix "$prefix" >/dev/null
   if [ "$cli_mode" = netreduce ]; then
     # Loss census: the appliance's drop, ring-full and truncation counters that moved (cumulative per daemon).
     "$netreduce" ctl --api "$api" counters 2>/dev/null |

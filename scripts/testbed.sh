@@ -49,11 +49,12 @@
 #        scripts/testbed.sh status [--prefix P]
 #        scripts/testbed.sh redirect on|off [--prefix P]   (add/remove the UDP 4791 redirect on every worker port,
 #                                                           e.g. for a ring all-reduce baseline that bypasses the appliance)
-#        scripts/testbed.sh ecn on|off [--ecn-threshold BYTES] [--prefix P]
+#        scripts/testbed.sh ecn on|off [--ecn-threshold BYTES] [--ecn-fraction F] [--prefix P]
 #                                    (ECN marking on every shaped device of a bed brought up with --rate: both ends of
 #                                     every worker link and uplink mark ECN-capable packets CE while a phantom queue,
-#                                     drained at 95 % of the link rate, holds more than BYTES (default 262144); see
-#                                     ecn_mark in scripts/lib/emulation.sh. `up --ecn-threshold BYTES` starts with it on)
+#                                     drained at F (default 0.95) of the link rate, holds more than BYTES (default
+#                                     262144); see ecn_mark in scripts/lib/emulation.sh. `up --ecn-threshold BYTES`
+#                                     starts with it on)
 #   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link (and uplink) in both directions.
 #   R (2..8) must divide WORKERS.
 #   P must be at most 10 characters (interface names are P-w<i>e and P-app0, at most 15).
@@ -68,6 +69,7 @@ if [ "$cmd" = redirect ] || [ "$cmd" = ecn ]; then
   [ -n "$redirect_state" ] && shift
 fi
 ecn_threshold=""
+ecn_fraction=0.95
 workers=4
 mtu=1500
 rate=""
@@ -83,6 +85,7 @@ while [ $# -gt 0 ]; do
     --outsider) outsider=1; shift ;;
     --racks) racks="$2"; shift 2 ;;
     --ecn-threshold) ecn_threshold="$2"; shift 2 ;;
+    --ecn-fraction) ecn_fraction="$2"; shift 2 ;;
     *) echo "testbed: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -369,14 +372,14 @@ ecn() { # on|off on every shaped device of an existing bed: worker eth0s and the
       ip netns exec "$ns" tc qdisc show dev "$dev" | grep -q '^qdisc tbf' || continue
       found=1
       if [ "$redirect_state" = on ]; then
-        ecn_mark "$ns" "$dev" "${ecn_threshold:-262144}"
+        ecn_mark "$ns" "$dev" "${ecn_threshold:-262144}" "$ecn_fraction"
       else
         ecn_unmark "$ns" "$dev"
       fi
     done
   done
   [ "$found" -eq 1 ] || { echo "testbed ${prefix}: not up, or up without --rate (nothing to mark at)" >&2; exit 1; }
-  echo "testbed ${prefix}: ecn ${redirect_state}${ecn_threshold:+, threshold $ecn_threshold bytes}"
+  echo "testbed ${prefix}: ecn ${redirect_state}${ecn_threshold:+, threshold $ecn_threshold bytes}, drained at $ecn_fraction of the rate"
 }
 
 case "$cmd" in
