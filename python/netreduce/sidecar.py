@@ -39,13 +39,15 @@ from .errors import SetupError, TransportError
 log = logging.getLogger("netreduce")
 
 # The call page (docs/python.md; worker CallPage.java): native byte order.
-_REQUEST = struct.Struct("=Q")        # at 0: (elements << 32) | sequence, one 8-byte store
+_REQUEST = struct.Struct("=Q")        # at 0: (~sequence << 32) | sequence, after the elements (struct writes bytes
+                                      # one at a time: the sidecar takes the word once its halves agree)
+_ELEMENTS = struct.Struct("=Q")       # at 24: the call's elements
 _ANSWER = struct.Struct("=IIQ")       # at 8: answered sequence, status (0 ok, 1 failed), the sidecar's microseconds
 _ANSWER_OFFSET = 8
 _PAGE_BYTES = mmap.ALLOCATIONGRANULARITY
-# Spinning on the answer word reads it with plain loads: the sidecar's release store of the sequence after the
-# status orders them for a reader whose loads stay in order (x86-64's TSO). Elsewhere the caller goes straight to
-# poll(2), whose system call orders what it reads after.
+# The page relies on x86-64's ordering (TSO): the sidecar sees the elements before the request word written after
+# them, and this side, spinning, the answer's status before its sequence (the sidecar's release store). Elsewhere
+# calls go as JSON requests.
 _SPIN_SAFE = platform.machine().lower() in ("x86_64", "amd64")
 DEFAULT_DOORBELL_SPIN_US = 50
 
@@ -84,7 +86,8 @@ class SidecarTransport:
         self.shm_bytes = shm_bytes
         # Calls go by the doorbell once open() found the sidecar takes them; set False to send them as JSON lines.
         self.use_doorbell = False
-        self.doorbell_spin_s = max(0, doorbell_spin_us) / 1e6 if _SPIN_SAFE else 0.0
+        doorbell = doorbell and _SPIN_SAFE
+        self.doorbell_spin_s = max(0, doorbell_spin_us) / 1e6
         self._page = None
         self._page_offset = None
         self._bells = None
@@ -228,7 +231,8 @@ class SidecarTransport:
         page = self._page
         with self._lock:
             self._sequence = sequence = (self._sequence + 1) & 0xFFFFFFFF
-            _REQUEST.pack_into(page, 0, (elements << 32) | sequence)
+            _ELEMENTS.pack_into(page, 24, elements)
+            _REQUEST.pack_into(page, 0, ((~sequence & 0xFFFFFFFF) << 32) | sequence)
             try:
                 os.eventfd_write(self._bells[0], 1)
             except OSError as error:

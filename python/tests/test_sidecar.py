@@ -76,13 +76,14 @@ FAKE_DOORBELL_SERVE = textwrap.dedent("""
             except BlockingIOError:
                 pass
             word = struct.unpack_from("=Q", page, 0)[0]
-            if word & 0xFFFFFFFF != last:
+            if word & 0xFFFFFFFF != last and word >> 32 == ~word & 0xFFFFFFFF:
                 last = word & 0xFFFFFFFF
+                elements = struct.unpack_from("=Q", page, 24)[0]
                 page_calls += 1
                 if mode == "die":
                     os._exit(3)
                 if mode == "fail":
-                    reply({"ok": False, "error": f"no progress for 300 ms ({word >> 32} elements)"})
+                    reply({"ok": False, "error": f"no progress for 300 ms ({elements} elements)"})
                     answer(last, 1, 0)
                 else:
                     answer(last, 0, 4242)

@@ -7,8 +7,8 @@ import java.nio.ByteBuffer;
 
 /**
  * The call doorbell: an all-reduce request and its answer as words in a page of the shared memory file, instead of
- * a JSON line each way over the control socket. The trainer writes a call's element count and a new sequence number
- * in one 8-byte store and rings the sidecar's {@link Doorbell} (an eventfd the trainer made and the sidecar polls
+ * a JSON line each way over the control socket. The trainer writes a call's element count, then a new sequence
+ * number with its complement beside it, and rings the sidecar's {@link Doorbell} (an eventfd the trainer made and the sidecar polls
  * with its port), so the request wakes the endpoint thread directly and needs no parsing; the sidecar answers by
  * writing the status and its own time, then the sequence number (a release store), and ringing the trainer's answer
  * eventfd. A failed call's error still goes over the socket as a JSON line, written before the answer, so the
@@ -17,11 +17,16 @@ import java.nio.ByteBuffer;
  * <p>
  * Layout (native byte order, from the page's start; the page's offset in the file is the open's {@code doorbell}):
  * <pre>
- *   0  u64  request: (elements &lt;&lt; 32) | sequence   written by the trainer, one aligned 8-byte store
+ *   0  u64  request: (~sequence &lt;&lt; 32) | sequence    written by the trainer after the elements
  *   8  u32  answered sequence                         written by the sidecar last (release)
  *  12  u32  status: 0 ok, 1 failed (error line on the socket)
  *  16  u64  microseconds the call took in the sidecar
+ *  24  u64  elements of the call                      written by the trainer first
  * </pre>
+ * The complement is there because CPython's {@code struct} writes a word a byte at a time: a request word is taken
+ * only once its two halves agree, so a word caught half-written is not a request. The trainer's stores become
+ * visible in program order on x86-64 (TSO), so the elements are there when the request word is; the Python side
+ * uses the page on x86-64 only.
  * Per call, not per packet; only the endpoint thread touches it on this side.
  */
 final class CallPage
@@ -32,6 +37,7 @@ final class CallPage
     static final int ANSWER_SEQUENCE_OFFSET = 8;
     static final int STATUS_OFFSET = 12;
     static final int MICROS_OFFSET = 16;
+    static final int ELEMENTS_OFFSET = 24;
     static final int STATUS_OK = 0;
     static final int STATUS_FAILED = 1;
 
@@ -59,13 +65,13 @@ final class CallPage
     {
         final long word = page.getLongVolatile(REQUEST_OFFSET);
         final int sequence = (int)word;
-        if (sequence == lastSequence)
+        if (sequence == lastSequence || (int)(word >>> 32) != ~sequence)
         {
-            return -1;
+            return -1; // none, or one being written
         }
         lastSequence = sequence;
         pendingSequence = sequence;
-        return word >>> 32;
+        return page.getLongVolatile(ELEMENTS_OFFSET);
     }
 
     /**

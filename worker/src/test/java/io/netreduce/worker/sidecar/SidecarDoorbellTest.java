@@ -131,7 +131,8 @@ class SidecarDoorbellTest
     /** The trainer's side: post a call, ring the sidecar, wait for the answer word (as python/netreduce does). */
     private int[] call(final int sequence, final long elements, final long seconds) throws Exception
     {
-        page.putLongVolatile(CallPage.REQUEST_OFFSET, (elements << 32) | (sequence & 0xFFFF_FFFFL));
+        page.putLongVolatile(CallPage.ELEMENTS_OFFSET, elements);
+        page.putLongVolatile(CallPage.REQUEST_OFFSET, request(sequence));
         doorbell.ring();
         final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (page.getIntVolatile(CallPage.ANSWER_SEQUENCE_OFFSET) != sequence)
@@ -143,6 +144,11 @@ class SidecarDoorbellTest
             Thread.onSpinWait();
         }
         return new int[] {page.getInt(CallPage.STATUS_OFFSET), (int)page.getLong(CallPage.MICROS_OFFSET)};
+    }
+
+    private static long request(final int sequence)
+    {
+        return ((long)~sequence << 32) | (sequence & 0xFFFF_FFFFL);
     }
 
     private String errorLine() throws Exception
@@ -183,6 +189,12 @@ class SidecarDoorbellTest
         assertThat(answer.drain()).isTrue();
 
         connectToItself(opened);
+        // A request word caught half-written (its halves disagree) is not a call; once whole, it is.
+        page.putLongVolatile(CallPage.ELEMENTS_OFFSET, 32765);
+        page.putLongVolatile(CallPage.REQUEST_OFFSET, (request(1) & 0xFFFF_FFFF_0000_0000L) | 2);
+        doorbell.ring();
+        Thread.sleep(200);
+        assertThat(page.getIntVolatile(CallPage.ANSWER_SEQUENCE_OFFSET)).isEqualTo(1);
         // Too many elements for the input area: refused at once, by the page.
         assertThat(call(2, 32765, 10)[0]).isEqualTo(CallPage.STATUS_FAILED);
         assertThat(errorLine()).contains("do not fit the input area");
@@ -210,7 +222,8 @@ class SidecarDoorbellTest
         assertThat(opened.path("ok").asBoolean()).as(opened.toString()).isTrue();
         assertThat(opened.path("doorbell").asBoolean(true)).isFalse();
         // a request word on the page is not a call: the JSON path still answers, in order
-        page.putLongVolatile(CallPage.REQUEST_OFFSET, (4L << 32) | 1);
+        page.putLongVolatile(CallPage.ELEMENTS_OFFSET, 4);
+        page.putLongVolatile(CallPage.REQUEST_OFFSET, request(1));
         doorbell.ring();
         assertThat(ask("{\"op\":\"allreduce\",\"elements\":4}").path("error").asText())
             .contains("allreduce before connect");
