@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Where the time of one all-reduce call through netreduce.Session goes (a benchmark, not a test): W trainers in
-# worker namespaces, each with its sidecar, through the daemon, against gloo's all_reduce in the same run
-# (scripts/bench/session_calls.py says what is timed). Prints rank 0's JSON line: median and p90 of the Session
-# path, the transport called directly, the sidecar's own time, and gloo.
+# worker namespaces, each with its sidecar, through the daemon; the sidecar's calls through the call doorbell and as
+# JSON requests, and gloo's all_reduce, alternating in the same run (scripts/bench/session_calls.py says what is
+# timed; every result is checked exact). Prints rank 0's JSON lines, one per size and mode: median, p90 and the
+# Session path's parts; --out appends them to a CSV.
 #
-# usage: scripts/bench-session.sh [--workers W] [--bytes B] [--calls N] [--rate RATE] [--no-build] [--prefix P]
+# usage: scripts/bench-session.sh [--workers W] [--bytes "B ..."] [--calls N] [--warmup N] [--jit N] [--rate RATE]
+#                                 [--modes "doorbell json gloo"] [--out CSV] [--label L] [--no-build] [--prefix P]
 # Needs root.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -13,6 +15,11 @@ cd "$NETREDUCE_ROOT"
 workers=4
 bytes=287016
 calls=50
+warmup=10
+jit=0
+modes="doorbell json gloo"
+out=""
+label=""
 rate=""
 build=1
 prefix=nrses
@@ -21,10 +28,15 @@ while [ $# -gt 0 ]; do
     -w|--workers) workers="$2"; shift 2 ;;
     --bytes) bytes="$2"; shift 2 ;;
     --calls) calls="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --jit) jit="$2"; shift 2 ;;
+    --modes) modes="$2"; shift 2 ;;
+    --out) out="$(realpath -m "$2")"; shift 2 ;;
+    --label) label="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --prefix) prefix="$2"; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-session: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -46,7 +58,8 @@ bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "unix:$work/api.s
 pids=()
 for i in $(seq 0 $(( workers - 1 ))); do
   ip netns exec "${prefix}-w$i" env TMPDIR="$work" "$NETREDUCE_PYTHON" scripts/bench/session_calls.py --rank "$i" \
-    --world "$workers" --api "unix:$work/api.sock" --netreduce "$netreduce" --bytes "$bytes" --calls "$calls" \
+    --world "$workers" --api "unix:$work/api.sock" --netreduce "$netreduce" --sizes "$bytes" --calls "$calls" \
+    --warmup "$warmup" --jit "$jit" --modes "$modes" --label "$label" ${out:+--csv "$out"} \
     > "$work/rank$i.log" 2>&1 &
   pids+=($!)
 done

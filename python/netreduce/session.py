@@ -68,6 +68,9 @@ class Session:
     * ``endpoint_nice``: nice value of the sidecar's endpoint thread (default: the sidecar's, -10, so frames get a
       core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE or RLIMIT_NICE, and without
       either the sidecar keeps its value and its warning goes to the ``netreduce`` logger).
+    * ``doorbell``: the sidecar's calls go through the call doorbell in the shared memory (an 8-byte request word
+      and an eventfd each way) instead of a JSON line each way over its socket (default True; control requests and
+      errors stay JSON; :mod:`netreduce.sidecar`).
     * ``shm_bytes``: the shared memory a call works in; larger tensors go through in pieces of what it holds (for
       the sidecar: half of it, less 8 bytes of every MsgLen x payload_size, as input and output areas of messages;
       for switchml: all of it). Every rank must give the same.
@@ -91,7 +94,8 @@ class Session:
                  token_file: Optional[str] = None, install: bool = False, job_name: Optional[str] = None,
                  process_group=None, fallback: bool = False, timeout: float = 30.0,
                  shm_bytes: int = DEFAULT_SHM_BYTES, ip: Optional[str] = None, sidecar_command=None,
-                 rto_us: int = 400_000, endpoint_nice: Optional[int] = None, controller: Optional[str] = None,
+                 rto_us: int = 400_000, endpoint_nice: Optional[int] = None, doorbell: bool = True,
+                 controller: Optional[str] = None,
                  switchml_elements: int = 256, switchml_outstanding: int = 128, cuda_piece_bytes: Optional[int] = None,
                  recover_after: Optional[float] = 30.0, ecn_window: bool = True, ecn_gain: float = 1 / 16):
         torch, dist = _torch()
@@ -157,7 +161,7 @@ class Session:
 
             def factory():
                 return SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
-                                        rto_us=rto_us, endpoint_nice=endpoint_nice)
+                                        rto_us=rto_us, endpoint_nice=endpoint_nice, doorbell=doorbell)
         elif transport == "switchml":
             from .switchml import SwitchMlTransport  # noqa: PLC0415
 

@@ -1,8 +1,17 @@
 """The ``sidecar`` transport: the Java software RC endpoint (``netreduce worker serve``) beside the trainer.
 
 For hosts without an RDMA NIC. The trainer starts one sidecar per process, gives it a shared memory file and
-talks to it over an owner-only Unix socket, one JSON line per request: the socket is the doorbell, and the sidecar
-sleeps in poll(2) between calls, so it leaves the trainer's cores alone.
+talks to it over an owner-only Unix socket, one JSON line per control request (``open``, ``connect``, ``stats``,
+``close``, and every error). The sidecar sleeps in poll(2) between calls, so it leaves the trainer's cores alone.
+
+Calls go through the *call doorbell* (``doorbell=True``, the default): a page behind the areas in the same shared
+file, where the trainer posts a call's element count and sequence number in one 8-byte store and rings an eventfd
+the sidecar polls beside its port (the trainer made it and passed it down at start), and where the sidecar answers
+with a status, its own time and the sequence number, then rings the trainer's answer eventfd. No JSON, and the
+request wakes the sidecar's endpoint thread directly. The trainer spins briefly on the answer word before it sleeps
+in poll(2) on the answer eventfd and the socket: a failed call's error comes as a JSON line on the socket, and a
+sidecar that dies closes it, so a waiting caller gets an error at once. The JSON ``allreduce`` request stays, for a
+sidecar that has no doorbell, and when :attr:`SidecarTransport.use_doorbell` is set False.
 
 The shared memory is the sidecar's registered memory itself, in *message layout* (:attr:`SidecarTransport.layout`,
 from the sidecar's answer to ``open``): an input area and an output area of ``messages x messageBytes`` bytes each,
@@ -14,16 +23,33 @@ import json
 import logging
 import mmap
 import os
+import platform
+import select
 import shutil
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
+import time
 from typing import Optional
 
 from .errors import SetupError, TransportError
 
 log = logging.getLogger("netreduce")
+
+# The call page (docs/python.md; worker CallPage.java): native byte order.
+_REQUEST = struct.Struct("=Q")        # at 0: (~sequence << 32) | sequence, after the elements (struct writes bytes
+                                      # one at a time: the sidecar takes the word once its halves agree)
+_ELEMENTS = struct.Struct("=Q")       # at 24: the call's elements
+_ANSWER = struct.Struct("=IIQ")       # at 8: answered sequence, status (0 ok, 1 failed), the sidecar's microseconds
+_ANSWER_OFFSET = 8
+_PAGE_BYTES = mmap.ALLOCATIONGRANULARITY
+# The page relies on x86-64's ordering (TSO): the sidecar sees the elements before the request word written after
+# them, and this side, spinning, the answer's status before its sequence (the sidecar's release store). Elsewhere
+# calls go as JSON requests.
+_SPIN_SAFE = platform.machine().lower() in ("x86_64", "amd64")
+DEFAULT_DOORBELL_SPIN_US = 50
 
 
 def _default_command() -> list:
@@ -44,22 +70,41 @@ class SidecarTransport:
 
     def __init__(self, device: str, shm_bytes: int, pmtu: int, ip: Optional[str] = None,
                  command: Optional[list] = None, rto_us: int = 400_000, start_timeout: float = 60.0,
-                 endpoint_nice: Optional[int] = None):
+                 endpoint_nice: Optional[int] = None, doorbell: bool = True,
+                 doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US):
         self.layout: Optional[dict] = None  # set by open(): messages, messageBytes, input, output
         self._start(device, shm_bytes, ["--pmtu", str(pmtu), "--rto-us", str(rto_us)], ip=ip, command=command,
-                    start_timeout=start_timeout, endpoint_nice=endpoint_nice)
+                    start_timeout=start_timeout, endpoint_nice=endpoint_nice, doorbell=doorbell,
+                    doorbell_spin_us=doorbell_spin_us)
 
     def _start(self, device: str, shm_bytes: int, options: list, *, ip: Optional[str], command: Optional[list],
-               start_timeout: float, endpoint_nice: Optional[int]) -> None:
+               start_timeout: float, endpoint_nice: Optional[int], doorbell: bool = False,
+               doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US) -> None:
         """Create the shared memory, start ``netreduce worker serve`` with ``options`` (the protocol's) and connect
-        to its socket."""
+        to its socket. With ``doorbell``, also the call page behind ``shm_bytes`` and the two eventfds, passed down
+        to the sidecar (used once its ``open`` reply says so)."""
         self.shm_bytes = shm_bytes
+        # Calls go by the doorbell once open() found the sidecar takes them; set False to send them as JSON lines.
+        self.use_doorbell = False
+        doorbell = doorbell and _SPIN_SAFE
+        self.doorbell_spin_s = max(0, doorbell_spin_us) / 1e6
+        self._page = None
+        self._page_offset = None
+        self._bells = None
+        self._sequence = 0
+        self._call_limit = None
         self._dir = tempfile.mkdtemp(prefix="netreduce-")  # 0700: only this user reaches the socket and memory
         self._socket_path = os.path.join(self._dir, "sidecar.sock")
         shm_dir = "/dev/shm" if os.path.isdir("/dev/shm") else self._dir
         fd, self._shm_path = tempfile.mkstemp(prefix="netreduce-", dir=shm_dir)
         try:
-            os.ftruncate(fd, shm_bytes)
+            if doorbell:
+                # The call page: a page of its own behind the areas (the mapping the tensors use stays shm_bytes).
+                self._page_offset = -(-shm_bytes // _PAGE_BYTES) * _PAGE_BYTES
+                os.ftruncate(fd, self._page_offset + _PAGE_BYTES)
+                self._page = mmap.mmap(fd, _PAGE_BYTES, offset=self._page_offset)
+            else:
+                os.ftruncate(fd, shm_bytes)
             self.memory = mmap.mmap(fd, shm_bytes)
         finally:
             os.close(fd)
@@ -70,9 +115,15 @@ class SidecarTransport:
             argv += ["--ip", ip]
         if endpoint_nice is not None:
             argv += ["--endpoint-nice", str(endpoint_nice)]
+        if doorbell:
+            # Non-blocking: the sidecar drains its bell without blocking, and so does this side after poll(2).
+            self._bells = (os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC),
+                           os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC))
+            argv += ["--doorbell-fd", str(self._bells[0]), "--answer-fd", str(self._bells[1])]
         self._log = open(os.path.join(self._dir, "sidecar.log"), "w+b")
         try:
-            self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)
+            self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL,
+                                             pass_fds=self._bells or ())
         except OSError as error:
             self._cleanup_files()
             raise SetupError(f"cannot start the sidecar ({' '.join(argv)}): {error}") from error
@@ -135,9 +186,12 @@ class SidecarTransport:
     def open(self, *, rank: int, world: int, ring: dict) -> dict:
         request = {"op": "open", "rank": rank, "world": world, "shm": self._shm_path, "shmBytes": self.shm_bytes}
         request.update(ring)
+        if self._page is not None:
+            request["doorbell"] = self._page_offset
         try:
             reply = self._call(request)
             self.layout = {key: int(reply[key]) for key in ("messages", "messageBytes", "input", "output")}
+            self._opened_doorbell(reply, request)
             return reply
         except TransportError as error:
             raise SetupError(str(error)) from error
@@ -152,10 +206,98 @@ class SidecarTransport:
         except TransportError as error:
             raise SetupError(str(error)) from error
 
+    def _opened_doorbell(self, reply: dict, request: dict) -> None:
+        """After an open: calls go by the doorbell if the sidecar mapped the call page."""
+        if self._page is None:
+            return
+        if reply.get("doorbell") is True:
+            self.use_doorbell = True
+            # The sidecar fails a call after its timeout without progress; a caller waits that long plus a margin
+            # for a sidecar that is alive but does not answer at all (the socket tells at once when it dies).
+            self._call_limit = request.get("timeoutMs", 10_000) / 1000 + 30
+        else:
+            log.info("netreduce: this sidecar takes no call doorbell; calls go as JSON requests")
+
     def allreduce(self, elements: int) -> int:
         """Sum the first ``elements`` values of the input area's messages across the ring into the output area's
         messages (see :attr:`layout`); microseconds taken."""
+        if self.use_doorbell:
+            return self._ring_call(elements)
         return self._call({"op": "allreduce", "elements": elements})["us"]
+
+    def _ring_call(self, elements: int) -> int:
+        """One call through the doorbell: post it on the call page, ring the sidecar, wait for the answer word
+        (spinning for ``doorbell_spin_s`` first, then in poll(2) on the answer eventfd and the socket)."""
+        page = self._page
+        with self._lock:
+            self._sequence = sequence = (self._sequence + 1) & 0xFFFFFFFF
+            _ELEMENTS.pack_into(page, 24, elements)
+            _REQUEST.pack_into(page, 0, ((~sequence & 0xFFFFFFFF) << 32) | sequence)
+            try:
+                os.eventfd_write(self._bells[0], 1)
+            except OSError as error:
+                raise TransportError(f"sidecar doorbell failed: {error}; sidecar log: {self.log_tail()}") from error
+            answered, status, micros = _ANSWER.unpack_from(page, _ANSWER_OFFSET)
+            if answered != sequence and self.doorbell_spin_s:
+                until = time.perf_counter() + self.doorbell_spin_s
+                while answered != sequence and time.perf_counter() < until:
+                    answered, status, micros = _ANSWER.unpack_from(page, _ANSWER_OFFSET)
+            if answered != sequence:
+                answered, status, micros = self._wait_answer(sequence)
+            if status != 0:
+                line = self._reader.readline()
+                if not line:
+                    raise TransportError(f"the sidecar exited (status {self._process.poll()}) during allreduce: "
+                                         f"{self.log_tail()}")
+                raise TransportError(f"sidecar allreduce: {json.loads(line).get('error')}")
+            return micros
+
+    def _wait_answer(self, sequence: int):
+        """Sleep until the answer word holds ``sequence``; raises when the sidecar closes its socket (it died)
+        first, or neither answers nor dies within the call limit."""
+        page, answer_fd = self._page, self._bells[1]
+        poller = select.poll()
+        poller.register(answer_fd, select.POLLIN)
+        poller.register(self._sock.fileno(), select.POLLIN)
+        deadline = time.monotonic() + self._call_limit
+        while True:
+            answer = _ANSWER.unpack_from(page, _ANSWER_OFFSET)
+            if answer[0] == sequence:
+                return answer
+            events = poller.poll(1000)
+            for fd, _ in events:
+                if fd == answer_fd:
+                    try:
+                        os.eventfd_read(answer_fd)  # this answer's, or a stale one from a call answered while spinning
+                    except BlockingIOError:
+                        pass
+                elif _ANSWER.unpack_from(page, _ANSWER_OFFSET)[0] != sequence:
+                    # The socket, before the answer: a failed call's error line comes just before its answer word;
+                    # end of stream is the sidecar gone.
+                    try:
+                        alive = self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                    except BlockingIOError:
+                        alive = b"?"
+                    except OSError as error:
+                        raise TransportError(f"sidecar connection failed: {error}; sidecar log: "
+                                             f"{self.log_tail()}") from error
+                    if not alive:
+                        code = self._process.poll()
+                        if code is None:
+                            try:
+                                code = self._process.wait(timeout=1)
+                            except subprocess.TimeoutExpired:
+                                code = "unknown"
+                        raise TransportError(f"the sidecar exited (status {code}) during allreduce: "
+                                             f"{self.log_tail()}")
+                    time.sleep(0)  # the line is there: its answer word follows within microseconds
+            if not events:
+                code = self._process.poll()
+                if code is not None:
+                    raise TransportError(f"the sidecar exited (status {code}) during allreduce: {self.log_tail()}")
+                if time.monotonic() > deadline:
+                    raise TransportError(f"the sidecar did not answer an allreduce within {self._call_limit:.0f} s "
+                                         f"(alive, status unknown): {self.log_tail()}")
 
     def stats(self) -> dict:
         return self._call({"op": "stats"})
@@ -188,6 +330,15 @@ class SidecarTransport:
             pass
 
     def _cleanup_files(self) -> None:
+        self.use_doorbell = False
+        if self._page is not None:
+            self._page.close()
+        for fd in self._bells or ():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._bells = None
         for path in (self._shm_path, self._socket_path):
             self._unlink(path)
         try:

@@ -2,7 +2,11 @@
 import logging
 import sys
 import textwrap
+import time
 
+import pytest
+
+from netreduce.errors import TransportError
 from netreduce.sidecar import SidecarTransport
 
 # Listens where it is told, says on stderr what the real sidecar says when the kernel refuses its endpoint thread's
@@ -32,3 +36,184 @@ def test_should_log_what_the_sidecar_warned_about_while_starting(tmp_path, caplo
         transport.close()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("keeps its nice value" in w and "Permission denied" in w for w in warnings), warnings
+
+
+# The sidecar's side of the call doorbell (worker CallPage.java), as a stand-in: maps the call page the open names,
+# answers every call posted there by summing nothing (it only answers), and behaves as its mode says:
+# (FAKE_DOORBELL_MODE) "answer" (status 0, 4242 us), "fail" (the error line on the socket, then the failed status), "die" (exits while
+# the caller waits). JSON allreduce lines are answered too, and counted in stats.
+FAKE_DOORBELL_SERVE = textwrap.dedent("""
+    import json, mmap, os, select, socket, struct, sys
+    argv = sys.argv
+    mode = os.environ["FAKE_DOORBELL_MODE"]
+    path = argv[argv.index("--socket") + 1]
+    bells = (int(argv[argv.index("--doorbell-fd") + 1]), int(argv[argv.index("--answer-fd") + 1])) \\
+        if "--doorbell-fd" in argv else None
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    print("listening", flush=True)
+    connection, _ = server.accept()
+    reader = connection.makefile("rb")
+    page = None
+    json_calls = page_calls = 0
+    last = 0
+
+    def reply(obj):
+        connection.sendall((json.dumps(obj) + "\\n").encode())
+
+    def answer(sequence, status, us):
+        page[16:24] = struct.pack("=Q", us)
+        page[12:16] = struct.pack("=I", status)
+        page[8:12] = struct.pack("=I", sequence)
+        os.eventfd_write(bells[1], 1)
+
+    while True:
+        ready = [connection] if page is None else select.select([connection, bells[0]], [], [])[0]
+        if page is not None and bells[0] in ready:
+            try:
+                os.eventfd_read(bells[0])
+            except BlockingIOError:
+                pass
+            word = struct.unpack_from("=Q", page, 0)[0]
+            if word & 0xFFFFFFFF != last and word >> 32 == ~word & 0xFFFFFFFF:
+                last = word & 0xFFFFFFFF
+                elements = struct.unpack_from("=Q", page, 24)[0]
+                page_calls += 1
+                if mode == "die":
+                    os._exit(3)
+                if mode == "fail":
+                    reply({"ok": False, "error": f"no progress for 300 ms ({elements} elements)"})
+                    answer(last, 1, 0)
+                else:
+                    answer(last, 0, 4242)
+        if connection not in ready:
+            continue
+        line = reader.readline()
+        if not line:
+            break
+        request = json.loads(line)
+        op = request["op"]
+        if op == "open":
+            ok = {"ok": True, "messages": 1, "messageBytes": 65536, "input": 0, "output": 65536,
+                  "send": "s", "receive": "r"}
+            if "doorbell" in request and bells and mode != "nodoorbell":
+                shm = os.open(request["shm"], os.O_RDWR)
+                page = mmap.mmap(shm, 64, offset=request["doorbell"])
+                ok["doorbell"] = True
+            reply(ok)
+        elif op == "allreduce":
+            json_calls += 1
+            reply({"ok": True, "us": 7})
+        elif op == "stats":
+            reply({"ok": True, "jsonCalls": json_calls, "pageCalls": page_calls})
+        elif op == "close":
+            reply({"ok": True})
+            break
+""")
+
+RING = {"ringId": 1, "elementType": "fp32", "window": 16, "msgLen": 16, "payloadSize": 4096, "timeoutMs": 300}
+
+
+def _doorbell_transport(tmp_path, monkeypatch, mode, **options):
+    fake = tmp_path / "fake_doorbell_serve.py"
+    fake.write_text(FAKE_DOORBELL_SERVE)
+    monkeypatch.setenv("FAKE_DOORBELL_MODE", mode)
+    transport = SidecarTransport("eth0", 1 << 17, 4096, command=[sys.executable, str(fake)], start_timeout=10,
+                                 **options)
+    transport.open(rank=0, world=2, ring=RING)
+    return transport
+
+
+def test_should_answer_a_call_through_the_doorbell_without_a_json_line(tmp_path, monkeypatch):
+    transport = _doorbell_transport(tmp_path, monkeypatch, "answer")
+    try:
+        assert transport.use_doorbell
+        assert [transport.allreduce(100) for _ in range(3)] == [4242] * 3
+        transport.doorbell_spin_s = 0  # straight to poll(2): the answer eventfd wakes the caller
+        assert transport.allreduce(100) == 4242
+        stats = transport.stats()
+        assert (stats["pageCalls"], stats["jsonCalls"]) == (4, 0)
+        transport.use_doorbell = False  # the JSON request stays, selectable
+        assert transport.allreduce(100) == 7
+        assert transport.stats()["jsonCalls"] == 1
+    finally:
+        transport.close()
+
+
+def test_should_send_calls_as_json_lines_to_a_sidecar_that_takes_no_doorbell(tmp_path, monkeypatch):
+    transport = _doorbell_transport(tmp_path, monkeypatch, "nodoorbell")
+    try:
+        assert not transport.use_doorbell
+        assert transport.allreduce(100) == 7
+        assert transport.stats()["jsonCalls"] == 1
+    finally:
+        transport.close()
+
+
+def test_should_send_calls_as_json_lines_with_the_doorbell_off(tmp_path, monkeypatch):
+    transport = _doorbell_transport(tmp_path, monkeypatch, "answer", doorbell=False)
+    try:
+        assert not transport.use_doorbell
+        assert transport.allreduce(100) == 7
+    finally:
+        transport.close()
+
+
+def test_should_raise_the_sidecars_error_for_a_call_that_failed_through_the_doorbell(tmp_path, monkeypatch):
+    transport = _doorbell_transport(tmp_path, monkeypatch, "fail")
+    try:
+        for _ in range(2):  # and the next call is answered on its own (the error line was taken with its call)
+            with pytest.raises(TransportError, match=r"no progress for 300 ms \(100 elements\)"):
+                transport.allreduce(100)
+    finally:
+        transport.close()
+
+
+def test_should_raise_at_once_when_the_sidecar_dies_while_a_call_waits(tmp_path, monkeypatch):
+    transport = _doorbell_transport(tmp_path, monkeypatch, "die")
+    try:
+        transport.doorbell_spin_s = 0
+        started = time.monotonic()
+        with pytest.raises(TransportError, match=r"the sidecar exited \(status 3\) during allreduce"):
+            transport.allreduce(100)
+        # The socket's end of stream wakes the caller: not the open's 300 ms, nor the 30 s margin after it.
+        assert time.monotonic() - started < 5
+    finally:
+        transport.close()
+
+
+def _built_launcher():
+    import os  # noqa: PLC0415
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "aggregator-daemon", "target", "netreduce")
+    return os.path.abspath(path) if os.path.isfile(path) else None
+
+
+@pytest.mark.skipif(_built_launcher() is None or not hasattr(__import__("os"), "geteuid")
+                    or __import__("os").geteuid() != 0,
+                    reason="needs the built launcher (./mvnw package) and root (the sidecar's AF_PACKET port on lo)")
+def test_should_answer_the_real_sidecars_calls_through_the_doorbell_and_raise_when_it_dies():
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+    transport = SidecarTransport("lo", 1 << 18, 4096, command=[_built_launcher()], start_timeout=60)
+    try:
+        opened = transport.open(rank=0, world=2, ring=dict(RING, window=8, timeoutMs=30_000))
+        assert transport.use_doorbell
+        with pytest.raises(TransportError, match="allreduce before connect"):
+            transport.allreduce(4)
+        # The ring's successor is a queue pair nobody has: the call's messages go out on lo and nothing answers.
+        successor = opened["receive"].split()
+        successor[0] = "qpn=0xfffff0"
+        transport.connect(" ".join(successor), opened["send"])
+        with pytest.raises(TransportError, match="do not fit the input area"):
+            transport.allreduce(40_000)
+        killer = threading.Timer(0.5, os.kill, (transport._process.pid, signal.SIGKILL))
+        killer.start()
+        started = time.monotonic()
+        with pytest.raises(TransportError, match=r"the sidecar exited \(status -9\) during allreduce"):
+            transport.allreduce(1000)
+        killer.join()
+        assert time.monotonic() - started < 5  # the call's own timeout is 30 s
+    finally:
+        transport.close()

@@ -1,15 +1,23 @@
-"""One rank of scripts/bench-session.sh: where the time of one all-reduce call through a netreduce.Session goes.
+"""One rank of scripts/bench-session.sh: where the time of one all-reduce call through a netreduce.Session goes, with
+the sidecar's calls through the call doorbell and as JSON requests, against gloo, in the same run.
 
-Per call, interleaved so that drift and warm-up hit all alike: (a) the Session path (`session.submit(t).wait()`:
-hand-over to the session thread, copy into the shared memory, the sidecar call, copy out), (b) the transport called
-directly from this thread (the Unix-socket request and reply, the sidecar's own work), and the sidecar's own time as
-it reports it; then (c) gloo's `all_reduce` of the same tensor. Each call starts after a barrier. Rank 0 prints one
-JSON line: median and p90 of each, after the warm-up calls, and the medians of the Session path's parts
-(`session_parts`, timed by wrapping the session's own reduce and its transport's call): the hand-over to the session
-thread, the copy into the input area, the transport's request and reply less the sidecar's own time, the sidecar's
-own time, the copy out of the output area with its tag check, and the hand-back to the caller.
+For each size (``--sizes``), calls of every mode (``--modes``) alternate, one of each in turn, so that drift and
+warm-up hit all alike; every call starts after a barrier:
+
+* ``doorbell``: ``session.submit(t).wait()`` with the sidecar's calls on the call page (the default);
+* ``json``: the same with ``session.transport.use_doorbell = False`` (a JSON line each way, as before the doorbell);
+* ``gloo``: ``dist.all_reduce(t)`` of the same tensor.
+
+Every result is checked against the exact sum (integer-valued fp32, exact in any order). Before the sizes, ``--jit``
+calls of the first size alternate doorbell and JSON and are not reported (the sidecars' per-packet path needs about
+80,000 packets before C2 has compiled it). Rank 0 prints one JSON line per size and mode: median and p90 of the
+call, after ``--warmup`` calls of each, and the medians of the Session path's parts (``session_parts``, timed by
+wrapping the session's own reduce and its transport's call): the hand-over to the session thread, the copy into the
+input area, the transport's request and answer less the sidecar's own time, the sidecar's own time, the copy out
+of the output area with its tag check, and the hand-back to the caller. With ``--csv`` it also writes them there.
 """
 import argparse
+import csv
 import json
 import os
 import statistics
@@ -17,6 +25,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+PARTS = ["handoff_in", "copy_in", "transport_overhead", "sidecar_own", "copy_out_check", "handoff_out"]
 
 
 def main() -> int:
@@ -27,9 +37,13 @@ def main() -> int:
     ap.add_argument("--port", type=int, default=29700)
     ap.add_argument("--api", required=True)
     ap.add_argument("--netreduce", required=True)
-    ap.add_argument("--bytes", type=int, default=287016)
-    ap.add_argument("--calls", type=int, default=50)
-    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--sizes", default="287016", help="bytes per call, space-separated (multiples of 4)")
+    ap.add_argument("--modes", default="doorbell json gloo")
+    ap.add_argument("--calls", type=int, default=50, help="measured calls per size and mode")
+    ap.add_argument("--warmup", type=int, default=10, help="calls per size and mode left out")
+    ap.add_argument("--jit", type=int, default=0, help="unreported calls of the first size before the sizes")
+    ap.add_argument("--csv", default=None)
+    ap.add_argument("--label", default="")
     args = ap.parse_args()
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "eth0")
     import torch
@@ -39,16 +53,19 @@ def main() -> int:
     dist.init_process_group("gloo", init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
                             world_size=args.world)
     session = netreduce.Session(device="eth0", appliance=args.api, sidecar_command=[args.netreduce])
-    t = torch.ones(args.bytes // 4)
+    if not session.transport.use_doorbell:
+        raise SystemExit("the sidecar took no call doorbell")
     # Where the Session path's time goes: timestamps at the session thread's reduce and at the transport call.
     marks = {}
     orig_reduce = session._reduce
+
     def timed_reduce(tensor):
         marks["reduce_in"] = time.perf_counter()
         orig_reduce(tensor)
         marks["reduce_out"] = time.perf_counter()
     session._reduce = timed_reduce
     orig_call = session.transport.allreduce
+
     def timed_call(*call_args):
         marks["call_in"] = time.perf_counter()
         us = orig_call(*call_args)
@@ -56,43 +73,73 @@ def main() -> int:
         marks["own"] = us / 1e3
         return us
     session.transport.allreduce = timed_call
-    parts = []
-    n = t.numel()
-    via_session, direct, sidecar, gloo = [], [], [], []
-    for i in range(2 * (args.warmup + args.calls)):
+    modes = args.modes.split()
+
+    def tensors(n):
+        # integer-valued, below 2^24 summed over the ranks: every order of addition gives the same bits
+        base = torch.arange(n, dtype=torch.int64) % 1021
+        mine = (base * (args.rank + 1) + args.rank).to(torch.float32)
+        expected = sum((base * (r + 1) + r) for r in range(args.world)).to(torch.float32)
+        return mine, expected
+
+    def one(mode, mine, expected, parts):
+        t = mine.clone()
         dist.barrier()
         start = time.perf_counter()
-        if i % 2:
+        if mode == "gloo":
+            dist.all_reduce(t)
+            end = time.perf_counter()
+        else:
+            session.transport.use_doorbell = mode == "doorbell"
             session.submit(t).wait()
             end = time.perf_counter()
-            via_session.append((end - start) * 1e3)
-            parts.append(((marks["reduce_in"] - start) * 1e3, (marks["call_in"] - marks["reduce_in"]) * 1e3,
-                          (marks["call_out"] - marks["call_in"]) * 1e3 - marks["own"], marks["own"],
-                          (marks["reduce_out"] - marks["call_out"]) * 1e3, (end - marks["reduce_out"]) * 1e3))
-        else:
-            # the transport alone: whatever sits in its input area, n values
-            sidecar.append(session.transport.allreduce(n) / 1e3)
-            direct.append((time.perf_counter() - start) * 1e3)
-    for i in range(args.warmup + args.calls):
-        dist.barrier()
-        start = time.perf_counter()
-        dist.all_reduce(t)
-        gloo.append((time.perf_counter() - start) * 1e3)
+            if parts is not None:
+                parts.append(((marks["reduce_in"] - start) * 1e3, (marks["call_in"] - marks["reduce_in"]) * 1e3,
+                              (marks["call_out"] - marks["call_in"]) * 1e3 - marks["own"], marks["own"],
+                              (marks["reduce_out"] - marks["call_out"]) * 1e3, (end - marks["reduce_out"]) * 1e3))
+        if not torch.equal(t, expected):
+            raise SystemExit(f"rank {args.rank}: {mode} call of {t.numel() * 4} bytes is not the exact sum "
+                             f"({int((t != expected).sum())} elements differ)")
+        return (end - start) * 1e3
+
+    sizes = [int(s) for s in args.sizes.split()]
+    mine, expected = tensors(sizes[0] // 4)
+    for i in range(args.jit):
+        one(("doorbell", "json")[i % 2], mine, expected, None)
+    rows = []
+    for size in sizes:
+        mine, expected = tensors(size // 4)
+        times = {m: [] for m in modes}
+        parts = {m: [] for m in modes if m != "gloo"}
+        for _ in range(args.warmup + args.calls):
+            for mode in modes:
+                times[mode].append(one(mode, mine, expected, parts.get(mode)))
+        for mode in modes:
+            kept = sorted(times[mode][args.warmup:])
+            row = {"label": args.label, "bytes": size, "world": args.world, "mode": mode, "calls": len(kept),
+                   "median_ms": round(statistics.median(kept), 3), "p90_ms": round(kept[int(0.9 * len(kept))], 3),
+                   "min_ms": round(kept[0], 3)}
+            if mode in parts:
+                kept_parts = parts[mode][args.warmup:]
+                for i, name in enumerate(PARTS):
+                    row[name] = round(statistics.median(p[i] for p in kept_parts), 3)
+            rows.append(row)
     stats = session.stats()
     session.close()
     if args.rank == 0:
-        def summary(values):
-            kept = sorted(values[args.warmup:])
-            return {"median_ms": round(statistics.median(kept), 3), "p90_ms": round(kept[int(0.9 * len(kept))], 3)}
-        names = ["handoff_in", "copy_in", "transport_overhead", "sidecar_own", "copy_out_check", "handoff_out"]
-        kept = parts[args.warmup:]
-        print(json.dumps({"bytes": args.bytes, "world": args.world, "calls": args.calls,
-                          "session": summary(via_session), "transport_direct": summary(direct),
-                          "sidecar_own": summary(sidecar), "gloo": summary(gloo),
-                          "retransmitted_packets": stats["transport"].get("retransmittedPackets"),
-                          "timeouts": stats["transport"].get("timeouts"),
-                          "session_parts": {name: round(statistics.median(p[i] for p in kept), 3)
-                                            for i, name in enumerate(names)}}))
+        for row in rows:
+            print(json.dumps(row))
+        print(json.dumps({"retransmitted_packets": stats["transport"].get("retransmittedPackets"),
+                          "timeouts": stats["transport"].get("timeouts"), "calls": stats["calls"],
+                          "fallback_calls": stats["fallback_calls"]}))
+        if args.csv:
+            fields = ["label", "bytes", "world", "mode", "calls", "median_ms", "p90_ms", "min_ms"] + PARTS
+            new = not os.path.exists(args.csv)
+            with open(args.csv, "a", newline="") as out:
+                writer = csv.DictWriter(out, fieldnames=fields, restval="")
+                if new:
+                    writer.writeheader()
+                writer.writerows(rows)
     dist.destroy_process_group()
     return 0
 

@@ -87,6 +87,15 @@ public final class ServeCommand implements Callable<Integer>
     @Option(names = "--endpoint-nice", description = EndpointNice.DESCRIPTION)
     int endpointNice = EndpointNice.DEFAULT;
 
+    @Option(names = "--doorbell-fd", paramLabel = "FD", description = "An eventfd (non-blocking) inherited from " +
+        "the trainer, which it rings for each call it posts on the call page of the shared memory (the call " +
+        "doorbell: no JSON per call; docs/python.md). Needs --answer-fd. Default: none, calls come as JSON lines.")
+    Integer doorbellFd;
+
+    @Option(names = "--answer-fd", paramLabel = "FD", description = "The trainer's eventfd (non-blocking) rung after " +
+        "each answer on the call page (with --doorbell-fd).")
+    Integer answerFd;
+
     @Option(names = "--accept-timeout", description = "Seconds to wait for the trainer to connect (default " +
         "${DEFAULT-VALUE}).")
     int acceptTimeoutSeconds = 60;
@@ -119,19 +128,42 @@ public final class ServeCommand implements Callable<Integer>
             .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
             .withSegmentationOffload(segmentationOffload);
         try (AfPacketPort port = AfPacketPort.open(portConfig);
-            Doorbell doorbell = new Doorbell())
+            Doorbell doorbell = requestBell();
+            Doorbell answer = answerBell())
         {
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
             final RcEndpoint endpoint = new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                 ConnectionInfo.macFromBytes(port.macAddress()));
             EndpointNice.apply(endpointNice, "serve", System.err); // the runner drives the endpoint on this thread
-            return SidecarRunner.run(endpoint, doorbell, socket, acceptTimeoutSeconds);
+            return SidecarRunner.run(endpoint, doorbell, answer, socket, acceptTimeoutSeconds);
         }
         catch (final IllegalArgumentException ex)
         {
             System.err.println("serve: " + ex.getMessage());
             return 2;
         }
+    }
+
+    /**
+     * @return the trainer's eventfd (--doorbell-fd) or a doorbell of our own.
+     * @throws IllegalArgumentException if one of --doorbell-fd and --answer-fd comes without the other, or either is
+     *                                  not a non-blocking eventfd of this process.
+     */
+    private Doorbell requestBell()
+    {
+        if ((doorbellFd == null) != (answerFd == null))
+        {
+            throw new IllegalArgumentException("--doorbell-fd and --answer-fd go together");
+        }
+        return doorbellFd != null ? Doorbell.adopt(doorbellFd) : new Doorbell();
+    }
+
+    /**
+     * @return the trainer's answer eventfd (--answer-fd), or null.
+     */
+    private Doorbell answerBell()
+    {
+        return answerFd != null ? Doorbell.adopt(answerFd) : null;
     }
 
     private int serveSwitchMl() throws IOException
@@ -160,7 +192,8 @@ public final class ServeCommand implements Callable<Integer>
             return 2;
         }
         try (AfPacketPort port = AfPacketPort.open(SwitchMlRun.portConfiguration(dev, elements));
-            Doorbell doorbell = new Doorbell())
+            Doorbell doorbell = requestBell();
+            Doorbell answer = answerBell())
         {
             final int frameLength = SwitchMlPacketWriter.frameLength(elements);
             if (frameLength > port.maxTxFrameLength())
@@ -184,7 +217,7 @@ public final class ServeCommand implements Callable<Integer>
                 return new SwitchMlSidecar.Switch(target.mac(), target.ip());
             };
             EndpointNice.apply(endpointNice, "serve", System.err); // the runner drives the worker on this thread
-            return SidecarRunner.runSwitchMl(port, localMac, localIp, settings, registrar, doorbell, socket,
+            return SidecarRunner.runSwitchMl(port, localMac, localIp, settings, registrar, doorbell, answer, socket,
                 acceptTimeoutSeconds);
         }
         catch (final IllegalArgumentException ex)

@@ -34,6 +34,7 @@ final class ControlChannel implements AutoCloseable
     private final Path path;
     private final ServerSocketChannel server;
     private final Doorbell doorbell;
+    private final Doorbell answerBell;
     private final Queue<String> requests = new ConcurrentLinkedQueue<>();
     private volatile boolean closedByPeer;
     private SocketChannel client;
@@ -41,8 +42,20 @@ final class ControlChannel implements AutoCloseable
 
     ControlChannel(final Path path, final Doorbell doorbell) throws IOException
     {
+        this(path, doorbell, null);
+    }
+
+    /**
+     * @param doorbell   rung for each request line (and by the trainer itself for a call on the {@link CallPage},
+     *                   when it made this eventfd and passed it down).
+     * @param answerBell the trainer's eventfd, rung after each answer on the call page; null when the trainer gave
+     *                   none (then calls come as JSON lines only).
+     */
+    ControlChannel(final Path path, final Doorbell doorbell, final Doorbell answerBell) throws IOException
+    {
         this.path = path;
         this.doorbell = doorbell;
+        this.answerBell = answerBell;
         final Path dir = path.toAbsolutePath().getParent();
         if (dir == null || !Files.isDirectory(dir))
         {
@@ -105,6 +118,14 @@ final class ControlChannel implements AutoCloseable
         }
         closedByPeer = true;
         doorbell.ring();
+    }
+
+    /**
+     * @return the trainer's answer eventfd, or null if it gave none.
+     */
+    Doorbell answerBell()
+    {
+        return answerBell;
     }
 
     /**

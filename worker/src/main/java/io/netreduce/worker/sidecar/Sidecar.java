@@ -180,18 +180,22 @@ final class Sidecar extends SidecarLoop
     }
 
     @Override
-    void beginCall(final JsonNode request)
+    void checkCallRequest(final JsonNode request)
     {
-        if (op == null)
-        {
-            throw new IllegalStateException("allreduce before connect");
-        }
         if (request.has("offset"))
         {
             throw new IllegalArgumentException("allreduce: there is no \"offset\" any more: a call's data are " +
                 "the input area's messages from the first on (see open's reply)");
         }
-        final long elements = Requests.longField(request, "elements", -1);
+    }
+
+    @Override
+    void beginCall(final long elements)
+    {
+        if (op == null)
+        {
+            throw new IllegalStateException("allreduce before connect");
+        }
         final long dataBytes = opConfig.dataBytesPerMessage();
         final long messages = elements > 0 ? (elements * elementType.size() + dataBytes - 1) / dataBytes : 0;
         if (elements <= 0 || messages > areaMessages)

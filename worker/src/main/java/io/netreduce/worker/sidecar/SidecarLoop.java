@@ -40,8 +40,10 @@ abstract class SidecarLoop
 
     private final ControlChannel control;
     private FileChannel sharedFile;
+    private CallPage callPage;
     private long callStartNs;
     private boolean inCall;
+    private boolean callByDoorbell;
     private boolean closing;
     private long calls;
     private long failedCalls;
@@ -78,9 +80,17 @@ abstract class SidecarLoop
     abstract void connect(JsonNode request);
 
     /**
-     * {@code allreduce}: check the request and start the call (its first packets may go out).
+     * Check what a JSON {@code allreduce} says besides its {@code elements} (a doorbell call carries nothing else).
      */
-    abstract void beginCall(JsonNode request);
+    void checkCallRequest(final JsonNode request)
+    {
+    }
+
+    /**
+     * {@code allreduce} of the first {@code elements} values (from a JSON request or the call doorbell): check it and
+     * start the call (its first packets may go out).
+     */
+    abstract void beginCall(long elements);
 
     /**
      * Drive the call begun last, after {@link #doWork}.
@@ -131,6 +141,10 @@ abstract class SidecarLoop
                         handle(line);
                         work++;
                     }
+                    else if (callPage != null && beginDoorbellCall())
+                    {
+                        work++;
+                    }
                     else if (control.isClosed())
                     {
                         break;
@@ -157,8 +171,15 @@ abstract class SidecarLoop
             {
                 inCall = false;
                 calls++;
-                control.reply(Requests.ok()
-                    .put("us", TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - callStartNs)).toString());
+                final long micros = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - callStartNs);
+                if (callByDoorbell)
+                {
+                    callPage.answer(CallPage.STATUS_OK, micros);
+                }
+                else
+                {
+                    control.reply(Requests.ok().put("us", micros).toString());
+                }
             }
             return work;
         }
@@ -166,8 +187,47 @@ abstract class SidecarLoop
         {
             inCall = false;
             failedCalls++;
-            control.reply(Requests.error(ex.getMessage()));
+            failCall(ex.getMessage());
             return 1;
+        }
+    }
+
+    /**
+     * Take a call the trainer posted on the call page, if any, and begin it.
+     *
+     * @return whether there was one.
+     */
+    private boolean beginDoorbellCall() throws IOException
+    {
+        final long elements = callPage.takeRequest();
+        if (elements < 0)
+        {
+            return false;
+        }
+        callByDoorbell = true;
+        try
+        {
+            callStartNs = System.nanoTime();
+            beginCall(elements);
+            inCall = true;
+        }
+        catch (final IllegalArgumentException | IllegalStateException ex)
+        {
+            failCall(ex.getMessage());
+        }
+        return true;
+    }
+
+    /**
+     * Answer the current call with an error: a JSON error line either way; a doorbell call's failed status after it
+     * (so the trainer finds the line when it sees the status).
+     */
+    private void failCall(final String message) throws IOException
+    {
+        control.reply(Requests.error(message));
+        if (callByDoorbell)
+        {
+            callPage.answer(CallPage.STATUS_FAILED, 0);
         }
     }
 
@@ -179,7 +239,15 @@ abstract class SidecarLoop
             final String opName = request.get("op").textValue();
             switch (opName)
             {
-                case "open" -> control.reply(open(request, Requests.ok()).toString());
+                case "open" ->
+                {
+                    final ObjectNode reply = open(request, Requests.ok());
+                    if (request.has("doorbell"))
+                    {
+                        reply.put("doorbell", openCallPage(Requests.longField(request, "doorbell", -1)));
+                    }
+                    control.reply(reply.toString());
+                }
                 case "connect" ->
                 {
                     connect(request);
@@ -187,8 +255,10 @@ abstract class SidecarLoop
                 }
                 case "allreduce" ->
                 {
+                    callByDoorbell = false;
                     callStartNs = System.nanoTime();
-                    beginCall(request);
+                    checkCallRequest(request);
+                    beginCall(Requests.longField(request, "elements", -1));
                     inCall = true;
                 }
                 case "stats" ->
@@ -215,6 +285,29 @@ abstract class SidecarLoop
             // the shared memory file could not be opened or mapped: the trainer's mistake, not the sidecar's end
             control.reply(Requests.error("open: shared memory: " + ex.getMessage()));
         }
+    }
+
+    /**
+     * The open asked for the call doorbell at {@code offset} of the shared file: map its page when this sidecar was
+     * given the trainer's eventfds ({@code worker serve --doorbell-fd --answer-fd}).
+     *
+     * @return whether calls may come by the doorbell (else they keep coming as JSON requests).
+     */
+    private boolean openCallPage(final long offset) throws IOException
+    {
+        final var answer = control.answerBell();
+        if (answer == null)
+        {
+            return false;
+        }
+        if (offset < 0 || offset % Long.BYTES != 0 || offset > sharedFile.size() - CallPage.LENGTH)
+        {
+            throw new IllegalArgumentException("open: doorbell " + offset + " must be an 8-byte aligned offset " +
+                "of the shared file with " + CallPage.LENGTH + " bytes behind it (the file holds " +
+                sharedFile.size() + ")");
+        }
+        callPage = new CallPage(sharedFile.map(FileChannel.MapMode.READ_WRITE, offset, CallPage.LENGTH), answer);
+        return true;
     }
 
     /**

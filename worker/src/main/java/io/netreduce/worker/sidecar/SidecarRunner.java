@@ -29,7 +29,19 @@ public final class SidecarRunner
     public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Path socket,
         final int acceptTimeoutSeconds) throws IOException
     {
-        return run(doorbell, socket, acceptTimeoutSeconds,
+        return run(endpoint, doorbell, null, socket, acceptTimeoutSeconds);
+    }
+
+    /**
+     * @param doorbell   what the endpoint loop polls besides its port: rung for each request line, and by the
+     *                   trainer itself for a call on the call page when the trainer made it ({@link CallPage}).
+     * @param answerBell the trainer's eventfd for answers on the call page; null: calls as JSON lines only.
+     * @return the process exit status, as {@link #run(RcEndpoint, Doorbell, Path, int)}'s.
+     */
+    public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Doorbell answerBell,
+        final Path socket, final int acceptTimeoutSeconds) throws IOException
+    {
+        return run(doorbell, answerBell, socket, acceptTimeoutSeconds,
             control -> new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)));
     }
 
@@ -40,20 +52,20 @@ public final class SidecarRunner
      */
     public static int runSwitchMl(
         final PacketPort port, final long localMac, final int localIp, final SwitchMlSidecar.Settings settings,
-        final SwitchMlSidecar.Registrar registrar, final Doorbell doorbell, final Path socket,
-        final int acceptTimeoutSeconds) throws IOException
+        final SwitchMlSidecar.Registrar registrar, final Doorbell doorbell, final Doorbell answerBell,
+        final Path socket, final int acceptTimeoutSeconds) throws IOException
     {
         try (PortPoller poller = new PortPoller(List.of(port), doorbell))
         {
-            return run(doorbell, socket, acceptTimeoutSeconds,
+            return run(doorbell, answerBell, socket, acceptTimeoutSeconds,
                 control -> new SwitchMlSidecar(port, poller, localMac, localIp, settings, registrar, control));
         }
     }
 
-    private static int run(final Doorbell doorbell, final Path socket, final int acceptTimeoutSeconds,
-        final Function<ControlChannel, SidecarLoop> sidecar) throws IOException
+    private static int run(final Doorbell doorbell, final Doorbell answerBell, final Path socket,
+        final int acceptTimeoutSeconds, final Function<ControlChannel, SidecarLoop> sidecar) throws IOException
     {
-        try (ControlChannel control = new ControlChannel(socket, doorbell))
+        try (ControlChannel control = new ControlChannel(socket, doorbell, answerBell))
         {
             // Tell whoever started us that the socket is there (the Python side waits for this line).
             System.out.println("listening " + socket);

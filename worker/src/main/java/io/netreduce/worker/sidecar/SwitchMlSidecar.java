@@ -222,7 +222,17 @@ public final class SwitchMlSidecar extends SidecarLoop
     }
 
     @Override
-    void beginCall(final JsonNode request)
+    void checkCallRequest(final JsonNode request)
+    {
+        if (request.path("offset").asInt(0) != 0)
+        {
+            throw new IllegalArgumentException("allreduce: a call's values start at the shared memory's first byte " +
+                "(offset 0)");
+        }
+    }
+
+    @Override
+    void beginCall(final long elements)
     {
         if (worker == null)
         {
@@ -233,16 +243,10 @@ public final class SwitchMlSidecar extends SidecarLoop
             throw new IllegalStateException("allreduce: this sidecar takes no call after a failed one (" + failure +
                 "); open a new session");
         }
-        final long elements = Requests.longField(request, "elements", -1);
         if (elements <= 0 || elements > capacity)
         {
             throw new IllegalArgumentException("allreduce: " + elements + " elements do not fit the shared memory: " +
                 "it holds " + capacity);
-        }
-        if (request.path("offset").asInt(0) != 0)
-        {
-            throw new IllegalArgumentException("allreduce: a call's values start at the shared memory's first byte " +
-                "(offset 0)");
         }
         final int n = (int)elements;
         if (int32)
