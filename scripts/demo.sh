@@ -18,6 +18,12 @@
 # (`worker allreduce --racks`: each rack in rank order, then the racks); the demo also prints the bytes on each
 # rack's spine link (uplink) per call and `ctl ctt` of every appliance.
 #
+# With --trees T (PANAMA §4.1, several aggregation trees per job): the bed's switch has T appliances (testbed.sh
+# --trees), each tree's RoCE steered to its own by the tree's UDP source port; T daemons (tree-a, tree-b, ...) start
+# from ONE topology file whose rings each name their appliance; the workers spread every call's messages round robin
+# over the T rings (`worker allreduce --trees T`, tree t = ring 1 + t, each with its own ECN window); the demo prints
+# each tree's line of every worker and the bytes each appliance's port received and sent, and their balance.
+#
 # With --protocol switchml (SwitchML, NSDI '21): the same job over SwitchML's UDP protocol instead: the daemon serves
 # the bed's SwitchML address and its controller on the appliance's management interface; each worker registers with
 # the controller as p4app-switchML's client does (which opens the session's job on the appliance) and sends its
@@ -27,7 +33,8 @@
 # Exit status: 0 when every worker's every result was exact (or, SwitchML fp32, within its bound), 1 otherwise, 2 on
 # a usage error.
 #
-# usage: scripts/demo.sh [--size BYTES|64MiB] [--iterations N] [--workers W] [--racks R] [--prefix P] [--no-build]
+# usage: scripts/demo.sh [--size BYTES|64MiB] [--iterations N] [--workers W] [--racks R | --trees T] [--prefix P]
+#                        [--no-build]
 #                        [--timeout SECONDS] [--idle busy-spin|yield|backoff|sleep|poll]
 #                        [--worker-idle poll|yield] [--port-type af_packet|af_xdp]
 #                        [--protocol netreduce|switchml] [--type fp32|int32] [--elements N (switchml)]
@@ -53,6 +60,7 @@ msg_len=16
 payload=4096
 ring_id=1
 racks=0
+trees=1
 protocol=netreduce
 type=fp32
 elements=1024
@@ -75,6 +83,7 @@ while [ $# -gt 0 ]; do
     -w|--workers) workers="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
     --racks) racks="$2"; shift 2 ;;
+    --trees) trees="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
     --idle) idle="$2"; shift 2 ;;
@@ -92,6 +101,9 @@ case "$protocol" in netreduce|switchml) ;; *) echo "demo: --protocol netreduce o
 case "$type" in fp32|int32) ;; *) echo "demo: --type fp32 or int32" >&2; exit 2 ;; esac
 [ "$protocol" = netreduce ] && [ "$type" != fp32 ] && { echo "demo: --type int32 goes with --protocol switchml" >&2; exit 2; }
 [ "$protocol" = switchml ] && [ "$racks" -ne 0 ] && { echo "demo: --racks goes with --protocol netreduce" >&2; exit 2; }
+[ "$trees" -ge 1 ] && [ "$trees" -le 16 ] || { echo "demo: --trees must be 1..16" >&2; exit 2; }
+[ "$trees" -gt 1 ] && { [ "$protocol" = switchml ] || [ "$racks" -ne 0 ]; } && \
+  { echo "demo: --trees goes with --protocol netreduce on a flat bed (not --racks)" >&2; exit 2; }
 
 netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 work="$(mktemp -d /tmp/netreduce-demo.XXXXXX)"
@@ -135,7 +147,26 @@ fi
 
 appliance_ns=()   # multi-rack: the appliance namespaces, leaves in rack order then the spine
 appliance_name=()
-if [ "$racks" -eq 0 ]; then
+if [ "$trees" -gt 1 ]; then
+  step "test bed: $workers workers, MTU 9000, $trees appliances on the switch (one per tree)"
+  bash scripts/testbed.sh up -w "$workers" --mtu 9000 --trees "$trees" --prefix "$prefix"
+
+  for t in $(seq 0 $(( trees - 1 ))); do
+    if [ "$t" -eq 0 ]; then appliance_ns+=("${prefix}-app"); else appliance_ns+=("${prefix}-app$t"); fi
+    appliance_name+=("$(bed_tree_name "$t")")
+  done
+  step "appliances: ${appliance_name[*]}, one topology file, each daemon with --name"
+  ( umask 077; head -c 24 /dev/urandom | base64 > "$token" )
+  bed_trees_config "$work/netreduce.yaml" "$api_port" "$token" demo "$workers" "$trees" "$ring_id" "$window" \
+    "$msg_len" "$payload" "$idle"
+  cat "$work/netreduce.yaml"
+  for a in "${!appliance_ns[@]}"; do
+    bed_start_named_daemon "${appliance_ns[$a]}" "$netreduce" "$work/netreduce.yaml" "${appliance_name[$a]}" \
+      "$api_port" "$token" "$work/daemon-${appliance_name[$a]}.log"
+    daemon_pids+=("$daemon_pid")
+    daemon_pid=""
+  done
+elif [ "$racks" -eq 0 ]; then
   step "test bed: $workers workers, MTU 9000"
   bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix"
 
@@ -190,6 +221,15 @@ ticks_before="$(cpu_ticks)"
 sys_before="$(sys_ticks)"
 racks_option=()
 [ "$racks" -eq 0 ] || racks_option=(--racks "$(bed_racks_spec "$workers" "$racks")")
+[ "$trees" -eq 1 ] || racks_option=(--trees "$trees")
+# Bytes each appliance's port received and sent (its dataplane's port counters), for the trees' balance.
+port_bytes() { # index of appliance_ns, rx|tx
+  ctl_at "$1" counters 2>/dev/null | awk -v c="port eth0 $2_bytes" 'index($0, c) == 1 { print $NF }'
+}
+appliance_before=()
+if [ "$trees" -gt 1 ]; then
+  for a in "${!appliance_ns[@]}"; do appliance_before+=("$(port_bytes "$a" rx) $(port_bytes "$a" tx)"); done
+fi
 
 protocol_options=(--ring-id "$ring_id" --mode netreduce --window "$window" --msg-len "$msg_len" --pmtu "$payload")
 [ "$protocol" = netreduce ] || protocol_options=(--protocol switchml --controller 10.77.0.253:50099 \
@@ -219,10 +259,27 @@ export DEMO_APPLIANCE_SYS_TICKS=$(( sys_after - sys_before ))
 
 for i in $(seq 0 $(( workers - 1 ))); do
   printf '\n-- worker %d\n' "$i"
-  grep -E '^(iteration|summary)' "$work/worker$i.log" || tail -n 20 "$work/worker$i.log"
+  grep -E '^(iteration|summary|tree [0-9])' "$work/worker$i.log" || tail -n 20 "$work/worker$i.log"
 done
 
-if [ "$racks" -eq 0 ]; then
+if [ "$trees" -gt 1 ]; then
+  for a in "${!appliance_ns[@]}"; do
+    step "${appliance_name[$a]} (${appliance_ns[$a]}): counters (non-zero)"
+    ctl_at "$a" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"'
+  done
+  step "bytes through each tree's appliance (its port's counters during the calls; |U| = $size bytes per call)"
+  rx_all=()
+  for a in "${!appliance_ns[@]}"; do
+    read -r rx0 tx0 <<< "${appliance_before[$a]}"
+    rx=$(( $(port_bytes "$a" rx) - rx0 )); tx=$(( $(port_bytes "$a" tx) - tx0 ))
+    rx_all+=("$rx")
+    awk -v t="$a" -v n="${appliance_name[$a]}" -v rx="$rx" -v tx="$tx" -v it="$iterations" -v u="$size" -v w="$workers" 'BEGIN {
+      printf "tree %d (%s): received %d bytes (%.3f |U| per call per worker), sent %d bytes\n",
+        t, n, rx, rx / it / u / w, tx }'
+  done
+  printf '%s\n' "${rx_all[@]}" | awk '{ v[NR] = $1; s += $1; if (NR == 1 || $1 > mx) mx = $1; if (NR == 1 || $1 < mn) mn = $1 }
+    END { printf "balance: smallest / largest tree = %.3f (1.000 = every tree the same bytes)\n", mn / mx }'
+elif [ "$racks" -eq 0 ]; then
   if [ "$protocol" = switchml ]; then
     step "appliance: ctl switchml"
     ctl_at "" switchml 2>&1 || true

@@ -37,6 +37,15 @@
 # Nothing is flooded to an appliance port or across an inter-switch link: an appliance passes on what it does not
 # aggregate, and a flooded frame it re-emitted would loop between the tiers forever.
 #
+# With --trees T (flat bed only; PANAMA §4.1, several aggregation trees per job) the switch has T appliances:
+#
+#   nr-app              tree 0's appliance (as above), on switch port sw-app
+#   nr-app<t>           tree t's appliance (t = 1..T-1), eth0 (MAC 02:77:00:00:e0:<t>) on switch port sw-app<t>
+#
+# and every worker (and outsider) port redirects IPv4 UDP 4791 from UDP source port 0xBF00 + t (tree t's queue pairs,
+# `worker allreduce --trees`) to sw-app<t>, ahead of the default redirect to sw-app (which takes tree 0's and every
+# other RoCE frame): the ACL a switch would steer a tree's path by, as a fabric's ECMP hashes the source port.
+#
 # What the namespaces must not do that the hardware they stand for does not (scripts/lib/emulation.sh): a worker's
 # eth0 consumes RoCEv2 as an RDMA NIC would (the software endpoint's AF_PACKET tap still sees every frame; the
 # namespace's IP stack does not, so it makes no ICMP port-unreachable attempt per frame), a switch does not
@@ -44,7 +53,8 @@
 # receives is steered to one CPU's backlog; NETREDUCE_BED_REORDERING=1 turns that off), and an appliance's port
 # receives wire frames, not a neighbour's segmentation offload batches (the switch port facing it segments them).
 #
-# usage: scripts/testbed.sh up   [-w WORKERS] [--racks R] [--mtu 1500|9000] [--rate RATE] [--prefix P] [--outsider]
+# usage: scripts/testbed.sh up   [-w WORKERS] [--racks R | --trees T] [--mtu 1500|9000] [--rate RATE] [--prefix P]
+#                                [--outsider]
 #        scripts/testbed.sh down [--prefix P]
 #        scripts/testbed.sh status [--prefix P]
 #        scripts/testbed.sh redirect on|off [--prefix P]   (add/remove the UDP 4791 redirect on every worker port,
@@ -56,7 +66,7 @@
 #                                     262144); see ecn_mark in scripts/lib/emulation.sh. `up --ecn-threshold BYTES`
 #                                     starts with it on)
 #   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link (and uplink) in both directions.
-#   R (2..8) must divide WORKERS.
+#   R (2..8) must divide WORKERS. T is 1..16 (1: one appliance, the default).
 #   P must be at most 10 characters (interface names are P-w<i>e and P-app0, at most 15).
 # Idempotent: `up` removes an existing bed with the same prefix first; `down` removes everything it made.
 set -euo pipefail
@@ -76,6 +86,7 @@ rate=""
 prefix="nr"
 outsider=0
 racks=0
+trees=1
 while [ $# -gt 0 ]; do
   case "$1" in
     -w|--workers) workers="$2"; shift 2 ;;
@@ -84,6 +95,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="$2"; shift 2 ;;
     --outsider) outsider=1; shift ;;
     --racks) racks="$2"; shift 2 ;;
+    --trees) trees="$2"; shift 2 ;;
     --ecn-threshold) ecn_threshold="$2"; shift 2 ;;
     --ecn-fraction) ecn_fraction="$2"; shift 2 ;;
     *) echo "testbed: unknown option $1" >&2; exit 2 ;;
@@ -132,7 +144,23 @@ switch_namespaces() { # every switch namespace of the bed (flat: P-sw; racks: P-
 
 redirect_roce() { # dev [ns]: UDP 4791 (IPv4 and IPv6) arriving on dev goes to the appliance port sw-app
   redirect_roce_into "${2:-$sw}" "$1" sw-app
+  redirect_trees "$1" "${2:-$sw}"
 }
+
+TREE_PORT_BASE=$(( 0xBF00 ))   # MultiTreeAllReduce.UDP_SOURCE_PORT_BASE: tree t's queue pairs send from it + t
+
+redirect_trees() { # dev ns: tree t's RoCE (IPv4 UDP 4791 from source port 0xBF00 + t) arriving on dev goes to
+  # sw-app<t>, for every tree appliance port the switch has (prio 9, ahead of the default redirect's prio 10)
+  local dev="$1" ns="$2" port t
+  for port in $(ip netns exec "$ns" ls /sys/class/net | grep -E '^sw-app[0-9]+$' | sort -V || true); do
+    t="${port#sw-app}"
+    ip netns exec "$ns" tc filter add dev "$dev" ingress protocol ip prio 9 u32 \
+      match ip protocol 17 0xff match ip dport 4791 0xffff match ip sport $(( TREE_PORT_BASE + t )) 0xffff \
+      action mirred egress redirect dev "$port"
+  done
+}
+
+tree_mac() { printf '02:77:00:00:e0:%02x' "$1"; }
 
 shape() { # ns dev: tbf at $rate on dev's egress; what dev receives (from its peer's tbf: both ends of a link are
            # shaped) stays in order (in_order_rx, scripts/lib/emulation.sh)
@@ -162,6 +190,22 @@ up() {
   ip netns exec "$sw" ip link set sw-app master br0 mtu "$mtu" up
   ip netns exec "$sw" bridge link set dev sw-app learning off
   wire_frames_to "$sw" sw-app
+  local t
+  for t in $(seq 1 $(( trees - 1 ))); do
+    # Tree t's appliance: its own namespace and switch port, which (like sw-app) has no redirect and learns nothing,
+    # and takes no flood (it passes on what it does not aggregate; it receives only what its tree's redirect sends).
+    ip netns add "${app}$t"
+    ip link add "${prefix}-app$t" type veth peer name "sw-app$t" netns "$sw"
+    ip link set "${prefix}-app$t" netns "${app}$t"
+    ip netns exec "${app}$t" ip link set "${prefix}-app$t" name eth0
+    ip netns exec "${app}$t" ip link set eth0 address "$(tree_mac "$t")" mtu "$mtu" up
+    ip netns exec "${app}$t" ip link set lo up
+    ip netns exec "${app}$t" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1
+    ip netns exec "$sw" ip link set "sw-app$t" master br0 mtu "$mtu" up
+    ip netns exec "$sw" bridge link set dev "sw-app$t" learning off flood off mcast_flood off
+    ip netns exec "$sw" bridge link set dev "sw-app$t" bcast_flood off 2>/dev/null || true
+    wire_frames_to "$sw" "sw-app$t"
+  done
 
   for i in $(seq 0 $(( workers - 1 ))); do
     local ns; ns="$(worker_ns "$i")"
@@ -217,11 +261,14 @@ up() {
     ip netns exec "$(worker_ns "$i")" ip neigh replace "$MGMT_IP" lladdr "$MGMT_MAC" dev eth0 nud permanent
     ip netns exec "$app" ip neigh replace "$(worker_ip "$i")" lladdr "$(worker_mac "$i")" dev mgmt0 nud permanent
   done
-  echo "testbed ${prefix}: up, ${workers} workers, mtu ${mtu}${rate:+, rate ${rate}}"
+  echo "testbed ${prefix}: up, ${workers} workers, mtu ${mtu}${rate:+, rate ${rate}}$([ "$trees" -gt 1 ] && echo ", $trees trees")"
   for i in $(seq 0 $(( workers - 1 ))); do
     echo "  $(worker_ns "$i") eth0 $(worker_ip "$i") $(worker_mac "$i")"
   done
   echo "  ${app} eth0 (appliance port, $APP_MAC; SwitchML address 10.77.0.254), mgmt0 $MGMT_IP $MGMT_MAC"
+  for t in $(seq 1 $(( trees - 1 ))); do
+    echo "  ${app}$t eth0 (tree $t's appliance port, $(tree_mac "$t")): RoCE from UDP source port $(( TREE_PORT_BASE + t ))"
+  done
   [ "$outsider" -eq 0 ] || echo "  ${prefix}-out eth0 10.77.0.100 02:77:00:00:00:64 (not a ring member)"
 }
 
@@ -383,7 +430,9 @@ ecn() { # on|off on every shaped device of an existing bed: worker eth0s and the
 }
 
 case "$cmd" in
-  up) if [ "$racks" -eq 0 ]; then up; else up_racks; fi
+  up) [ "$trees" -ge 1 ] && [ "$trees" -le 16 ] || { echo "testbed: --trees must be 1..16" >&2; exit 2; }
+      [ "$trees" -eq 1 ] || [ "$racks" -eq 0 ] || { echo "testbed: --trees goes with a flat bed (not --racks)" >&2; exit 2; }
+      if [ "$racks" -eq 0 ]; then up; else up_racks; fi
       if [ -n "$ecn_threshold" ]; then redirect_state=on; ecn; fi ;;
   ecn)
     case "$redirect_state" in on|off) ecn ;; *) echo "testbed: ecn on|off" >&2; exit 2 ;; esac ;;

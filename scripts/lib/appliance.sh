@@ -107,6 +107,35 @@ bed_racks_config() {
   } > "$file"
 }
 
+# Several aggregation trees per job (testbed.sh --trees): one topology file, each tree's ring naming its appliance.
+
+# bed_tree_name T: the appliance of tree T (tree-a, tree-b, ...)
+bed_tree_name() { printf 'tree-%b' "\\x$(printf '%x' $(( 97 + $1 )))"; }
+
+# bed_trees_config FILE API_PORT TOKEN JOB WORKERS TREES RING_ID WINDOW MSG_LEN PAYLOAD [IDLE]
+#   writes the topology file of one job over TREES trees of the bed's workers 10.77.0.1..WORKERS: ring RING_ID + t
+#   (fp32) names its appliance tree-a, tree-b, ...; API and token as bed_racks_config.
+bed_trees_config() {
+  local file="$1" port="$2" token="$3" job="$4" workers="$5" trees="$6" ring_id="$7" window="$8" msg_len="$9"
+  local payload="${10}" idle="${11:-}" i t
+  {
+    printf 'appliance:\n  ports:\n    - name: eth0\n      mtu: 9000\n'
+    bed_port_type_line
+    printf '  memoryBudget: 256MiB\n'
+    [ -n "$idle" ] && printf '  dataplane:\n    idleStrategy: %s\n' "$idle"
+    printf '  api:\n    listen: 127.0.0.1:%s\n    tokenFile: %s\n  metrics:\n    listen: 127.0.0.1:0\n' "$port" "$token"
+    printf 'jobs:\n  - name: %s\n    rings:\n' "$job"
+    for t in $(seq 0 $(( trees - 1 ))); do
+      printf '      - id: %s\n        appliance: %s\n        elementType: fp32\n' $(( ring_id + t )) "$(bed_tree_name "$t")"
+      printf '        window: %s\n        msgLen: %s\n        payloadSize: %s\n        pmtu: %s\n        members:\n' \
+        "$window" "$msg_len" "$payload" "$payload"
+      for i in $(seq 0 $(( workers - 1 ))); do
+        printf '          - { rank: %d, ip: 10.77.0.%d }\n' "$i" $(( i + 1 ))
+      done
+    done
+  } > "$file"
+}
+
 # bed_racks_spec WORKERS RACKS: the racks as `worker allreduce --racks` takes them (0-1,2-3)
 bed_racks_spec() {
   local per=$(( $1 / $2 )) k spec=""

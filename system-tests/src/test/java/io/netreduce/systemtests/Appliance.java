@@ -182,6 +182,31 @@ final class Appliance implements AutoCloseable
         return yaml.toString();
     }
 
+    /**
+     * The {@code jobs:} section for one job over {@code trees} aggregation trees of ranks 0..world-1 of the bed:
+     * ring {@code firstRingId + t} names its appliance {@link #treeName}(t).
+     */
+    static String treesJob(
+        final String name, final int firstRingId, final String type, final int world, final int trees,
+        final int window, final int msgLen, final int payload)
+    {
+        final String first = ringJob(name, firstRingId, type, world, window, msgLen, payload);
+        final StringBuilder yaml = new StringBuilder(first.substring(0, first.indexOf("      - id: ")));
+        for (int t = 0; t < trees; t++)
+        {
+            final String ring = ringJob(name, firstRingId + t, type, world, window, msgLen, payload);
+            final String idLine = "      - id: " + (firstRingId + t) + "\n";
+            yaml.append(ring.substring(ring.indexOf(idLine)).replace(idLine,
+                idLine + "        appliance: " + treeName(t) + "\n"));
+        }
+        return yaml.toString();
+    }
+
+    static String treeName(final int tree)
+    {
+        return "tree-" + (char)('a' + tree);
+    }
+
     static String leafName(final int rack)
     {
         return "leaf-" + (char)('a' + rack);

@@ -126,6 +126,34 @@ final class TestBed implements AutoCloseable
     }
 
     /**
+     * Bring a flat bed up with {@code trees} appliances on its switch ({@code testbed.sh --trees}): tree 0's in the
+     * usual appliance namespace, tree t's in {@link #treeApplianceNamespace}(t), each tree's RoCE steered to its
+     * appliance by the tree's UDP source port.
+     */
+    static TestBed upTrees(final char tag, final int workers, final int mtu, final int trees)
+    {
+        final String prefix = "t" + tag + (ProcessHandle.current().pid() % 100_000);
+        final TestBed bed = new TestBed(prefix, workers, mtu);
+        try
+        {
+            run(List.of("bash", script().toString(), "up", "-w", Integer.toString(workers), "--mtu",
+                Integer.toString(mtu), "--trees", Integer.toString(trees), "--prefix", prefix), 60);
+        }
+        catch (final RuntimeException ex)
+        {
+            bed.close();
+            throw ex;
+        }
+        return bed;
+    }
+
+    /** Tree {@code t}'s appliance namespace on a bed brought up with trees: tree 0's is the usual one. */
+    String treeApplianceNamespace(final int t)
+    {
+        return t == 0 ? applianceNamespace() : prefix + "-app" + t;
+    }
+
+    /**
      * Bring a flat bed up with every worker link shaped to {@code rate} (testbed.sh --rate, tbf both ways).
      */
     static TestBed upShaped(final char tag, final int workers, final int mtu, final String rate)

@@ -35,6 +35,8 @@ final class WorkerRing implements AutoCloseable
     private final int world;
     private final RcEndpoint[] endpoints;
     private final RingLink[] links;
+    /** Rings added on the same endpoints ({@link #addRing}): a job's aggregation trees. */
+    private final java.util.List<RingLink[]> addedRings = new java.util.ArrayList<>();
 
     /**
      * @param rc per-rank RC settings (PMTU, retransmission timeout, send-side drop probability and seed).
@@ -74,6 +76,29 @@ final class WorkerRing implements AutoCloseable
         {
             links[r].connect(links[(r + 1) % world].receiveInfo(), links[(r + world - 1) % world].sendInfo());
         }
+    }
+
+    /**
+     * Another ring of the same ranks on the same endpoints (two new queue pairs per rank), its packets sent from
+     * UDP source port {@code udpSourcePort}: one aggregation tree of a job (MultiTreeAllReduce), which the bed's
+     * switch steers to the tree's appliance by that port.
+     *
+     * @return rank r's link of the new ring, connected.
+     */
+    RingLink[] addRing(final int udpSourcePort, final int sendBytes, final int receiveBytes)
+    {
+        final RingLink[] ring = new RingLink[world];
+        for (int r = 0; r < world; r++)
+        {
+            ring[r] = new RingLink(endpoints[r], SystemNanoClock.INSTANCE, r, world, sendBytes, receiveBytes)
+                .udpSourcePort(udpSourcePort);
+        }
+        for (int r = 0; r < world; r++)
+        {
+            ring[r].connect(ring[(r + 1) % world].receiveInfo(), ring[(r + world - 1) % world].sendInfo());
+        }
+        addedRings.add(ring);
+        return ring;
     }
 
     static AfPacketPort openPort(final String namespace)
@@ -178,6 +203,13 @@ final class WorkerRing implements AutoCloseable
                 for (final RingLink link : links)
                 {
                     state.append("\n  ").append(link.describe());
+                }
+                for (final RingLink[] ring : addedRings)
+                {
+                    for (final RingLink link : ring)
+                    {
+                        state.append("\n  ").append(link.describe());
+                    }
                 }
                 throw new AssertionError(state.toString());
             }

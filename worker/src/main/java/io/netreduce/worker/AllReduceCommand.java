@@ -6,6 +6,7 @@ import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.allreduce.AllReduce;
+import io.netreduce.host.allreduce.MultiTreeAllReduce;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.allreduce.NetReduceConfig;
@@ -134,6 +135,16 @@ public final class AllReduceCommand implements Callable<Integer>
                 throw new IllegalArgumentException("--size is too small to split across " + options.localWorkers +
                     " local workers");
             }
+            if (options.trees < 1 || options.trees > MultiTreeAllReduce.MAX_TREES)
+            {
+                throw new IllegalArgumentException("--trees must be 1.." + MultiTreeAllReduce.MAX_TREES);
+            }
+            if (options.trees > 1 && (!netreduce || rackFirst != null || options.localWorkers > 1 ||
+                switchMlProtocol))
+            {
+                throw new IllegalArgumentException("--trees applies to --mode netreduce without --racks, " +
+                    "--local-workers or --protocol switchml");
+            }
             if (rackFirst != null && !netreduce)
             {
                 throw new IllegalArgumentException("--racks applies to --mode netreduce only");
@@ -189,11 +200,16 @@ public final class AllReduceCommand implements Callable<Integer>
             final RcEndpoint endpoint = new RcEndpoint(packetPort, rc, SystemNanoClock.INSTANCE, localIp, localMac);
             // This thread drives the endpoint; the JSON summary says at which nice value, if the kernel allowed it.
             final boolean endpointNiceApplied = EndpointNice.apply(options.endpointNice, "allreduce", System.err);
-            final int n = options.localWorkers;
+            // Local workers' rings, or the job's trees: ring i (RingID + i) on its own link.
+            final int n = Math.max(options.localWorkers, options.trees);
             final RingLink[] links = new RingLink[n];
             for (int i = 0; i < n; i++)
             {
                 links[i] = new RingLink(endpoint, SystemNanoClock.INSTANCE, rank, world, sendBytes, receiveBytes);
+                if (options.trees > 1)
+                {
+                    links[i].udpSourcePort(MultiTreeAllReduce.udpSourcePort(i));
+                }
             }
             final Duration setupTimeout = Duration.ofSeconds(Math.max(options.timeoutSeconds, 30));
             final List<Bootstrap> channels = new ArrayList<>();
@@ -209,7 +225,19 @@ public final class AllReduceCommand implements Callable<Integer>
 
                 final AllReduceRun run = new AllReduceRun(options, out, checker, this::idleStrategy, elementType);
                 final int exitCode;
-                if (n == 1)
+                if (options.trees > 1)
+                {
+                    final NetReduceAllReduce[] trees = new NetReduceAllReduce[n];
+                    for (int t = 0; t < n; t++)
+                    {
+                        trees[t] = new NetReduceAllReduce(links[t], new NetReduceConfig(options.ringId + t,
+                            options.window, options.msgLen, payloadSize, timeoutNs, tag("--inet-tag", options.inetTag),
+                            tag("--result-tag", options.resultTag), nr.congestion()));
+                    }
+                    exitCode = run.run(new MultiTreeAllReduce(trees), true, null, options.size, rings.getFirst(),
+                        endpointNiceApplied);
+                }
+                else if (n == 1)
                 {
                     final AllReduce op = netreduce ? new NetReduceAllReduce(links[0], nr) :
                         new RingAllReduce(links[0], options.segment, timeoutNs);

@@ -187,6 +187,14 @@ final class AllReduceOptions
         "with one rack per host. netreduce mode only (default ${DEFAULT-VALUE}: one worker, one ring).")
     int localWorkers = 1;
 
+    @Option(names = "--trees", description = "Aggregation trees (PANAMA §4.1): the job's messages go round robin " +
+        "over T rings of the same ranks, message k to tree k mod T; tree t is ring --ring-id + t, aggregated by its " +
+        "own appliance (the topology file names it: rings[].appliance), its queue pairs sending from UDP source " +
+        "port 0xBF00 + t, by which the switch steers the tree to its appliance (testbed.sh up --trees T), and its " +
+        "ECN window adapting on its own results. Tree t bootstraps on PORT + t*W + rank. netreduce mode, without " +
+        "--racks and --local-workers (default ${DEFAULT-VALUE}: one tree, the ring's usual ports).")
+    int trees = 1;
+
     /**
      * @return the first rank of each rack of {@code text} ("0-1,2-3"; "5" is a rack of one rank).
      * @throws IllegalArgumentException unless the racks are consecutive ranges covering 0..world-1 in order.

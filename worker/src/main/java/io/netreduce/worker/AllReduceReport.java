@@ -1,6 +1,8 @@
 package io.netreduce.worker;
 
 import io.netreduce.host.allreduce.CongestionWindow;
+import io.netreduce.host.allreduce.MultiTreeAllReduce;
+import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
@@ -39,6 +41,10 @@ final class AllReduceReport
     private long markedBefore;
     private final StringBuilder callMarked = new StringBuilder();
     private final StringBuilder callWindowMin = new StringBuilder();
+    /** A job over several trees (--trees), or null: each tree's bytes, retransmissions and window in the summary. */
+    private MultiTreeAllReduce trees;
+    private long[] treeBytesBefore;
+    private long[] treeMessagesBefore;
 
     AllReduceReport(
         final PrintStream out, final AllReduceOptions options, final ElementType elementType, final boolean netreduce,
@@ -71,6 +77,23 @@ final class AllReduceReport
         congestion = window;
         markedBefore = window.markedResults();
         window.takeMinWindow();
+    }
+
+    /**
+     * Report each tree of a job over several trees: its ring, the messages and bytes it carried, its retransmissions
+     * and its window, in the summary and the JSON's {@code trees} list.
+     */
+    void trees(final MultiTreeAllReduce job)
+    {
+        trees = job;
+        treeBytesBefore = new long[job.treeCount()];
+        treeMessagesBefore = new long[job.treeCount()];
+        for (int t = 0; t < job.treeCount(); t++)
+        {
+            treeBytesBefore[t] = job.tree(t).bytesPosted();
+            treeMessagesBefore[t] = job.tree(t).messagesPosted();
+            job.tree(t).congestion().takeMinWindow();
+        }
     }
 
     /**
@@ -136,6 +159,18 @@ final class AllReduceReport
     {
         final RcEndpoint endpoint = link.endpoint();
         final var send = link.sendQp().counters();
+        long retransmitted = send.retransmittedPackets();
+        long timeouts = send.timeouts();
+        if (trees != null)
+        {
+            retransmitted = 0;
+            timeouts = 0;
+            for (int t = 0; t < trees.treeCount(); t++)
+            {
+                retransmitted += trees.tree(t).link().sendQp().counters().retransmittedPackets();
+                timeouts += trees.tree(t).link().sendQp().counters().timeouts();
+            }
+        }
         final boolean ok = error == null && matched == options.iterations;
         out.printf(Locale.ROOT, "summary rank %d mode %s type %s size %d iterations %d matched %d: mean %.3f ms, " +
             "best %.3f ms, goodput %.3f Gbit/s, rdma payload sent %d bytes (%.3f x tensor per call), wire bytes " +
@@ -143,8 +178,8 @@ final class AllReduceReport
             elementType.cliName(), bytes, options.iterations, matched, meanMs(totalSeconds, completed),
             bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
             totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted,
-            completed > 0 ? posted / (double)bytes / completed : 0.0, wire, send.retransmittedPackets(),
-            send.timeouts(), ok ? passed : error != null ? "error" : "mismatch");
+            completed > 0 ? posted / (double)bytes / completed : 0.0, wire, retransmitted,
+            timeouts, ok ? passed : error != null ? "error" : "mismatch");
         // The port's counters, for a loss census: frames the port could not take or deliver whole.
         out.printf(Locale.ROOT, "port %s: %s%n", endpoint.port().name(), endpoint.port().counters());
         out.printf(Locale.ROOT, "send qp: %s%nreceive qp: %s%n", send, link.receiveQp().counters());
@@ -158,23 +193,67 @@ final class AllReduceReport
                 congestion.gain(), congestion.window(), congestion.cap(), congestion.minWindow(), congestion.alpha(),
                 congestion.markedResults(), congestion.results(), congestion.decreases(), congestion.increases());
         }
+        if (trees != null)
+        {
+            for (int t = 0; t < trees.treeCount(); t++)
+            {
+                final NetReduceAllReduce tree = trees.tree(t);
+                final CongestionWindow window = tree.congestion();
+                out.printf(Locale.ROOT, "tree %d ring %d (udp source port %d): messages %d, rdma payload sent %d " +
+                    "bytes (%.3f of the job's), retransmitted packets %d, timeouts %d, window %d of %d (smallest %d), " +
+                    "alpha %.4f, marked results %d of %d%n", t, tree.config().ringId(),
+                    tree.link().sendQp().udpSourcePort(), tree.messagesPosted() - treeMessagesBefore[t],
+                    tree.bytesPosted() - treeBytesBefore[t],
+                    posted > 0 ? (tree.bytesPosted() - treeBytesBefore[t]) / (double)posted : 0.0,
+                    tree.link().sendQp().counters().retransmittedPackets(), tree.link().sendQp().counters().timeouts(),
+                    window.window(), window.cap(), window.minWindow(), window.alpha(), window.markedResults(),
+                    window.results());
+            }
+        }
         if (options.json)
         {
             out.printf(Locale.ROOT, "{\"rank\":%d,\"world\":%d,\"mode\":\"%s\",\"type\":\"%s\",\"size\":%d," +
                 "\"iterations\":%d,\"matched\":%d,\"ok\":%s,\"mean_ms\":%.4f,\"best_ms\":%.4f,\"goodput_gbps\":%.4f," +
                 "\"rdma_bytes_sent\":%d,\"wire_bytes_sent\":%d,\"retransmitted_packets\":%d,\"timeouts\":%d," +
                 "\"first_mismatch\":%s,\"error\":%s,\"rx_ring_dropped\":%d,\"call_ms\":[%s],\"cpu_ms\":[%s]," +
-                "\"call_start_ns\":[%s],\"endpoint_nice\":%s%s}%n",
+                "\"call_start_ns\":[%s],\"endpoint_nice\":%s%s%s}%n",
                 options.rank, options.world,
                 mode(),
                 elementType.cliName(), bytes, options.iterations, matched, ok,
                 meanMs(totalSeconds, completed), bestSeconds == Double.MAX_VALUE ? 0.0 : bestSeconds * 1e3,
                 totalSeconds > 0 ? (double)bytes * completed * 8 / totalSeconds / 1e9 : 0.0, posted, wire,
-                send.retransmittedPackets(), send.timeouts(), jsonString(firstMismatch), jsonString(error), rxDropped,
+                retransmitted, timeouts, jsonString(firstMismatch), jsonString(error), rxDropped,
                 callMs, cpuMs, callStartNs, endpointNiceApplied ? Integer.toString(options.endpointNice) : "null",
-                congestionJson());
+                congestionJson(), treesJson());
         }
         return ok ? 0 : 1;
+    }
+
+    /**
+     * @return {@code ,"trees":[{...}, ...]}: per tree its ring, messages, RDMA payload bytes, retransmissions and
+     * window during the calls; empty for a job on one tree.
+     */
+    private String treesJson()
+    {
+        if (trees == null)
+        {
+            return "";
+        }
+        final StringBuilder json = new StringBuilder(",\"trees\":[");
+        for (int t = 0; t < trees.treeCount(); t++)
+        {
+            final NetReduceAllReduce tree = trees.tree(t);
+            final CongestionWindow window = tree.congestion();
+            json.append(t == 0 ? "" : ",").append(String.format(Locale.ROOT, "{\"tree\":%d,\"ring\":%d," +
+                "\"udp_source_port\":%d,\"messages\":%d,\"rdma_bytes_sent\":%d,\"retransmitted_packets\":%d," +
+                "\"timeouts\":%d,\"window\":%d,\"cap\":%d,\"window_min\":%d,\"alpha\":%.6f,\"results\":%d," +
+                "\"marked_results\":%d}", t, tree.config().ringId(), tree.link().sendQp().udpSourcePort(),
+                tree.messagesPosted() - treeMessagesBefore[t], tree.bytesPosted() - treeBytesBefore[t],
+                tree.link().sendQp().counters().retransmittedPackets(), tree.link().sendQp().counters().timeouts(),
+                window.window(), window.cap(), window.minWindow(), window.alpha(), window.results(),
+                window.markedResults()));
+        }
+        return json.append(']').toString();
     }
 
     /**

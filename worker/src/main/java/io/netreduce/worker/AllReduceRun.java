@@ -2,6 +2,7 @@ package io.netreduce.worker;
 
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.AllReduceException;
+import io.netreduce.host.allreduce.MultiTreeAllReduce;
 import io.netreduce.host.allreduce.ParallelAllReduce;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.Tensor;
@@ -73,6 +74,10 @@ final class AllReduceRun
         if (op instanceof NetReduceAllReduce nr)
         {
             report.congestion(nr.congestion());
+        }
+        else if (op instanceof MultiTreeAllReduce trees)
+        {
+            report.trees(trees);
         }
         final TraceRecorder trace = options.traceFile == null ? TraceRecorder.OFF : new TraceRecorder(1 << 20);
         endpoint.trace(trace);

@@ -102,4 +102,34 @@ class AllReduceCommandTest
         assertThat(exit).isEqualTo(2);
         assertThat(err.toString(StandardCharsets.UTF_8).strip()).isEqualTo(message.strip());
     }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+        --trees 0                         | allreduce: --trees must be 1..16
+        --trees 17                        | allreduce: --trees must be 1..16
+        --trees 2 --mode ring             | allreduce: --trees applies to --mode netreduce without --racks, --local-workers or --protocol switchml
+        --trees 2 --local-workers 2       | allreduce: --trees applies to --mode netreduce without --racks, --local-workers or --protocol switchml
+        --trees 2 --racks 0-0,1-1         | allreduce: --trees applies to --mode netreduce without --racks, --local-workers or --protocol switchml
+        """)
+    void shouldRefuseTreesThatDoNotGoTogetherWithAClearMessageBeforeOpeningAPort(
+        final String options, final String message)
+    {
+        final List<String> args = new ArrayList<>(List.of("--rank", "0", "--world", "2", "--dev", "no-such-device"));
+        args.addAll(List.of(options.trim().split(" +")));
+        final PrintStream stderr = System.err;
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int exit;
+        try
+        {
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            exit = new CommandLine(new AllReduceCommand()).execute(args.toArray(String[]::new));
+        }
+        finally
+        {
+            System.setErr(stderr);
+        }
+
+        assertThat(exit).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8).strip()).isEqualTo(message.strip());
+    }
 }

@@ -36,7 +36,7 @@ final class ConfigReader
     private static final Set<String> JOB_KEYS = Set.of("name", "rings", "switchml");
     private static final Set<String> RING_KEYS =
         Set.of("id", "elementType", "window", "msgLen", "payloadSize", "pmtu", "members", "inetTag", "resultTag",
-            "spine", "racks");
+            "spine", "racks", "appliance");
     private static final Set<String> RACK_KEYS = Set.of("leaf", "ranks");
     private static final Set<String> MEMBER_KEYS = Set.of("rank", "ip", "mac", "qpn");
 
@@ -242,8 +242,9 @@ final class ConfigReader
         }
         final String spine = string(node.get("spine"), child(path, "spine"), null);
         final List<RackConfig> racks = readRacks(node.get("racks"), child(path, "racks"));
+        final String appliance = string(node.get("appliance"), child(path, "appliance"), null);
         return new RingConfig(id, elementType, window, msgLen, payloadSize, pmtu, members, inetTag, resultTag,
-            spine, racks);
+            spine, racks, appliance);
     }
 
     private List<RackConfig> readRacks(final JsonNode node, final String path)

@@ -166,8 +166,8 @@ public final class ConfigValidator
             {
                 final RingConfig ring = job.rings().get(r);
                 // Only the rings this appliance installs use its memory: a topology file also lists the rings
-                // of the other racks' leaves, or rings whose spine is another appliance.
-                if (isSizable(ring) && (ring.racks().isEmpty() || isServed(ring, config.appliance().name())))
+                // of the other racks' leaves, rings whose spine is another appliance, or other appliances' trees.
+                if (isSizable(ring) && isServed(ring, config.appliance().name()))
                 {
                     final long bytes = ring.aggregatorBytes();
                     total += bytes;
@@ -193,6 +193,10 @@ public final class ConfigValidator
 
     private static boolean isServed(final RingConfig ring, final String applianceName)
     {
+        if (ring.racks().isEmpty())
+        {
+            return ring.appliance() == null || ring.appliance().equals(applianceName);
+        }
         return applianceName != null && (applianceName.equals(ring.spine()) ||
             ring.racks().stream().anyMatch(rack -> applianceName.equals(rack.leaf())));
     }

@@ -12,7 +12,7 @@ import static io.netreduce.controlplane.config.ErrorCollector.index;
 
 /**
  * Checks of a ring's place in a hierarchy: its racks, their leaves and ranks, its spine, and the tags a multi-rack
- * ring needs.
+ * ring needs; or, for one tree of a job with several, the appliance it names.
  */
 final class HierarchyValidator
 {
@@ -33,6 +33,21 @@ final class HierarchyValidator
     {
         final String racksPath = child(path, "racks");
         final String spinePath = child(path, "spine");
+        if (ring.appliance() != null)
+        {
+            // One tree of a job with several (PANAMA §4.1): a flat ring aggregated by the named appliance only.
+            final String appliancePath = child(path, "appliance");
+            if (!isName(ring.appliance()))
+            {
+                errors.add(appliancePath, "appliance name '" + ring.appliance() + "' " + NAME_RULE);
+            }
+            if (!ring.racks().isEmpty() || ring.spine() != null)
+            {
+                errors.add(appliancePath, "a ring that names its appliance is flat (one tree through that " +
+                    "appliance): remove racks and spine, or the appliance");
+            }
+            return;
+        }
         if (ring.racks().isEmpty())
         {
             if (ring.spine() != null)

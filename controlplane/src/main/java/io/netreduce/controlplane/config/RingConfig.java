@@ -28,6 +28,8 @@ import java.util.Optional;
  * @param spine       for a multi-rack ring, the name of the spine appliance; null for a flat (single-rack) ring.
  * @param racks       for a multi-rack ring, its racks in ring order (at least 2); empty for a flat ring. Every
  *                    appliance of the job reads the same ring and takes its role by its own name.
+ * @param appliance   for a flat ring that is one of a job's aggregation trees (PANAMA §4.1), the name of the one
+ *                    appliance that aggregates it; null for a flat ring every appliance that holds it installs.
  */
 public record RingConfig(
     int id,
@@ -40,7 +42,8 @@ public record RingConfig(
     String inetTag,
     String resultTag,
     @JsonInclude(JsonInclude.Include.NON_NULL) String spine,
-    @JsonInclude(JsonInclude.Include.NON_EMPTY) List<RackConfig> racks)
+    @JsonInclude(JsonInclude.Include.NON_EMPTY) List<RackConfig> racks,
+    @JsonInclude(JsonInclude.Include.NON_NULL) String appliance)
 {
     /** The default request tag, "NRED". */
     public static final String DEFAULT_INET_TAG = tagText(InaHeader.INET_TAG);
@@ -89,7 +92,7 @@ public record RingConfig(
         final int pmtu,
         final List<MemberConfig> members)
     {
-        this(id, elementType, window, msgLen, payloadSize, pmtu, members, null, null, null, List.of());
+        this(id, elementType, window, msgLen, payloadSize, pmtu, members, null, null, null, List.of(), null);
     }
 
     /**
@@ -106,7 +109,7 @@ public record RingConfig(
         final String inetTag,
         final String resultTag)
     {
-        this(id, elementType, window, msgLen, payloadSize, pmtu, members, inetTag, resultTag, null, List.of());
+        this(id, elementType, window, msgLen, payloadSize, pmtu, members, inetTag, resultTag, null, List.of(), null);
     }
 
     /**
@@ -120,7 +123,8 @@ public record RingConfig(
 
     /**
      * The place an appliance takes in this ring (call after validation). A flat ring is installed by any appliance
-     * that holds it, whatever its name, as before racks existed; a multi-rack ring only by its spine and its
+     * that holds it, whatever its name, as before racks existed, unless it names its {@code appliance} (one tree of
+     * a job with several): then only by the appliance of that name; a multi-rack ring only by its spine and its
      * leaves, each with its own place.
      *
      * @param applianceName this appliance's name, or null if it has none.
@@ -130,7 +134,8 @@ public record RingConfig(
     {
         if (!isMultiRack())
         {
-            return Optional.of(Hierarchy.FLAT);
+            return appliance == null || appliance.equals(applianceName) ? Optional.of(Hierarchy.FLAT) :
+                Optional.empty();
         }
         if (applianceName == null)
         {

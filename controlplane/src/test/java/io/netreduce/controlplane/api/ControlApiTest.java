@@ -242,7 +242,7 @@ class ControlApiTest
         assertThat(body.get("error").asText()).isEqualTo("3 configuration errors");
         assertThat(body.get("errors")).extracting(node -> node.get("path").asText() + ": " + node.get("message").asText())
             .containsExactly(
-                "rings[0].colour: unknown key (expected one of elementType, id, inetTag, members, msgLen, payloadSize, pmtu, racks, resultTag, spine, window)",
+                "rings[0].colour: unknown key (expected one of appliance, elementType, id, inetTag, members, msgLen, payloadSize, pmtu, racks, resultTag, spine, window)",
                 "rings[0].window: window 0 is not a power of two in 1..128 " +
                     "(MsgID is 8 bits and the aggregator index is MsgID % 2N)",
                 "rings[0].members[1].ip: not an IPv4 or IPv6 address");

@@ -213,7 +213,7 @@ class ConfigLoaderTest
                 "jobs[0].rings[0].msgLen", "256 is not in 1..255"),
             arguments("unknown key", BASE.replace("window: 4", "window: 4\n        windw: 4"),
                 "jobs[1].rings[0].windw",
-                "unknown key (expected one of elementType, id, inetTag, members, msgLen, payloadSize, pmtu, racks, resultTag, spine, window)"),
+                "unknown key (expected one of appliance, elementType, id, inetTag, members, msgLen, payloadSize, pmtu, racks, resultTag, spine, window)"),
             arguments("drop probability 1", BASE.replace("memoryBudget: 64MiB",
                     "memoryBudget: 64MiB\n  dataplane:\n    dropProbability: 1.0"),
                 "appliance.dataplane.dropProbability", "1.0 is not in [0, 1)"),

@@ -69,6 +69,9 @@ public final class NetReduceAllReduce implements AllReduce
     private final int areaMessages;
     private final CongestionWindow congestion;
 
+    /** The call's share of the tensor's messages: message i of the call is the tensor's message first + i x stride. */
+    private int shareFirst;
+    private int shareStride = 1;
     private long posted;
     private long sendsCompleted;
     private long resultsReceived;
@@ -198,7 +201,36 @@ public final class NetReduceAllReduce implements AllReduce
         {
             throw new IllegalStateException("this all-reduce works in place on its areas: beginPlaced(messages)");
         }
+        shareFirst = 0;
+        shareStride = 1;
         start(tensor, messagesFor(tensor.byteLength()));
+    }
+
+    /**
+     * Start reducing this ring's share of {@code tensor} in place: of the tensor's messages (cut as by
+     * {@link #begin(Tensor)}), those numbered {@code first}, {@code first + stride}, {@code first + 2 stride}, ...
+     * One aggregation tree of {@code stride} ({@link MultiTreeAllReduce}): tree t takes the messages t mod T, so a
+     * job's messages go round robin over its trees (PANAMA §4.1). The other messages are neither read nor written.
+     * A share may hold no message (a tensor of fewer messages than trees): the call is done at once.
+     *
+     * @throws IllegalStateException    in placement mode, after a failure or before the previous call is done.
+     * @throws IllegalArgumentException unless {@code 0 <= first < stride}.
+     */
+    public void beginShare(final Tensor tensor, final int first, final int stride)
+    {
+        if (areaMessages > 0)
+        {
+            throw new IllegalStateException("this all-reduce works in place on its areas: beginPlaced(messages)");
+        }
+        if (stride < 1 || first < 0 || first >= stride)
+        {
+            throw new IllegalArgumentException("a share needs 0 <= first < stride: first=" + first + " stride=" +
+                stride);
+        }
+        final int total = messagesFor(tensor.byteLength());
+        shareFirst = first;
+        shareStride = stride;
+        start(tensor, total > first ? (total - first + stride - 1) / stride : 0);
     }
 
     /**
@@ -294,7 +326,7 @@ public final class NetReduceAllReduce implements AllReduce
                 config.msgLen(), link.rank());
             if (areaMessages == 0)
             {
-                final int tensorOffset = (int)(posted - callFirst) * dataBytes;
+                final int tensorOffset = tensorOffset(posted);
                 final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
                 sendMemory.putBytes(slotOffset + InaHeader.LENGTH, tensor.buffer(), tensor.offset() + tensorOffset,
                     length);
@@ -390,7 +422,7 @@ public final class NetReduceAllReduce implements AllReduce
         }
         if (areaMessages == 0)
         {
-            final int tensorOffset = (int)(seq - callFirst) * dataBytes;
+            final int tensorOffset = tensorOffset(seq);
             final int length = Math.min(dataBytes, tensor.byteLength() - tensorOffset);
             tensor.buffer().putBytes(tensor.offset() + tensorOffset, receiveMemory, slotOffset + InaHeader.LENGTH,
                 length);
@@ -399,6 +431,15 @@ public final class NetReduceAllReduce implements AllReduce
             link.receiveQp().qpn(), seq);
         resultsReceived++;
         congestion.onResult(completion.congestionExperienced());
+    }
+
+    /**
+     * @return where message {@code k}'s data begins in the call's tensor: the call's i-th message is the tensor's
+     * message first + i x stride of its share (first 0, stride 1 for the whole tensor).
+     */
+    private int tensorOffset(final long k)
+    {
+        return (shareFirst + (int)(k - callFirst) * shareStride) * dataBytes;
     }
 
     /**

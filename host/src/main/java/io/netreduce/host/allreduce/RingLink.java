@@ -94,6 +94,22 @@ public final class RingLink
     }
 
     /**
+     * Send both of the link's queue pairs' packets (the messages to the successor, the ACKs to the predecessor) from
+     * UDP source port {@code port}: one aggregation tree's port ({@link MultiTreeAllReduce#udpSourcePort}), by which
+     * the switch steers the tree to its appliance. Only before {@link #connect}.
+     */
+    public RingLink udpSourcePort(final int port)
+    {
+        if (connected)
+        {
+            throw new IllegalStateException("the UDP source port can only be set before connect");
+        }
+        sendQp.udpSourcePort(port);
+        receiveQp.udpSourcePort(port);
+        return this;
+    }
+
+    /**
      * @throws IllegalStateException if {@link #connect} has not been called; the algorithms' constructors check it.
      */
     void requireConnected()

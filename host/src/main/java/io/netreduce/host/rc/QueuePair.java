@@ -50,6 +50,7 @@ public final class QueuePair
     private int state = STATE_RESET;
     private int remoteQpn;
     private int errorStatus = CompletionStatus.FLUSH_ERROR;
+    private int udpSourcePort;
 
     QueuePair(
         final RcEndpoint endpoint,
@@ -65,7 +66,39 @@ public final class QueuePair
         this.responder = new Responder(this, endpoint, config, recvCq, writer, counters);
         startPsn(startPsn);
         writer.trafficClass(config.trafficClass(), 0);
-        writer.udpSrcPort(0xC000 | (qpn & 0x3FFF));
+        udpSourcePort = 0xC000 | (qpn & 0x3FFF);
+        writer.udpSrcPort(udpSourcePort);
+    }
+
+    /**
+     * Choose the UDP source port of every packet this queue pair sends (requests, ACKs, NAKs, CNPs); only before
+     * {@link #connect}. By default it is {@code 0xC000 | (QPN & 0x3FFF)}, one port per queue pair. A fabric's ECMP
+     * hashes it, so it picks the connection's path; a job with several aggregation trees gives each tree's queue
+     * pairs the tree's port so that the switch steers the tree to its appliance ({@code MultiTreeAllReduce}).
+     *
+     * @param port 1..65535.
+     */
+    public QueuePair udpSourcePort(final int port)
+    {
+        if (state != STATE_RESET)
+        {
+            throw new IllegalStateException("the UDP source port can only be set before connect");
+        }
+        if (port <= 0 || port > 0xFFFF)
+        {
+            throw new IllegalArgumentException("UDP source port must be 1..65535: " + port);
+        }
+        writer.udpSrcPort(port);
+        udpSourcePort = port;
+        return this;
+    }
+
+    /**
+     * @return the UDP source port of the packets this queue pair sends.
+     */
+    public int udpSourcePort()
+    {
+        return udpSourcePort;
     }
 
     /**

@@ -5,7 +5,9 @@ import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.wire.Ecn;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.RoceFrame;
+import io.netreduce.protocol.wire.UdpHeader;
 import org.agrona.MutableDirectBuffer;
+import org.agrona.collections.Int2IntHashMap;
 import org.agrona.collections.Long2LongHashMap;
 
 import java.util.ArrayList;
@@ -24,6 +26,9 @@ final class TestSwitch
     private final RoceFrame frame = new RoceFrame();
     private final FrameHandler handler = this::onFrame;
     private int redirectPort = -1;
+    /** UDP source port -> appliance port: one aggregation tree's RoCEv2 to its own appliance (testbed.sh --trees). */
+    private final Int2IntHashMap redirectBySourcePort = new Int2IntHashMap(-1);
+    long redirectedBySourcePort;
     private int inPort;
     private Marker marker;
     long unknownMac;
@@ -71,6 +76,15 @@ final class TestSwitch
         redirectPort = portIndex;
     }
 
+    /**
+     * RoCEv2 frames from UDP source port {@code udpSourcePort} arriving on any port but an appliance's go to
+     * {@code portIndex} instead of the {@link #redirectRoceTo} port: the bed's per-tree ACL.
+     */
+    void redirectRoceFromSourcePort(final int udpSourcePort, final int portIndex)
+    {
+        redirectBySourcePort.put(udpSourcePort, portIndex);
+    }
+
     int doWork()
     {
         int work = 0;
@@ -93,8 +107,16 @@ final class TestSwitch
             Ecn.markCe(buffer, frame.l3Offset());
             marked++;
         }
-        if (redirectPort >= 0 && inPort != redirectPort && frame.wrap(buffer, offset, length) != RoceFrame.NOT_ROCE)
+        final boolean fromAppliance = inPort == redirectPort || redirectBySourcePort.containsValue(inPort);
+        if (redirectPort >= 0 && !fromAppliance && frame.wrap(buffer, offset, length) != RoceFrame.NOT_ROCE)
         {
+            final int tree = redirectBySourcePort.get(UdpHeader.srcPort(buffer, frame.udpOffset()));
+            if (tree >= 0)
+            {
+                redirectedBySourcePort++;
+                ports.get(tree).send(buffer, offset, length);
+                return;
+            }
             redirected++;
             ports.get(redirectPort).send(buffer, offset, length);
             return;
