@@ -169,6 +169,7 @@ public final class AllReduceCommand implements Callable<Integer>
                 .pmtu(options.pmtu)
                 .retransmitTimeoutNs(options.rtoMicros * 1000)
                 .sendDropProbability(options.drop)
+                .firstQpn(options.firstQpn)
                 .faultSeed(options.seed * 1_000_003L + rank);
             nr = new NetReduceConfig(options.ringId, options.window, options.msgLen, payloadSize, timeoutNs,
                 tag("--inet-tag", options.inetTag), tag("--result-tag", options.resultTag),

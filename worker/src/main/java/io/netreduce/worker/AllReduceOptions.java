@@ -35,6 +35,11 @@ final class AllReduceOptions
         "${DEFAULT-VALUE}).")
     int port = 18700;
 
+    @Option(names = "--first-qpn", description = "The first QP number this process's endpoint gives out " +
+        "(default ${DEFAULT-VALUE}): two processes on one interface (two jobs' ranks on one host) each see every " +
+        "frame, so each needs its own range, as the QP numbers of one RDMA NIC are distinct.")
+    int firstQpn = 0x11;
+
     @Option(names = "--mode", description = "netreduce or ring (default ${DEFAULT-VALUE}).")
     String mode = "netreduce";
 

@@ -57,6 +57,27 @@ class AllReduceCommandTest
         assertThat(err.toString(StandardCharsets.UTF_8)).contains("--ecn-gain must be in (0, 1]: 1.5");
     }
 
+    @Test
+    void shouldRefuseAFirstQpNumberOutOfRangeBeforeOpeningAPort()
+    {
+        final PrintStream stderr = System.err;
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int exit;
+        try
+        {
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            exit = new CommandLine(new AllReduceCommand()).execute(
+                "--rank", "0", "--world", "2", "--dev", "no-such-device", "--first-qpn", "16777216");
+        }
+        finally
+        {
+            System.setErr(stderr);
+        }
+
+        assertThat(exit).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("firstQpn must be in [2, 16777215]: 16777216");
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
         --protocol switchml --mode ring | allreduce: --protocol switchml aggregates on the appliance; --mode ring does not go with it (leave --mode out)

@@ -27,6 +27,9 @@ package io.netreduce.host.rc;
  *   <tr><td>psnSeed</td><td>none: drawn from SecureRandom</td><td>start PSNs of new queue pairs; random, as NICs
  *   choose them, so that a new job on reused QP numbers does not also reuse the start PSNs (which the appliance
  *   could take for a retransmission of the old job's messages); set it only for reproducible captures</td></tr>
+ *   <tr><td>firstQpn</td><td>0x11</td><td>the first QP number the endpoint gives out. An RDMA NIC's QP numbers are
+ *   unique per device; two software endpoints on one interface (two jobs' ranks on one host) each see every frame
+ *   and must not both own a number, so each such process takes its own range</td></tr>
  * </table>
  */
 public final class RcConfig
@@ -58,6 +61,7 @@ public final class RcConfig
     private double receiveDropProbability;
     private long faultSeed = 0x5EED;
     private Long psnSeed;
+    private int firstQpn = 0x11;
 
     public int pmtu()
     {
@@ -375,6 +379,24 @@ public final class RcConfig
     public RcConfig psnSeed(final long seed)
     {
         this.psnSeed = seed;
+        return this;
+    }
+
+    /**
+     * @return the first QP number this endpoint gives out (then upwards, skipping those in use).
+     */
+    public int firstQpn()
+    {
+        return firstQpn;
+    }
+
+    /**
+     * @param qpn the first QP number to give out, 1..2^24 - 1 (0 is reserved, and 1 is the GSI's): distinct ranges
+     *            for endpoints that share an interface.
+     */
+    public RcConfig firstQpn(final int qpn)
+    {
+        this.firstQpn = requireRange("firstQpn", qpn, 2, 0xFF_FFFF);
         return this;
     }
 

@@ -37,7 +37,6 @@ public final class RcEndpoint implements Agent, AutoCloseable
     static final int TX_RING_FULL = 2;
 
     private static final int TX_BUFFER_LENGTH = 128 + 4096 + 64;
-    private static final int FIRST_QPN = 0x11;
 
     private final PacketPort port;
     private final RcConfig config;
@@ -55,7 +54,7 @@ public final class RcEndpoint implements Agent, AutoCloseable
     private final SplittableRandom psnRandom;
     private final FrameHandler frameHandler = this::onFrame;
     private QueuePair[] qps = new QueuePair[0];
-    private int nextQpn = FIRST_QPN;
+    private int nextQpn;
     private long nowNs;
 
     private long framesReceived;
@@ -91,6 +90,7 @@ public final class RcEndpoint implements Agent, AutoCloseable
         // start PSNs, or the appliance could take its first messages for retransmissions of the old ones.
         this.psnRandom = new SplittableRandom(
             (config.psnSeed() != null ? config.psnSeed() : new SecureRandom().nextLong()) ^ localMac);
+        this.nextQpn = config.firstQpn();
         this.nowNs = clock.nanoTime();
     }
 

@@ -12,6 +12,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 class MemoryPortEndpointTest
 {
     @Test
+    void shouldGiveOutQpNumbersFromTheConfiguredFirstSoThatTwoEndpointsOnOneInterfaceDoNotShareOne()
+    {
+        final MemoryPort port = new MemoryPort("a");
+        final CachedNanoClock clock = new CachedNanoClock();
+        final RcEndpoint plain = new RcEndpoint(port, new RcConfig(), clock, RcPair.ip("10.0.0.1"), RcPair.MAC_A);
+        final RcEndpoint second = new RcEndpoint(new MemoryPort("b"), new RcConfig().firstQpn(0x10_0011), clock,
+            RcPair.ip("10.0.0.1"), RcPair.MAC_A);
+        final CompletionQueue cq = new CompletionQueue(8);
+
+        assertThat(plain.createQueuePair(cq, cq).qpn()).isEqualTo(0x11);
+        assertThat(plain.createQueuePair(cq, cq).qpn()).isEqualTo(0x12);
+        assertThat(second.createQueuePair(cq, cq).qpn()).isEqualTo(0x10_0011);
+        assertThat(second.createQueuePair(cq, cq).qpn()).isEqualTo(0x10_0012);
+    }
+
+    @Test
     void shouldMoveWritesAndSendsByteExactOverWiredMemoryPorts()
     {
         final MemoryPort portA = new MemoryPort("a");
