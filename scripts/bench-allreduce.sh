@@ -12,7 +12,7 @@
 #              traffic goes worker -> bridge -> worker and never through the software appliance.
 #   gloo:      what users run today: torch.distributed's all-reduce with the gloo backend (Debian's python3-torch),
 #              one process per worker namespace (scripts/bench/gloo_allreduce.py), over TCP on the same shaped links.
-#   netreduce-ecn: netreduce with the bed's links marking ECN (scripts/testbed.sh ecn on: a phantom queue at 95 % of
+#   netreduce-ecn: netreduce with the bed's links marking ECN (scripts/testbed.sh ecn on: a phantom queue at 100 % of
 #              the link rate on both ends of every worker link, CE above --ecn-threshold BYTES, default 262144;
 #              netreduce-ecn-K and netreduce-ecn-K-F name the threshold K and the drain fraction F per mode): the
 #              appliance carries the marks into the results and the workers' windows adapt (PANAMA). Not in the
@@ -242,7 +242,7 @@ run_one() { # rate world mode size
   if [ "${mode#netreduce-ecn}" != "$mode" ]; then
     [ "$rate" != none ] || { echo "bench-allreduce: $mode needs a shaped rate, skipped at none" >&2; return 0; }
     # netreduce-ecn, netreduce-ecn-K or netreduce-ecn-K-F: the threshold K bytes and drain fraction F of this mode
-    local spec="${mode#netreduce-ecn}" k="$ecn_threshold" f=0.95
+    local spec="${mode#netreduce-ecn}" k="$ecn_threshold" f=1.0
     spec="${spec#-}"
     if [ -n "$spec" ]; then k="${spec%%-*}"; [ "$spec" = "$k" ] || f="${spec#*-}"; fi
     bash scripts/testbed.sh ecn on --ecn-threshold "$k" --ecn-fraction "$f" --prefix "$prefix" >/dev/null

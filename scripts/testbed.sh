@@ -62,7 +62,7 @@
 #        scripts/testbed.sh ecn on|off [--ecn-threshold BYTES] [--ecn-fraction F] [--prefix P]
 #                                    (ECN marking on every shaped device of a bed brought up with --rate: both ends of
 #                                     every worker link and uplink mark ECN-capable packets CE while a phantom queue,
-#                                     drained at F (default 0.95) of the link rate, holds more than BYTES (default
+#                                     drained at F (default 1.0) of the link rate, holds more than BYTES (default
 #                                     262144); see ecn_mark in scripts/lib/emulation.sh. `up --ecn-threshold BYTES`
 #                                     starts with it on)
 #   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link (and uplink) in both directions.
@@ -79,7 +79,7 @@ if [ "$cmd" = redirect ] || [ "$cmd" = ecn ]; then
   [ -n "$redirect_state" ] && shift
 fi
 ecn_threshold=""
-ecn_fraction=0.95
+ecn_fraction=1.0
 workers=4
 mtu=1500
 rate=""

@@ -3,8 +3,9 @@
 // program (direct action) that keeps a phantom queue in front of the link's shaper (tbf) and marks ECN-capable IPv4
 // and IPv6 packets CE while that queue holds more than THRESHOLD bytes (DCTCP's step marking on the instantaneous
 // queue, PANAMA's fabric). The phantom queue is fed with every packet the device is asked to send (it runs before
-// the qdisc, so it sees the sender's bursts as the shaper does) and drained at RATE_BPS, a little below the shaper's
-// rate: it runs ahead of the real queue, and marks come before tail drops (HULL's phantom queue).
+// the qdisc, so it sees the sender's bursts as the shaper does) and drained at RATE_BPS: the shaper's rate by default
+// (the real queue, less the shaper's burst allowance), or a little below it, when it runs ahead of the real queue and
+// marks come before any queue builds (HULL's phantom queue).
 //
 // Built per bed by scripts/lib/emulation.sh (ecn_marker): clang -O2 -g -target bpf -DRATE_BPS=... -DTHRESHOLD=...
 // Each attach loads its own copy, so every link has its own queue. Counters (packets seen, ECT, marked) are in the

@@ -61,11 +61,13 @@ clsact() {
 
 # ecn_mark NS DEV THRESHOLD [FRACTION]: DEV's egress marks ECN like a switch port's AQM, which this kernel has none of
 # (no RED, no fq_codel): scripts/lib/ecn_marker.c, a tc bpf program ahead of DEV's shaper, keeps a phantom queue fed
-# with every packet DEV is to send and drained at FRACTION (default 0.95) of DEV's tbf rate, and marks ECN-capable
-# packets CE while it holds more than THRESHOLD bytes. Needs clang and libbpf's headers (scripts/setup.sh installs
+# with every packet DEV is to send and drained at FRACTION of DEV's tbf rate, and marks ECN-capable packets CE while it
+# holds more than THRESHOLD bytes. FRACTION 1.0 (the default) follows the real queue, as a DCTCP switch marks on its
+# instantaneous queue; below 1 it is HULL's phantom queue, which marks whenever the link is nearly full (0.95 cost
+# W = 8 calls about 10 % on the bed against none at 1.0: docs/performance.md, "Congestion marks"). Needs clang and libbpf's headers (scripts/setup.sh installs
 # them) and a tbf on DEV (its rate is read from it). Idempotent; ecn_unmark takes it off.
 ecn_mark() {
-  local ns="$1" dev="$2" threshold="$3" fraction="${4:-0.95}" rate_bytes bps object
+  local ns="$1" dev="$2" threshold="$3" fraction="${4:-1.0}" rate_bytes bps object
   rate_bytes="$(ip netns exec "$ns" tc -j qdisc show dev "$dev" | "${NETREDUCE_PYTHON:-python3}" -c '
 import json, sys
 rates = [q["options"]["rate"] for q in json.load(sys.stdin) if q.get("kind") == "tbf"]
