@@ -46,9 +46,9 @@ redirect_roce_into() {
   # it. One 802.1Q tag: the IPv4 header follows. QinQ (802.1ad outside, 802.1Q inside): the inner tag's TCI and
   # type come first (4 bytes; IHL 5 assumed). Without these a tagged frame with a worker's addresses went past the
   # appliance, straight to the receiving worker (issue 30).
-  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol 802.1Q prio 14 u32 \
+  ip netns exec "$ns" tc filter add dev "$dev" ingress protocol 802.1Q prio 14 u32 \
     match ip protocol 17 0xff match ip dport 4791 0xffff action mirred egress redirect dev "$target"
-  ip netns exec "$ns" tc filter add dev "$dev" parent ffff: protocol 802.1ad prio 15 u32 \
+  ip netns exec "$ns" tc filter add dev "$dev" ingress protocol 802.1ad prio 15 u32 \
     match u16 0x0800 0xffff at 2 match u8 17 0xff at 13 match u16 4791 0xffff at 26 \
     action mirred egress redirect dev "$target"
 }
