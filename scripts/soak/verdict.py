@@ -1,0 +1,174 @@
+"""The soak's verdict (scripts/soak.sh): from soak.csv and nmt.csv, whether memory, fds, threads and the CLT stayed
+flat after the warm-up, and the plot. Exit status 1 when a round failed or something grew.
+
+Flat means a least-squares slope under a stated bound, not the first sample against the last: single samples swing
+by megabytes (the JIT's arenas, malloc's free lists), so a first-vs-last comparison fails or passes by chance, while
+the slope over a hundred samples says how fast memory grows and its interval says how well the run could tell."""
+import argparse
+import csv
+import json
+import math
+import sys
+from collections import Counter, defaultdict
+
+MIB = 1024.0
+
+
+def slope(points):
+    """Least-squares slope (units per hour, x in seconds) and its 95 % half-interval; None with under 3 points."""
+    n = len(points)
+    if n < 3:
+        return None
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx
+    residual = sum((y - my - b * (x - mx)) ** 2 for x, y in points)
+    se = math.sqrt(residual / (n - 2) / sxx)
+    t = 1.96 if n > 30 else 2.1
+    return b * 3600, t * se * 3600
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--nmt-csv", required=True)
+    ap.add_argument("--png", required=True)
+    ap.add_argument("--failures", type=int, required=True)
+    ap.add_argument("--warm-end", type=int, required=True, help="epoch second the warm-up ended")
+    ap.add_argument("--workers", type=int, required=True)
+    ap.add_argument("--counters", default="")
+    ap.add_argument("--bound-offheap", type=float, default=4.0, help="MiB per hour")
+    ap.add_argument("--bound-rss", type=float, default=4.0, help="MiB per hour")
+    ap.add_argument("--bound-heap", type=float, default=2.0, help="MiB per hour")
+    args = ap.parse_args()
+
+    rows = list(csv.DictReader(open(args.csv)))
+    for r in rows:
+        for k, v in r.items():
+            if k != "ring_set":
+                r[k] = int(v) if v not in ("", None) else None
+    t0 = rows[0]["time"]
+    after = [r for r in rows if r["time"] >= args.warm_end and r["consistent"] == 1]
+    warm = [r for r in rows if r["time"] < args.warm_end and r["consistent"] == 1]
+    problems = []
+    print(f"  {len(rows)} samples, {len(after)} after the warm-up ({(args.warm_end - t0) / 60:.1f} min) with a steady"
+          f" ring set; {sum(1 for r in rows if r['consistent'] == 0)} left out (ring set changed while sampled)")
+    if len(after) < 10:
+        print("soak: FAILED (too few samples after the warm-up to judge)")
+        return 1
+    # The configuration's own ring set: most samples have it (the reloaded and the extra job come and go).
+    base_set = Counter(r["ring_set"] for r in after).most_common(1)[0][0]
+
+    def check(label, points, bound, unit_kb=True):
+        s = slope(points)
+        if s is None:
+            print(f"  {label:34s} too few points")
+            return
+        b, half = s
+        scale = MIB if unit_kb else 1.0
+        level = sum(y for _, y in points) / len(points) / scale
+        verdict = "flat" if b / scale <= bound else "GREW"
+        print(f"  {label:34s} mean {level:8.1f} MiB, slope {b / scale:+7.2f} MiB/h (95 % +-{half / scale:.2f}),"
+              f" bound {bound:g} MiB/h: {verdict}  [{len(points)} samples]")
+        if verdict != "flat":
+            problems.append(label)
+
+    check("off-heap less rings' aggregators", [(r["time"], r["offheap_less_rings_kb"]) for r in after],
+          args.bound_offheap)
+    check(f"RSS less heap (ring set {base_set})",
+          [(r["time"], r["rss_kb"] - r["heap_committed_kb"]) for r in after if r["ring_set"] == base_set],
+          args.bound_rss)
+    check("live heap after full GC", [(r["time"], r["heap_live_kb"]) for r in after if r["heap_live_kb"]],
+          args.bound_heap)
+
+    # The second half's slope beside the first: a warm-up that ends slows down, a leak does not.
+    half_t = (after[0]["time"] + after[-1]["time"]) / 2
+    for label, key in (("off-heap less rings", "offheap_less_rings_kb"),):
+        first = slope([(r["time"], r[key]) for r in after if r["time"] < half_t])
+        second = slope([(r["time"], r[key]) for r in after if r["time"] >= half_t])
+        if first and second:
+            print(f"  {label}: slope {first[0] / MIB:+.2f} MiB/h in the first half after warm-up, "
+                  f"{second[0] / MIB:+.2f} in the second")
+
+    # NMT categories: which part moves (slope per category over the same samples).
+    by_cat = defaultdict(dict)
+    for r in csv.DictReader(open(args.nmt_csv)):
+        by_cat[r["category"]][int(r["time"])] = int(r["committed_kb"])
+    times = {r["time"] for r in after}
+    moves = []
+    for cat, series in by_cat.items():
+        if cat in ("Java Heap", "Native Memory Tracking"):
+            continue
+        s = slope([(t, kb) for t, kb in series.items() if t in times])
+        if s:
+            moves.append((s[0] / MIB, s[1] / MIB, cat, sum(series.values()) / len(series) / MIB))
+    moves.sort(reverse=True)
+    print("  NMT categories by slope (MiB/h, 95 %), mean MiB: " +
+          "; ".join(f"{c} {b:+.2f} +-{h:.2f} ({m:.1f})" for b, h, c, m in moves[:6]))
+
+    for key, slack in (("fds", 2), ("threads", 2)):
+        base = warm[-1][key] if warm else after[0][key]
+        top = max(r[key] for r in after)
+        verdict = "flat" if top <= base + slack else "GREW"
+        print(f"  {key:34s} at the warm-up's end {base}, highest later {top} (slack {slack}): {verdict}")
+        if verdict != "flat":
+            problems.append(key)
+
+    clt_top = max(r["clt_entries"] for r in rows)
+    rings_top = max(len(r["ring_set"].split("+")) for r in rows)
+    clt_bound = 2 * args.workers * rings_top
+    stale = foreign = None
+    if args.counters:
+        try:
+            counters = json.load(open(args.counters))
+            for key, value in counters.items():
+                v = value.get("value") if isinstance(value, dict) else value
+                if "clt_stale_expired" in key:
+                    stale = (stale or 0) + int(v)
+                if "clt_foreign_expired" in key:
+                    foreign = (foreign or 0) + int(v)
+        except (OSError, ValueError):
+            pass
+    verdict = "bounded" if clt_top <= clt_bound else "GREW"
+    print(f"  clt_entries                        highest {clt_top} (bound {clt_bound}: 2 per rank per ring, "
+          f"{rings_top} rings at most), at the end {rows[-1]['clt_entries']} after 65 s idle; "
+          f"expired: {stale} replaced, {foreign} foreign: {verdict}")
+    if verdict != "bounded":
+        problems.append("clt_entries")
+    print(f"  ctt_entries highest {max(r['ctt_entries'] for r in rows)}; jobs {min(r['jobs'] for r in rows)}.."
+          f"{max(r['jobs'] for r in rows)}, at the end {rows[-1]['jobs']}")
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        panels = [("RSS less heap (MiB)", lambda r: (r["rss_kb"] - r["heap_committed_kb"]) / MIB),
+                  ("off-heap less rings (MiB)", lambda r: r["offheap_less_rings_kb"] / MIB),
+                  ("rings' aggregators (MiB)", lambda r: r["ring_memory_kb"] / MIB),
+                  ("live heap after GC (MiB)", lambda r: r["heap_live_kb"] / MIB if r["heap_live_kb"] else None),
+                  ("fds", lambda r: r["fds"]), ("threads", lambda r: r["threads"]),
+                  ("CLT entries", lambda r: r["clt_entries"])]
+        fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.8 * len(panels)), sharex=True)
+        for ax, (label, f) in zip(axes, panels):
+            pts = [((r["time"] - t0) / 60, f(r)) for r in rows if r["consistent"] == 1 and f(r) is not None]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], ".-", ms=2, lw=0.6)
+            ax.set_ylabel(label, fontsize=7)
+            ax.axvline((args.warm_end - t0) / 60, ls=":", color="grey")
+        axes[-1].set_xlabel("minutes (dotted: end of warm-up)")
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=90)
+        print(f"  plot: {args.png}")
+    except ImportError:
+        print("  (no matplotlib: no plot)")
+    if args.failures or problems:
+        print(f"soak: FAILED ({args.failures} failed rounds; grew: {', '.join(problems) or 'nothing'})")
+        return 1
+    print("soak: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
