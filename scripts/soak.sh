@@ -9,15 +9,19 @@
 #     applies it.
 # Every SAMPLE seconds the daemon's RSS, off-heap memory (native memory tracking: committed, less the Java heap and
 # NMT's own bookkeeping), the rings' aggregator memory, open fds, threads and the CLT, CTT, job and ring tables are
-# sampled (scripts/soak/sample.py: soak.csv, nmt.csv per NMT category, plot); every GC_EVERY-th sample first runs a
-# full GC and records the live heap. The daemon runs with the shipped unit's heap options (systemd/netreduce.env:
+# sampled (scripts/soak/sample.py: soak.csv, nmt.csv per NMT category, jit.csv with the JVM's class and compilation
+# counts, plot); every GC_EVERY-th sample first runs a full GC and records the live heap. The daemon runs with the shipped unit's heap options (systemd/netreduce.env:
 # -Xms1g -Xmx1g -XX:+AlwaysPreTouch, so the heap is resident and constant from the start) and NMT in detail mode: a
 # baseline is taken when the warm-up (WARMUP minutes, default a quarter of the run) ends, and its summary and detail
 # diffs are written at the end (nmt-summary.diff, nmt-detail.diff).
 # After the run: every round must have passed, and over the samples after the warm-up:
-#   - off-heap less the rings' aggregator memory, RSS less the heap, and the live heap: the least-squares slope
-#     must stay under a bound (MiB per hour; --bound-offheap, --bound-rss, --bound-heap), its 95 % interval printed
-#     beside it (a 30-minute run resolves a few MiB/h at best: the bound says what was ruled out, no more);
+#   - off-heap less the rings' aggregator memory, and RSS less the heap, each less the JIT's code and the class
+#     metadata (which grow while the JIT still compiles and profiles: bounded by the classes loaded, so judged by the
+#     live class count instead): the least-squares slope must stay under a bound (MiB per hour; --bound-offheap,
+#     --bound-rss), its 95 % interval printed beside it (a 30-minute run resolves a few MiB/h at best: the bound says
+#     what was ruled out, no more); the raw slopes are printed too;
+#   - the live heap after a full GC, idle at the end, against the warm-up's lowest (--bound-heap MiB/h allowed);
+#   - live classes (loaded less unloaded): at the end no more than 1 % above the warm-up's highest;
 #   - fds and threads: no sample above the last warm-up sample plus a small slack;
 #   - the CLT: no more entries than two connections per rank per ring (a rank's live and its replaced one), and
 #     replaced connections' entries expire (clt_stale_expired counts them).
@@ -54,7 +58,7 @@ while [ $# -gt 0 ]; do
     --bound-offheap) bound_offheap="$2"; shift 2 ;;
     --bound-rss) bound_rss="$2"; shift 2 ;;
     --bound-heap) bound_heap="$2"; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak: unknown option $1" >&2; exit 2 ;;
   esac
 done

@@ -7,6 +7,9 @@ Why one process per sample, and in this order:
 - The ring set is read before and after the memory figures. An extra job's aggregator memory is allocated and freed
   while the soak runs; a sample whose two readings differ straddled such a change and is marked inconsistent (the
   first soak's highest off-heap sample was one: memory read with the job's aggregators, ring count read without).
+- The JVM's class and compilation counts (jcmd PerfCounter.print) go to jit.csv: code cache and metaspace grow while
+  the JIT compiles and profiles methods, which is bounded by the methods of the classes loaded; a class count that
+  keeps rising would make it unbounded.
 - With --gc the heap is collected first (jcmd GC.run: a full collection with G1) and the heap's use after it is the
   live heap: the committed heap is fixed by -Xms = -Xmx and says nothing about retention.
 """
@@ -78,10 +81,14 @@ def main() -> int:
     ap.add_argument("--jcmd", required=True)
     ap.add_argument("--csv", required=True)
     ap.add_argument("--nmt-csv", required=True)
+    ap.add_argument("--jit-csv", default="", help="default: jit.csv beside --csv")
     ap.add_argument("--gc", action="store_true", help="full GC first and record the live heap")
     ap.add_argument("--header", action="store_true", help="only write the CSV headers")
     args = ap.parse_args()
+    jit_csv = args.jit_csv or os.path.join(os.path.dirname(os.path.abspath(args.csv)), "jit.csv")
     if args.header:
+        with open(jit_csv, "w") as f:
+            f.write("time,loaded_classes,unloaded_classes,compiles\n")
         with open(args.csv, "w") as f:
             f.write(",".join(COLUMNS) + "\n")
         with open(args.nmt_csv, "w") as f:
@@ -108,6 +115,13 @@ def main() -> int:
         m = CATEGORY.match(line)
         if m:
             categories[m.group(1)] = int(m.group(3))
+    perf = {}
+    for line in jcmd(args.jcmd, args.pid, "PerfCounter.print").splitlines():
+        key, _, value = line.partition("=")
+        perf[key.strip()] = value.strip()
+
+    def counter(*names):
+        return sum(int(perf.get(n, "0") or 0) for n in names)
     after, _ = ring_set(args.sock)
     clt = len(api(args.sock, "/v1/tables/clt"))
     ctt = len(api(args.sock, "/v1/tables/ctt"))
@@ -121,6 +135,10 @@ def main() -> int:
            int(before == after)]
     with open(args.csv, "a") as f:
         f.write(",".join(map(str, row)) + "\n")
+    with open(jit_csv, "a") as f:
+        f.write(f"{t},{counter('java.cls.loadedClasses', 'java.cls.sharedLoadedClasses')},"
+                f"{counter('java.cls.unloadedClasses', 'java.cls.sharedUnloadedClasses')},"
+                f"{counter('sun.ci.totalCompiles')}\n")
     with open(args.nmt_csv, "a") as f:
         for name, kb in categories.items():
             f.write(f"{t},{name},{kb}\n")
