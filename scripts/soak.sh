@@ -7,23 +7,42 @@
 #   - every 5th round: a job `soak-extra` (ring 2, same members) is added, all-reduced once, and removed;
 #   - every RELOAD seconds: the configuration file gains or loses a job `soak-reloaded` (ring 3) and `ctl reload`
 #     applies it.
-# Every SAMPLE seconds the daemon's RSS, heap and off-heap memory (native memory tracking: committed, less the Java
-# heap), open fds, threads, CLT entries and rings are sampled (CSV + plot). After the run: every round must have
-# passed, and after the warm-up (the first quarter) RSS, off-heap memory, fds and threads must stay within a margin
-# of their warm-up values, and the CLT must not grow without bound (entries of replaced connections expire). Exit status 0 when all holds.
+# Every SAMPLE seconds the daemon's RSS, off-heap memory (native memory tracking: committed, less the Java heap and
+# NMT's own bookkeeping), the rings' aggregator memory, open fds, threads and the CLT, CTT, job and ring tables are
+# sampled (scripts/soak/sample.py: soak.csv, nmt.csv per NMT category, jit.csv with the JVM's class and compilation
+# counts, plot); every GC_EVERY-th sample first runs a full GC and records the live heap. The daemon runs with the shipped unit's heap options (systemd/netreduce.env:
+# -Xms1g -Xmx1g -XX:+AlwaysPreTouch, so the heap is resident and constant from the start) and NMT in detail mode: a
+# baseline is taken when the warm-up (WARMUP minutes, default a quarter of the run) ends, and its summary and detail
+# diffs are written at the end (nmt-summary.diff, nmt-detail.diff).
+# After the run: every round must have passed, and over the samples after the warm-up:
+#   - off-heap less the rings' aggregator memory, and RSS less the heap, each less the JIT's code and the class
+#     metadata (which grow while the JIT still compiles and profiles: bounded by the classes loaded, so judged by the
+#     live class count instead): the least-squares slope must stay under a bound (MiB per hour; --bound-offheap,
+#     --bound-rss), its 95 % interval printed beside it (a 30-minute run resolves a few MiB/h at best: the bound says
+#     what was ruled out, no more); the raw slopes are printed too;
+#   - the live heap after a full GC, idle at the end, against the warm-up's lowest (--bound-heap MiB/h allowed);
+#   - live classes (loaded less unloaded): at the end no more than 1 % above the warm-up's highest;
+#   - fds and threads: no sample above the last warm-up sample plus a small slack;
+#   - the CLT: no more entries than two connections per rank per ring (a rank's live and its replaced one), and
+#     replaced connections' entries expire (clt_stale_expired counts them).
+# Samples whose ring set changed while they were taken are left out (marked consistent=0). Exit status 0 when all
+# holds.
 #
 # usage: scripts/soak.sh [--minutes M] [--workers W] [--loss P] [--sample S] [--reload S] [--out DIR]
-#                        [--prefix P] [--no-build]
-#   defaults: 30 minutes, 4 workers, loss 0.01, sample every 10 s, reload every 180 s, results in /tmp/netreduce-soak
-#   (soak.csv, soak.png, rounds.log, counters.txt), prefix nrsoak. Replaced connections' CLT entries expire after
-#   the daemon's 60 s.
+#                        [--prefix P] [--no-build] [--warmup M] [--gc-every N]
+#                        [--bound-offheap MIB_H] [--bound-rss MIB_H] [--bound-heap MIB_H]
+#   defaults: 30 minutes, 4 workers, loss 0.01, sample every 10 s, reload every 180 s, warm-up a quarter of the run,
+#   a full GC every 6th sample, bounds 4 MiB/h (off-heap, RSS) and 2 MiB/h (live heap), results in
+#   /tmp/netreduce-soak (soak.csv, nmt.csv, soak.png, nmt-*.diff, rounds.log, counters.txt, verdict.txt), prefix
+#   nrsoak. Replaced connections' CLT entries expire after the daemon's 60 s.
 # Needs root.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 source "$(dirname "$0")/lib/appliance.sh"
 cd "$NETREDUCE_ROOT"
 
-minutes=30 workers=4 loss=0.01 sample=10 reload=180 out=/tmp/netreduce-soak prefix=nrsoak build=1
+minutes=30 workers=4 loss=0.01 sample=10 reload=180 out=/tmp/netreduce-soak prefix=nrsoak build=1 warmup="" gc_every=6
+bound_offheap=4 bound_rss=4 bound_heap=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes="$2"; shift 2 ;;
@@ -34,7 +53,12 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --gc-every) gc_every="$2"; shift 2 ;;
+    --bound-offheap) bound_offheap="$2"; shift 2 ;;
+    --bound-rss) bound_rss="$2"; shift 2 ;;
+    --bound-heap) bound_heap="$2"; shift 2 ;;
+    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -74,30 +98,34 @@ job_yaml() { # job_yaml NAME RING: one job of the bed's members
 
 bash scripts/testbed.sh up -w "$workers" --mtu 9000 --prefix "$prefix" >/dev/null
 config "$work/netreduce.yaml" 0
-NETREDUCE_JAVA_OPTS="${NETREDUCE_JAVA_OPTS:-} -XX:NativeMemoryTracking=summary" \
+# The shipped unit's heap options (a soak of another heap says little about the unit's), NMT in detail mode for the
+# diffs (its own bookkeeping is left out of the off-heap figure).
+shipped_opts="$(sed -n 's/^NETREDUCE_JAVA_OPTS=//p' systemd/netreduce.env)"
+NETREDUCE_JAVA_OPTS="${NETREDUCE_JAVA_OPTS:-$shipped_opts} -XX:NativeMemoryTracking=detail" \
   bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" soak >/dev/null
 echo "soak: daemon pid $daemon_pid, $minutes min, W=$workers, loss $loss; results in $out"
+[ -n "$warmup" ] || warmup="$(awk -v m="$minutes" 'BEGIN { print m / 4 }')"
 
-sample_once() { # one CSV line
-  local t rss fds threads nmt heap offheap clt rings
-  t="$(date +%s)"
-  rss="$(awk '/^VmRSS/ {print $2}' "/proc/$daemon_pid/status")"
-  fds="$(ls "/proc/$daemon_pid/fd" | wc -l)"
-  threads="$(awk '/^Threads/ {print $2}' "/proc/$daemon_pid/status")"
-  nmt="$("$JAVA_HOME/bin/jcmd" "$daemon_pid" VM.native_memory summary 2>/dev/null || true)"
-  total="$(sed -n 's/^Total: reserved=[0-9]*KB, committed=\([0-9]*\)KB.*/\1/p' <<< "$nmt" | head -n 1)"
-  heap="$(grep -A1 -- '- *Java Heap' <<< "$nmt" | sed -n 's/.*committed=\([0-9]*\)KB.*/\1/p' | head -n 1)"
-  offheap=$(( ${total:-0} - ${heap:-0} ))
-  clt="$("$netreduce" ctl --api "$api" --json clt 2>/dev/null | "$NETREDUCE_PYTHON" -c \
-    'import json,sys; d=json.load(sys.stdin); print(len(d) if isinstance(d, list) else len(d.get("entries", d.get("connections", []))))' \
-    2>/dev/null || echo -1)"
-  rings="$("$netreduce" ctl --api "$api" --json rings 2>/dev/null | "$NETREDUCE_PYTHON" -c \
-    'import json,sys; d=json.load(sys.stdin); print(len(d) if isinstance(d, list) else len(d.get("rings", [])))' \
-    2>/dev/null || echo -1)"
-  echo "$t,$rss,${heap:-0},$offheap,$fds,$threads,$clt,$rings"
-}
-echo "time,rss_kb,heap_committed_kb,offheap_committed_kb,fds,threads,clt_entries,rings" > "$out/soak.csv"
-( while kill -0 "$daemon_pid" 2>/dev/null; do sample_once >> "$out/soak.csv"; sleep "$sample"; done ) &
+jcmd_() { "$JAVA_HOME/bin/jcmd" "$daemon_pid" "$@" 2>&1; }
+rm -f "$out"/nmt-*.diff "$out/verdict.txt"
+"$NETREDUCE_PYTHON" scripts/soak/sample.py --header --pid 0 --sock - --jcmd - --csv "$out/soak.csv" \
+  --nmt-csv "$out/nmt.csv"
+started="$(date +%s)"
+warm_end=$(( started + ${warmup%.*} * 60 + $(awk -v w="$warmup" 'BEGIN { printf "%d", (w - int(w)) * 60 }') ))
+echo "$warm_end" > "$work/warm_end"
+(
+  n=0 baselined=0
+  while kill -0 "$daemon_pid" 2>/dev/null; do
+    gc=(); [ $(( n % gc_every )) -eq 0 ] && gc=(--gc)
+    "$NETREDUCE_PYTHON" scripts/soak/sample.py --pid "$daemon_pid" --sock "$work/api.sock" \
+      --jcmd "$JAVA_HOME/bin/jcmd" --csv "$out/soak.csv" --nmt-csv "$out/nmt.csv" "${gc[@]}" \
+      2>> "$out/sampler.err" || true
+    if [ "$baselined" -eq 0 ] && [ "$(date +%s)" -ge "$warm_end" ]; then
+      jcmd_ VM.native_memory baseline > "$out/nmt-baseline.txt"; baselined=1
+    fi
+    n=$(( n + 1 )); sleep "$sample"
+  done
+) &
 sampler_pid=$!
 
 run_workers() { # run_workers RING LABEL: W worker allreduce processes; 0 when every rank's results were right
@@ -156,51 +184,23 @@ while [ "$(date +%s)" -lt "$end" ]; do
   echo "$(date +%T) round $round: $status" >> "$out/rounds.log"
   kill -0 "$daemon_pid" 2>/dev/null || { echo "soak: the daemon died" >&2; failures=$(( failures + 1 )); break; }
 done
-sample_once >> "$out/soak.csv"
+kill "$sampler_pid" 2>/dev/null || true; sampler_pid=""; sleep 2
+# Idle past the CLT's 60 s so that entries of replaced connections expire, then the last sample (with a full GC)
+# and the NMT diffs against the warm-up's baseline.
+sleep 65
+"$NETREDUCE_PYTHON" scripts/soak/sample.py --pid "$daemon_pid" --sock "$work/api.sock" --jcmd "$JAVA_HOME/bin/jcmd" \
+  --csv "$out/soak.csv" --nmt-csv "$out/nmt.csv" --gc 2>> "$out/sampler.err" || true
+if [ -s "$out/nmt-baseline.txt" ]; then
+  jcmd_ VM.native_memory summary.diff > "$out/nmt-summary.diff"
+  jcmd_ VM.native_memory detail.diff > "$out/nmt-detail.diff"
+fi
 "$netreduce" ctl --api "$api" counters > "$out/counters.txt" 2>/dev/null || true
-kill "$sampler_pid" 2>/dev/null || true; sampler_pid=""
+"$netreduce" ctl --api "$api" --json counters > "$out/counters.json" 2>/dev/null || true
+cp "$work/daemon.log" "$out/daemon.log" 2>/dev/null || true
 
 echo "soak: $round rounds ($sessions with sessions, $extras with an extra job), $reloads reloads, $failures failed"
-"$NETREDUCE_PYTHON" - "$out/soak.csv" "$out/soak.png" "$failures" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-failures = int(sys.argv[3])
-t0 = int(rows[0]["time"])
-keys = ["rss_kb", "offheap_committed_kb", "heap_committed_kb", "fds", "threads", "clt_entries", "rings"]
-series = {k: [int(r[k]) for r in rows] for k in keys}
-minutes = [(int(r["time"]) - t0) / 60 for r in rows]
-warm = max(1, len(rows) // 4)
-problems = []
-# Memory is compared between samples with the configuration's own rings only: an extra job's aggregator memory is
-# allocated while it exists (its sample is higher) and freed when it is removed.
-steady = [i for i, r in enumerate(series["rings"]) if r == series["rings"][0]]
-def base_and_top(key):
-    before = [series[key][i] for i in steady if i < warm] or series[key][:warm]
-    after = [series[key][i] for i in steady if i >= warm] or series[key][-1:]
-    return max(before[-1], 1), max(after)
-for key, margin in (("rss_kb", 0.10), ("offheap_committed_kb", 0.10), ("fds", 0.0), ("threads", 0.0)):
-    base, top = base_and_top(key)
-    slack = max(base * margin, {"fds": 8, "threads": 4}.get(key, 4096))
-    verdict = "flat" if top <= base + slack else "GREW"
-    print(f"  {key:22s} after warm-up {base:>9d}, highest later {top:>9d} ({verdict}, margin {slack:.0f})")
-    if verdict != "flat":
-        problems.append(key)
-clt = series["clt_entries"]
-print(f"  clt_entries            highest {max(clt)}, at the end {clt[-1]} (replaced connections expire)")
-try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2 * len(keys)), sharex=True)
-    for ax, key in zip(axes, keys):
-        ax.plot(minutes, series[key]); ax.set_ylabel(key, fontsize=7); ax.axvline(minutes[warm - 1], ls=":")
-    axes[-1].set_xlabel("minutes")
-    fig.tight_layout(); fig.savefig(sys.argv[2], dpi=90)
-    print(f"  plot: {sys.argv[2]}")
-except ImportError:
-    print("  (no matplotlib: no plot)")
-if failures or problems:
-    print(f"soak: FAILED ({failures} failed rounds; grew: {', '.join(problems) or 'nothing'})")
-    sys.exit(1)
-print("soak: passed")
-PY
+"$NETREDUCE_PYTHON" scripts/soak/verdict.py --csv "$out/soak.csv" --nmt-csv "$out/nmt.csv" --png "$out/soak.png" \
+  --failures "$failures" --warm-end "$(cat "$work/warm_end")" --workers "$workers" \
+  --counters "$out/counters.json" --bound-offheap "$bound_offheap" --bound-rss "$bound_rss" \
+  --bound-heap "$bound_heap" | tee "$out/verdict.txt"
+exit "${PIPESTATUS[0]}"
