@@ -21,7 +21,7 @@
 # priority than the endpoints shows the network's share (the issue's baseline: at default priority the short flows
 # lost to the CPU, not to the links).
 #
-# Prints one line per mode and writes the CSV (--out); its last line says what the goal asks: per W, the short
+# Prints one line per mode and writes the CSV (--out) and a plot beside it (.png); its last line says what the goal asks: per W, the short
 # flows' p99 under netreduce-ecn against gloo, the job's call time marked against unmarked, the long flow's share,
 # Jain's index and RC timeouts.
 #
@@ -174,6 +174,16 @@ ranks() {
   done
 }
 
+markers() { # ECN markers (egress bpf filters) attached anywhere on the bed
+  local ns dev n=0
+  for ns in $(ip netns list | awk '{print $1}' | grep -E "^${prefix}-" || true); do
+    for dev in $(ip netns exec "$ns" ls /sys/class/net); do
+      ip netns exec "$ns" tc filter show dev "$dev" egress 2>/dev/null | grep -q bpf && n=$(( n + 1 ))
+    done
+  done
+  echo "$n"
+}
+
 flows_up() { # world: the server and sink (they live for the whole W)
   local nice_cmd=()
   [ -n "$flow_nice" ] && nice_cmd=(nice -n "$flow_nice")
@@ -245,6 +255,13 @@ run_mode() { # world mode
   done
   for pid in "${other[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   [ "$ecn" -eq 0 ] || bash scripts/testbed.sh ecn off --prefix "$prefix" >/dev/null
+  local left; left="$(markers)"
+  if [ "$left" -ne 0 ]; then
+    echo "bench-shared: $left ECN markers still attached after $mode: taking them off again" >&2
+    bash scripts/testbed.sh ecn off --prefix "$prefix" >/dev/null
+    left="$(markers)"
+    [ "$left" -eq 0 ] || { echo "bench-shared: $left ECN markers will not come off" >&2; exit 1; }
+  fi
   if [ "$mode" != none ] && [ "$mode" != gloo ]; then
     "$netreduce" ctl --api "$api" remove-job shared1 >/dev/null 2>&1 || true
     [ "$two" -eq 0 ] || "$netreduce" ctl --api "$api" remove-job shared2 >/dev/null 2>&1 || true
@@ -313,6 +330,8 @@ def fct(size, q):
     return fmt(sizes.get(size, {}).get(q))
 probe = flow.get("probe", {})
 long_bps = flow.get("long_bps")
+if not mode.endswith("ecn") and marked:
+    ok = False  # an unmarked mode whose results came back marked measured something else
 row = [world, mode, window, k if mode.endswith("ecn") else "", f if mode.endswith("ecn") else "", nice, rate,
        str(ok and flow.get("failed", 0) == 0).lower(), fmt(median), fmt(p90), ncalls, retx, timeouts, marked, wmin,
        flow.get("flows", ""), flow.get("failed", ""), fct("10000", "p50_ms"), fct("10000", "p99_ms"),
@@ -370,3 +389,5 @@ for world in sorted({r["world"] for r in rows}, key=int):
     parts.append(f"W={world}: " + ", ".join(bits))
 print("bench-shared: " + "; ".join(parts))
 EOF
+"$NETREDUCE_PYTHON" scripts/bench/plot_shared.py "$out" "${out%.csv}.png" 2>/dev/null &&
+  echo "bench-shared: plot ${out%.csv}.png" || echo "bench-shared: no plot (needs matplotlib: apt-get install python3-matplotlib)"
