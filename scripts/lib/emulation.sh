@@ -64,7 +64,7 @@ clsact() {
 # with every packet DEV is to send and drained at FRACTION of DEV's tbf rate, and marks ECN-capable packets CE while it
 # holds more than THRESHOLD bytes. FRACTION 1.0 (the default) follows the real queue, as a DCTCP switch marks on its
 # instantaneous queue; below 1 it is HULL's phantom queue, which marks whenever the link is nearly full (0.95 cost
-# W = 8 calls about 10 % on the bed against none at 1.0: docs/performance.md, "Congestion marks"). Needs clang and libbpf's headers (scripts/setup.sh installs
+# W = 8 calls up to 18 % on the bed against none at 1.0: docs/performance.md, "Shared links"). Needs clang and libbpf's headers (scripts/setup.sh installs
 # them) and a tbf on DEV (its rate is read from it). Idempotent; ecn_unmark takes it off.
 ecn_mark() {
   local ns="$1" dev="$2" threshold="$3" fraction="${4:-1.0}" rate_bytes bps object
