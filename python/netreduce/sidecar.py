@@ -63,6 +63,13 @@ def _default_command() -> list:
     return [found]
 
 
+def default_first_qpn(pid: Optional[int] = None) -> int:
+    """The first QP number of this process's sidecar: 0x11 plus 256 per (pid mod 65535), in the 24-bit QP space
+    (at most 0xFFFE11), so that the sidecars of the processes on one host give out different numbers."""
+    pid = os.getpid() if pid is None else pid
+    return 0x11 + (pid % 0xFFFF) * 0x100
+
+
 class SidecarTransport:
     """One ``netreduce worker serve`` process and the shared memory it works in."""
 
@@ -71,9 +78,14 @@ class SidecarTransport:
     def __init__(self, device: str, shm_bytes: int, pmtu: int, ip: Optional[str] = None,
                  command: Optional[list] = None, rto_us: int = 400_000, start_timeout: float = 60.0,
                  endpoint_nice: Optional[int] = None, doorbell: bool = True,
-                 doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US):
+                 doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US, first_qpn: Optional[int] = None):
         self.layout: Optional[dict] = None  # set by open(): messages, messageBytes, input, output
-        self._start(device, shm_bytes, ["--pmtu", str(pmtu), "--rto-us", str(rto_us)], ip=ip, command=command,
+        # Every sidecar on a host shares its interface and sees every frame, where one RDMA NIC's QP numbers are
+        # distinct: each takes a range of 256 of its own, keyed by this process (two trainers' ranks on one host,
+        # or two jobs, would otherwise both own QP 0x11 and take each other's packets).
+        self.first_qpn = first_qpn if first_qpn is not None else default_first_qpn()
+        self._start(device, shm_bytes, ["--pmtu", str(pmtu), "--rto-us", str(rto_us),
+                                        "--first-qpn", str(self.first_qpn)], ip=ip, command=command,
                     start_timeout=start_timeout, endpoint_nice=endpoint_nice, doorbell=doorbell,
                     doorbell_spin_us=doorbell_spin_us)
 

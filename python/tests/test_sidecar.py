@@ -217,3 +217,13 @@ def test_should_answer_the_real_sidecars_calls_through_the_doorbell_and_raise_wh
         assert time.monotonic() - started < 5  # the call's own timeout is 30 s
     finally:
         transport.close()
+
+
+def test_should_give_the_sidecars_of_different_processes_on_one_host_different_qp_ranges():
+    # Two trainers' sidecars on one host share the interface: each owns a range of 256 QP numbers of its own.
+    from netreduce.sidecar import default_first_qpn
+
+    ranges = {default_first_qpn(pid) for pid in range(1, 2000)}
+    assert len(ranges) == 1999
+    assert all(0x11 <= first and first + 0xFF <= 0xFFFFFF for first in ranges)
+    assert default_first_qpn(0xFFFF) == 0x11  # pids 65535 apart share a range: the limit of this scheme

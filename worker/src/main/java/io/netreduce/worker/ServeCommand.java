@@ -75,6 +75,11 @@ public final class ServeCommand implements Callable<Integer>
         "${DEFAULT-VALUE}).")
     int pmtu = 4096;
 
+    @Option(names = "--first-qpn", description = "The first QP number this sidecar's endpoint gives out (default " +
+        "${DEFAULT-VALUE}): sidecars of several trainers on one host share the interface and each sees every frame, " +
+        "so each needs its own range (the Python transport passes one per process).")
+    int firstQpn = 0x11;
+
     @Option(names = "--rto-us", description = "Initial RC retransmission timeout in microseconds (default " +
         "${DEFAULT-VALUE}; see worker allreduce --rto-us).")
     long rtoMicros = 400_000;
@@ -115,7 +120,7 @@ public final class ServeCommand implements Callable<Integer>
         final RcConfig rc;
         try
         {
-            rc = new RcConfig().pmtu(pmtu).retransmitTimeoutNs(rtoMicros * 1000);
+            rc = new RcConfig().pmtu(pmtu).retransmitTimeoutNs(rtoMicros * 1000).firstQpn(firstQpn);
             ThreadNice.validate(endpointNice);
         }
         catch (final IllegalArgumentException ex)
