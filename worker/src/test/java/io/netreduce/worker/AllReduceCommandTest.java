@@ -18,64 +18,31 @@ class AllReduceCommandTest
     @Test
     void shouldRefuseAnEndpointNiceValueOutOfRangeBeforeOpeningAPort()
     {
-        final PrintStream stderr = System.err;
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int exit;
-        try
-        {
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            exit = new CommandLine(new AllReduceCommand()).execute(
-                "--rank", "0", "--world", "2", "--dev", "no-such-device", "--endpoint-nice", "20");
-        }
-        finally
-        {
-            System.setErr(stderr);
-        }
+        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",
+            "--endpoint-nice", "20");
 
-        assertThat(exit).isEqualTo(2);
-        assertThat(err.toString(StandardCharsets.UTF_8)).contains("nice must be -20..19: 20");
+        assertThat(refusal.exit()).isEqualTo(2);
+        assertThat(refusal.stderr()).contains("nice must be -20..19: 20");
     }
 
     @Test
     void shouldRefuseAnEcnGainOutsideZeroToOneBeforeOpeningAPort()
     {
-        final PrintStream stderr = System.err;
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int exit;
-        try
-        {
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            exit = new CommandLine(new AllReduceCommand()).execute(
-                "--rank", "0", "--world", "2", "--dev", "no-such-device", "--ecn-gain", "1.5");
-        }
-        finally
-        {
-            System.setErr(stderr);
-        }
+        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",
+            "--ecn-gain", "1.5");
 
-        assertThat(exit).isEqualTo(2);
-        assertThat(err.toString(StandardCharsets.UTF_8)).contains("--ecn-gain must be in (0, 1]: 1.5");
+        assertThat(refusal.exit()).isEqualTo(2);
+        assertThat(refusal.stderr()).contains("--ecn-gain must be in (0, 1]: 1.5");
     }
 
     @Test
     void shouldRefuseAFirstQpNumberOutOfRangeBeforeOpeningAPort()
     {
-        final PrintStream stderr = System.err;
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int exit;
-        try
-        {
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            exit = new CommandLine(new AllReduceCommand()).execute(
-                "--rank", "0", "--world", "2", "--dev", "no-such-device", "--first-qpn", "16777216");
-        }
-        finally
-        {
-            System.setErr(stderr);
-        }
+        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",
+            "--first-qpn", "16777216");
 
-        assertThat(exit).isEqualTo(2);
-        assertThat(err.toString(StandardCharsets.UTF_8)).contains("firstQpn must be in [2, 16777215]: 16777216");
+        assertThat(refusal.exit()).isEqualTo(2);
+        assertThat(refusal.stderr()).contains("firstQpn must be in [2, 16777215]: 16777216");
     }
 
     @ParameterizedTest(name = "{0}")
@@ -107,21 +74,10 @@ class AllReduceCommandTest
         {
             args.addAll(List.of("--world", "2"));
         }
-        final PrintStream stderr = System.err;
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int exit;
-        try
-        {
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            exit = new CommandLine(new AllReduceCommand()).execute(args.toArray(String[]::new));
-        }
-        finally
-        {
-            System.setErr(stderr);
-        }
+        final Refusal refusal = run(args.toArray(String[]::new));
 
-        assertThat(exit).isEqualTo(2);
-        assertThat(err.toString(StandardCharsets.UTF_8).strip()).isEqualTo(message.strip());
+        assertThat(refusal.exit()).isEqualTo(2);
+        assertThat(refusal.stderr().strip()).isEqualTo(message.strip());
     }
 
     @ParameterizedTest(name = "{0}")
@@ -137,20 +93,30 @@ class AllReduceCommandTest
     {
         final List<String> args = new ArrayList<>(List.of("--rank", "0", "--world", "2", "--dev", "no-such-device"));
         args.addAll(List.of(options.trim().split(" +")));
+        final Refusal refusal = run(args.toArray(String[]::new));
+
+        assertThat(refusal.exit()).isEqualTo(2);
+        assertThat(refusal.stderr().strip()).isEqualTo(message.strip());
+    }
+
+    /** What the command printed on stderr, and its exit status. */
+    private record Refusal(int exit, String stderr)
+    {
+    }
+
+    private static Refusal run(final String... args)
+    {
         final PrintStream stderr = System.err;
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final int exit;
         try
         {
             System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            exit = new CommandLine(new AllReduceCommand()).execute(args.toArray(String[]::new));
+            final int exit = new CommandLine(new AllReduceCommand()).execute(args);
+            return new Refusal(exit, err.toString(StandardCharsets.UTF_8));
         }
         finally
         {
             System.setErr(stderr);
         }
-
-        assertThat(exit).isEqualTo(2);
-        assertThat(err.toString(StandardCharsets.UTF_8).strip()).isEqualTo(message.strip());
     }
 }
