@@ -33,6 +33,7 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$NETREDUCE_ROOT"
+source scripts/lib/appliance.sh
 
 workers_list="4 8"
 iterations=30
@@ -127,15 +128,7 @@ appliance:
     listen: 127.0.0.1:0
 EOF
   rm -f "$work/api.sock"
-  ip netns exec "${prefix}-app" "$netreduce" daemon --config "$work/netreduce.yaml" > "$work/daemon.log" 2>&1 &
-  daemon_pid=$!
-  for _ in $(seq 120); do
-    "$netreduce" ctl --api "$api" --timeout 1 jobs >/dev/null 2>&1 && return 0
-    kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.log" >&2; return 1; }
-    sleep 0.5
-  done
-  echo "bench-shared: daemon API did not come up" >&2
-  return 1
+  bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" bench-shared >/dev/null
 }
 
 job_file() { # world ring_id file
