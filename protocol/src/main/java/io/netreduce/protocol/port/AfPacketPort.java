@@ -266,6 +266,16 @@ public final class AfPacketPort implements PollablePort
         return tx.maxFrameLength();
     }
 
+    /**
+     * @return the transmit socket's send buffer as the kernel keeps it (twice {@link
+     *         AfPacketConfiguration#txSocketBuffer()} where set): how many bytes of frames taken from the ring the
+     *         kernel may hold unsent before it refuses more. Control-side call (a getsockopt).
+     */
+    public int transmitSocketBuffer()
+    {
+        return sockets.transmitSocketBuffer();
+    }
+
     @Override
     public PortCounters counters()
     {

@@ -319,6 +319,56 @@ class AfPacketSegmentationOffloadVethTest
             .isEqualTo(30);
     }
 
+    /**
+     * A shaped link keeps a window in its qdisc, and the kernel charges every frame it has taken from the ring but
+     * not yet sent to the transmit socket's buffer. With the kernel's default buffer (208 KiB) one kick hands over
+     * a fifth of a 1 MiB window and the kernel refuses the rest (EAGAIN), which stays in the ring to be kicked again
+     * while the link drains; with a buffer the size of the window the first kick hands over all of it.
+     */
+    @ParameterizedTest(name = "txSocketBuffer {0}")
+    @CsvSource({"0, true", "1048576, false"})
+    void shouldHandAWholeWindowToAShapedLinkAtOneKickOnlyWhenTheSocketBufferHoldsIt(
+        final int socketBuffer, final boolean leftInRing)
+    {
+        // 100 Mbit/s with 500 ms of queue: the qdisc holds the whole window (6 MB) and sends little of it meanwhile.
+        VethPair.run("ip", "netns", "exec", veth.namespaceA, "tc", "qdisc", "replace", "dev", VethPair.DEVICE_A,
+            "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "500ms");
+        try
+        {
+            final AfPacketPort sender = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+                .withSegmentationOffload(true)
+                .withTxRing(AfPacketConfiguration.SEGMENTATION_TX_FRAME_SIZE, 64)
+                .withTxSocketBuffer(socketBuffer));
+            final RoceFrameWriter writer = writer(DESTINATION_1, 0x0A4D_0101, 0xC001, 0x101);
+            final int frames = 256;
+            for (int i = 0; i < frames; i++)
+            {
+                final byte[] frame = write(writer, Opcode.SEND_MIDDLE, 1000 + i, PAYLOAD);
+                assertThat(sender.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
+            }
+
+            final int taken = sender.flush();
+
+            assertThat(sender.hasPendingTransmit()).isEqualTo(leftInRing);
+            if (leftInRing)
+            {
+                assertThat(taken).isLessThan(frames / 2);
+            }
+            else
+            {
+                assertThat(taken).isEqualTo(frames);
+                // The kernel keeps twice the value set, for its bookkeeping.
+                assertThat(sender.transmitSocketBuffer()).isEqualTo(2 * socketBuffer);
+            }
+            assertThat(sender.counters().txErrors()).isZero();
+        }
+        finally
+        {
+            VethPair.run("ip", "netns", "exec", veth.namespaceA, "tc", "qdisc", "del", "dev", VethPair.DEVICE_A,
+                "root");
+        }
+    }
+
     private record Received(byte[] frame, int flags)
     {
     }
