@@ -248,7 +248,7 @@ final class Requester
             }
             final int psn = sendPsn;
             final int frameLength = writer.frameLength(opcode, payloadLength);
-            final int claimed = endpoint.claim(counters, frameLength);
+            final int claimed = endpoint.claim(counters, frameLength, writer.dstMac());
             if (claimed == RcEndpoint.CLAIM_RING_FULL)
             {
                 break;

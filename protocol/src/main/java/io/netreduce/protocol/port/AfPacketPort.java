@@ -305,6 +305,12 @@ public final class AfPacketPort implements PollablePort
     }
 
     @Override
+    public int tryClaim(final int length, final long destinationMac)
+    {
+        return tx.tryClaim(length, destinationMac);
+    }
+
+    @Override
     public MutableDirectBuffer claimBuffer()
     {
         return tx.buffer();
