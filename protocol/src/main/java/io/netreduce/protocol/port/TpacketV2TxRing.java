@@ -73,7 +73,7 @@ final class TpacketV2TxRing
         this.name = name;
         this.fd = fd;
         this.errnoState = errnoState;
-        this.ring = new UnsafeBuffer(mapAddress, (int)mapLength);
+        this.ring = AfPacketPort.ringBuffer(mapAddress, mapLength);
         this.counters = counters;
         this.slotOffsets = slotOffsets;
         this.slotLengths = new int[slotOffsets.length];

@@ -464,6 +464,29 @@ class AfPacketSegmentationOffloadVethTest
     }
 
     /**
+     * Both rings are seen through direct ByteBuffers, which {@link java.util.zip.CRC32} reads in place: over a bare
+     * address {@link Icrc} copied every payload into a heap chunk before checking or writing an ICRC.
+     */
+    @Test
+    void shouldHandOutBothRingsAsDirectByteBuffersSoTheIcrcIsComputedInPlace()
+    {
+        final AfPacketPort sender = open(veth.namespaceA, VethPair.DEVICE_A, true);
+        final AfPacketPort receiver = open(veth.namespaceB, VethPair.DEVICE_B, true);
+        final byte[] frame = write(writer(DESTINATION_1, 0x0A4D_0101, 0xC001, 0x101), Opcode.SEND_ONLY, 0, PAYLOAD);
+
+        assertThat(sender.tryClaim(frame.length)).isNotNegative();
+        assertThat(sender.claimBuffer().byteBuffer()).isNotNull().matches(java.nio.ByteBuffer::isDirect);
+        sendClaimedInPlace(sender, List.of(frame));
+        final List<java.nio.ByteBuffer> seen = new ArrayList<>();
+        PacketPortVethContract.awaitCondition(() ->
+        {
+            receiver.receive((buffer, offset, length, flags) -> seen.add(buffer.byteBuffer()), 16);
+            return !seen.isEmpty();
+        });
+        assertThat(seen).allSatisfy(view -> assertThat(view).isNotNull().matches(java.nio.ByteBuffer::isDirect));
+    }
+
+    /**
      * {@link #send} through claims that name each frame's destination ({@link PacketPort#tryClaim(int, long)}).
      */
     private static void sendClaimedInPlace(final AfPacketPort port, final List<byte[]> frames)
