@@ -319,8 +319,8 @@ public final class RcEndpoint implements Agent, AutoCloseable
      * written in place into {@link #claimBuffer()} and handed over with {@link #commitClaim}: a request packet's
      * payload then goes from registered memory into the ring once (with segmentation offload straight into its
      * batch, {@link PacketPort#tryClaim(int, long)}), where building it in {@link #txBuffer()}, sending that and
-     * batching it copied it three times (4 KiB copies, 7 % of a rank's endpoint CPU in a profile of the loaded
-     * bed).
+     * batching it copied it three times (the two copies after the scratch buffer were 6 % of a rank's endpoint
+     * thread in a profile of the loaded bed).
      *
      * @return the frame's index in {@link #claimBuffer()}, {@link #CLAIM_DROPPED} (counted; write the frame into
      *         {@link #txBuffer()} and forget it) or {@link #CLAIM_RING_FULL} (counted).
