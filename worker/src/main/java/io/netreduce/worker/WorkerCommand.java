@@ -28,6 +28,7 @@ public final class WorkerCommand implements Runnable
         return new CommandLine(new WorkerCommand());
     }
 
+    /** The jar's main class is {@link WorkerMain}, which comes here for every command line but a quick serve. */
     public static void main(final String[] args)
     {
         System.exit(execute(args));
