@@ -26,7 +26,9 @@ import picocli.CommandLine.Mixin;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.Inet4Address;
 import java.net.InetAddress;
+import java.net.NetworkInterface;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -287,6 +289,18 @@ public final class AllReduceCommand implements Callable<Integer>
      */
     static InetAddress interfaceAddress(final String dev) throws IOException
     {
-        return InterfaceAddresses.ipv4(dev);
+        final NetworkInterface nif = NetworkInterface.getByName(dev);
+        if (nif == null)
+        {
+            throw new IllegalArgumentException("no interface " + dev + " in this network namespace");
+        }
+        for (final InetAddress address : nif.inetAddresses().toList())
+        {
+            if (address instanceof Inet4Address)
+            {
+                return address;
+            }
+        }
+        throw new IllegalArgumentException(dev + " has no IPv4 address; pass --ip");
     }
 }

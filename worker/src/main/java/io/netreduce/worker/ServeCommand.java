@@ -136,7 +136,7 @@ public final class ServeCommand implements Callable<Integer>
             Doorbell doorbell = requestBell();
             Doorbell answer = answerBell())
         {
-            final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : InterfaceAddresses.ipv4(dev);
+            final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
             final RcEndpoint endpoint = new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                 ConnectionInfo.macFromBytes(port.macAddress()));
             EndpointNice.apply(endpointNice, "serve", System.err); // the runner drives the endpoint on this thread
@@ -207,7 +207,7 @@ public final class ServeCommand implements Callable<Integer>
                     dev + " (MTU " + port.mtu() + ") sends at most " + port.maxTxFrameLength());
                 return 2;
             }
-            final InetAddress local = ip != null ? InetAddress.getByName(ip) : InterfaceAddresses.ipv4(dev);
+            final InetAddress local = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
             if (!(local instanceof Inet4Address))
             {
                 System.err.println("serve: SwitchML is IPv4 only; " + local.getHostAddress() + " is not IPv4");
