@@ -234,6 +234,22 @@ class LauncherAotTest
         assertThat(result.err()).doesNotContain("CompileCommand", "CompileThresholdScaling");
     }
 
+    @Test
+    void shouldRunTheSidecarOnTheSerialCollectorUnlessTheOptionsPickOne() throws Exception
+    {
+        assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).contains("-XX:+UseSerialGC");
+        assertThat(argsOf(Map.of(), "worker", "allreduce")).doesNotContain("-XX:+UseSerialGC");
+        assertThat(argsOf(Map.of(), "daemon")).doesNotContain("-XX:+UseSerialGC");
+
+        // the JVM refuses two collectors: one the user picks is the only one
+        assertThat(argsOf(Map.of("NETREDUCE_JAVA_OPTS", "-Xmx1g -XX:+UseZGC"), "worker", "serve"))
+            .contains("-XX:+UseZGC").doesNotContain("-XX:+UseSerialGC");
+        final Result result = run(JAVA_HOME, Map.of("NETREDUCE_AOT", "off", "NETREDUCE_JAVA_OPTS", "-XX:+UseG1GC"),
+            "worker", "serve");
+        assertThat(result.status()).as(result.err()).isZero();
+        assertThat(result.out()).isEqualTo("worker serve\n");
+    }
+
     private void assertRunsAsWithout(final Map<String, String> env) throws Exception
     {
         final Result result = run(JAVA_HOME, env, "daemon", "x");
