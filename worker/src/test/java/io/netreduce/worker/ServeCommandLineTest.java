@@ -48,6 +48,34 @@ class ServeCommandLineTest
     }
 
     @Test
+    void shouldKnowEveryOptionServeHasSoThatNoneSendsTheSidecarThroughPicocli()
+    {
+        // An option added to ServeCommand and not to the quick reader would still work (through picocli), but every
+        // sidecar started with it would pay picocli's start-up again.
+        for (final Field field : ServeCommand.class.getDeclaredFields())
+        {
+            final CommandLine.Option option = field.getAnnotation(CommandLine.Option.class);
+            if (option == null || field.getName().equals("dev") || field.getName().equals("socket"))
+            {
+                continue;
+            }
+            for (final String name : option.names())
+            {
+                final String value = field.getType() == boolean.class ? null :
+                    field.getType() == String.class || field.getType() == java.nio.file.Path.class ? "x" : "7";
+                final String[] args = value == null ?
+                    new String[] { "serve", "--dev", "eth0", "--socket", "/tmp/s.sock", name } :
+                    new String[] { "serve", "--dev", "eth0", "--socket", "/tmp/s.sock", name, value };
+
+                final ServeCommand quick = ServeCommandLine.parse(args);
+
+                assertThat(quick).as(name).isNotNull();
+                assertThat(options(quick)).as(name).isEqualTo(options(picocli(args)));
+            }
+        }
+    }
+
+    @Test
     void shouldLeaveEveryOptionAtPicoclisDefaultWhenNotGiven()
     {
         final String[] args = { "serve", "--dev", "eth0", "--socket", "/tmp/nr/s.sock" };
