@@ -5,8 +5,14 @@
 # timed; every result is checked exact). Prints rank 0's JSON lines, one per size and mode: median, p90 and the
 # Session path's parts; --out appends them to a CSV.
 #
+# Each line also has the CPU per call (the rank's process and its sidecar), and a last line the sidecar's CPU over
+# its life by kind of thread (the JIT's compilers, the endpoint, ...).
+#
 # usage: scripts/bench-session.sh [--workers W] [--bytes "B ..."] [--calls N] [--warmup N] [--jit N] [--rate RATE]
 #                                 [--modes "doorbell json gloo"] [--out CSV] [--label L] [--no-build] [--prefix P]
+#                                 [--sidecar-java-opts "JVM FLAGS"]
+#   --sidecar-java-opts: JVM flags for the sidecars only (NETREDUCE_JAVA_OPTS of `netreduce worker serve`; the
+#   daemon runs without them), e.g. "-XX:TieredStopAtLevel=1" to see what C2 costs and brings
 # Needs root.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -23,6 +29,7 @@ label=""
 rate=""
 build=1
 prefix=nrses
+sidecar_java_opts=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -w|--workers) workers="$2"; shift 2 ;;
@@ -36,7 +43,8 @@ while [ $# -gt 0 ]; do
     --rate) rate="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --prefix) prefix="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --sidecar-java-opts) sidecar_java_opts="$2"; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-session: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -57,7 +65,8 @@ bed_ring_config "$work/netreduce.yaml" "unix:$work/api.sock" bench "$workers" 1 
 bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "unix:$work/api.sock" "$work" bench-session >/dev/null
 pids=()
 for i in $(seq 0 $(( workers - 1 ))); do
-  ip netns exec "${prefix}-w$i" env TMPDIR="$work" "$NETREDUCE_PYTHON" scripts/bench/session_calls.py --rank "$i" \
+  ip netns exec "${prefix}-w$i" env TMPDIR="$work" SIDECAR_JAVA_OPTS="$sidecar_java_opts" \
+    "$NETREDUCE_PYTHON" scripts/bench/session_calls.py --rank "$i" \
     --world "$workers" --api "unix:$work/api.sock" --netreduce "$netreduce" --sizes "$bytes" --calls "$calls" \
     --warmup "$warmup" --jit "$jit" --modes "$modes" --label "$label" ${out:+--csv "$out"} \
     > "$work/rank$i.log" 2>&1 &

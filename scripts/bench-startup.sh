@@ -14,6 +14,8 @@
 # Modes (--modes, in this order every run): aot (the launcher's default: the caches when present and fresh),
 # off (NETREDUCE_AOT=off), or NAME:VAR=VALUE, the aot mode with one more environment variable, e.g.
 #   'eager:NETREDUCE_JAVA_OPTS=-XX:+UnlockExperimentalVMOptions -XX:+AOTCompileEagerly'
+# NETREDUCE_BENCH_LAUNCHER=PATH in a mode runs that mode with another build's launcher (and so its jars and caches),
+# e.g. 'main:NETREDUCE_BENCH_LAUNCHER=/tmp/main/aggregator-daemon/target/netreduce' for a before-and-after in one run.
 # Prints the medians over the runs per mode; every run's figures go to the CSV. --parts picks what runs (the daemon
 # always starts: the others need it).
 #
@@ -50,7 +52,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --prefix) prefix="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-startup: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -93,8 +95,11 @@ mode_env() {
 }
 
 run_mode() {  # run, mode spec
-  local run="$1" spec="$2" name="${2%%:*}" env=() line i pids=() status=0
+  local run="$1" spec="$2" name="${2%%:*}" env=() line i pids=() status=0 netreduce="$netreduce" e
   mapfile -t env < <(mode_env "$spec")
+  for e in "${env[@]}"; do
+    [[ "$e" == NETREDUCE_BENCH_LAUNCHER=* ]] && netreduce="${e#*=}"
+  done
   rm -f "$work/api.sock"
   line=$(env "${env[@]}" "$NETREDUCE_PYTHON" scripts/bench/startup_probe.py daemon "${prefix}-app" "$netreduce" \
     "$work/netreduce.yaml" "unix:$work/api.sock" "$work/daemon-$name-$run.log")

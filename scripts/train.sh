@@ -24,6 +24,7 @@
 #                         [--seed S] [--warmup N] [--plot FILE] [--results DIR] [--prefix P] [--no-build]
 #                         [--timeout SECONDS] [--model cnn|mlp|dlrm] [--hidden UNITS] [--kill-appliance STEP:DOWN]
 #                         [--hot-budgets "BYTES ..."] [--min-frequency auto|F] [--zipf S] [--pooling L]
+#                         [--repeats N]
 #   --kill-appliance STEP:DOWN: the netreduce run's sessions fall back to gloo when a call fails and go back to
 #   the appliance when it answers again (fallback=True, recover_after 2 s, a call fails after 3 s without
 #   progress); the daemon is killed (SIGKILL) once rank 0 has finished step STEP and started again DOWN seconds
@@ -41,7 +42,10 @@
 #   BYTES:F:FLAGS adds flags, comma-separated: fused (no DDP: the dense gradients in the hot rows' appliance call),
 #   nofill (the hot block's last message is not filled with more rows)),
 #   gloo-sparse (plain DDP: gloo's sparse all-reduce of the tables), gloo-dense (the tables dense, DDP's gloo ring),
-#   then the reference (rank order and the other fixed orders, one process); scripts/train/dlrm_compare.py checks
+#   then the reference (rank order and the other fixed orders, one process); with --repeats N (default 1) the first
+#   hot budget's run and gloo-sparse run N times in turn (netreduce, gloo-sparse, netreduce, ...) before gloo-dense,
+#   and the comparison adds each pair's step times and their ratio (the machine's load drifts between runs: the
+#   median of the pairs' ratios is the figure to quote); scripts/train/dlrm_compare.py checks
 #   that netreduce equals the rank-order reference bit for bit and agrees with both gloo runs within the
 #   reassociation tolerance, and prints step times (warm-up: the first 20 steps), bytes and the hot set's share.
 #   defaults: 4 workers, 1gbit links, 10 epochs (110 steps with 4 workers x 32 samples), batch 32 per rank,
@@ -77,6 +81,7 @@ model=cnn
 hidden=1536
 kill_appliance=""
 hot_budgets="1048576 1048576:auto:fused"
+repeats=1
 min_frequency=auto
 zipf=1.2
 pooling=8
@@ -92,6 +97,7 @@ while [ $# -gt 0 ]; do
     --min-frequency) min_frequency="$2"; shift 2 ;;
     --zipf) zipf="$2"; shift 2 ;;
     --pooling) pooling="$2"; shift 2 ;;
+    --repeats) repeats="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
     --lr) lr="$2"; shift 2 ;;
@@ -118,6 +124,7 @@ if [ -n "$kill_appliance" ]; then
     *[!0-9:]*|:*|*:) echo "train: --kill-appliance takes STEP:DOWN (whole numbers): $kill_appliance" >&2; exit 2 ;;
   esac
 fi
+case "$repeats" in ''|*[!0-9]*|0) echo "train: --repeats must be a whole number >= 1" >&2; exit 2 ;; esac
 case "$model" in cnn|mlp|dlrm) ;; *) echo "train: --model must be cnn, mlp or dlrm" >&2; exit 2 ;; esac
 [ "$model" = dlrm ] && [ -n "$kill_step" ] && { echo "train: --kill-appliance is for --model cnn or mlp" >&2; exit 2; }
 if [ "$model" = dlrm ]; then
@@ -293,6 +300,24 @@ if [ "$model" = dlrm ]; then
   awk 'NR == 1 || $NF != "0"' "$work/counters.txt"
   step "gloo-sparse: $workers DDP ranks, gloo's sparse all-reduce of the tables (plain DDP)"
   run_mode gloo-sparse "$port"
+  # More pairs of the first budget's run and gloo-sparse, in turn, so that the load's drift hits both alike.
+  pairs=()
+  first_entry="${hot_budgets%% *}"
+  IFS=: read -r budget frequency flags <<< "$first_entry"
+  frequency="${frequency:-$min_frequency}"
+  options=()
+  for flag in ${flags//,/ }; do
+    case "$flag" in fused) options+=(--fuse-dense) ;; nofill) options+=(--no-fill) ;; esac
+  done
+  for r in $(seq 2 "$repeats"); do
+    port=$(( port + 2 ))
+    step "repeat $r of $repeats: netreduce ($first_entry), then gloo-sparse"
+    run_mode netreduce "$port" "netreduce-r$r" --hot-budget "$budget" --min-frequency "$frequency" \
+      "${options[@]}" --label "repeat $r" || exit 1
+    run_mode gloo-sparse $(( port + 1 )) "gloo-sparse-r$r" || exit 1
+    pairs+=("$work/netreduce-r$r.json:$work/gloo-sparse-r$r.json")
+  done
+  port=$(( port + 1 ))
   step "gloo-dense: $workers DDP ranks, the tables dense through DDP's gloo ring"
   run_mode gloo-dense $(( port + 1 ))
   step "reference: the same training in one process, gradients summed in fixed fp32 orders"
@@ -301,8 +326,10 @@ if [ "$model" = dlrm ]; then
   mkdir -p "$results" "$(dirname "$plot")"
   cp "${nr_runs[@]}" "$work/gloo-sparse.json" "$work/gloo-dense.json" "$work/reference.json" "$work"/*-cpu.txt \
     "$results/"
+  for pair in "${pairs[@]}"; do cp "${pair%%:*}" "${pair##*:}" "$results/"; done
   "$NETREDUCE_PYTHON" scripts/train/dlrm_compare.py "${nr_runs[0]}" "$work/gloo-sparse.json" "$work/gloo-dense.json" \
-    "$work/reference.json" ${nr_runs[1]:+--sweep "${nr_runs[@]:1}"} ${warmup:+--warmup "$warmup"} --plot "$plot" \
+    "$work/reference.json" ${nr_runs[1]:+--sweep "${nr_runs[@]:1}"} ${pairs[0]:+--pairs "${pairs[@]}"} \
+    ${warmup:+--warmup "$warmup"} --plot "$plot" \
     --rate "${rate:-unshaped}"
   exit $?
 fi

@@ -29,6 +29,24 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 PARTS = ["handoff_in", "copy_in", "transport_overhead", "sidecar_own", "copy_out_check", "handoff_out"]
 
 
+def sidecar_threads(pid, tick_ms):
+    """The sidecar's CPU over its whole life so far by kind of thread (the JIT's compilers, GC, the endpoint, ...),
+    milliseconds: where a short run's CPU goes."""
+    kinds = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as f:
+                head, tail = f.read().rsplit(")", 1)
+        except OSError:
+            continue
+        name = head.split("(", 1)[1]
+        kind = ("C2" if name.startswith("C2 ") else "C1" if name.startswith("C1 ") else
+                "GC" if name.startswith(("GC ", "G1 ")) else name)
+        fields = tail.split()
+        kinds[kind] = kinds.get(kind, 0) + (int(fields[11]) + int(fields[12])) * tick_ms
+    return dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rank", type=int, required=True)
@@ -52,6 +70,8 @@ def main() -> int:
 
     dist.init_process_group("gloo", init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
                             world_size=args.world)
+    if os.environ.get("SIDECAR_JAVA_OPTS"):  # bench-session.sh --sidecar-java-opts: flags for this rank's sidecar
+        os.environ["NETREDUCE_JAVA_OPTS"] = os.environ["SIDECAR_JAVA_OPTS"]
     session = netreduce.Session(device="eth0", appliance=args.api, sidecar_command=[args.netreduce])
     if not session.transport.use_doorbell:
         raise SystemExit("the sidecar took no call doorbell")
@@ -82,9 +102,20 @@ def main() -> int:
         expected = sum((base * (r + 1) + r) for r in range(args.world)).to(torch.float32)
         return mine, expected
 
-    def one(mode, mine, expected, parts):
+    sidecar_stat = f"/proc/{session.transport._process.pid}/stat"
+    tick_ms = 1e3 / os.sysconf("SC_CLK_TCK")
+
+    def sidecar_ms():
+        # utime + stime of the whole sidecar process (every thread), in clock ticks: summed over many calls the
+        # tick sampling averages out
+        with open(sidecar_stat, encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * tick_ms
+
+    def one(mode, mine, expected, parts, cpu=None):
         t = mine.clone()
         dist.barrier()
+        side0, own0 = sidecar_ms(), time.process_time()
         start = time.perf_counter()
         if mode == "gloo":
             dist.all_reduce(t)
@@ -97,6 +128,9 @@ def main() -> int:
                 parts.append(((marks["reduce_in"] - start) * 1e3, (marks["call_in"] - marks["reduce_in"]) * 1e3,
                               (marks["call_out"] - marks["call_in"]) * 1e3 - marks["own"], marks["own"],
                               (marks["reduce_out"] - marks["call_out"]) * 1e3, (end - marks["reduce_out"]) * 1e3))
+        if cpu is not None:
+            # this process's CPU (the trainer's thread, the session's, gloo's) and the sidecar's during the call
+            cpu.append(((time.process_time() - own0) * 1e3, sidecar_ms() - side0))
         if not torch.equal(t, expected):
             raise SystemExit(f"rank {args.rank}: {mode} call of {t.numel() * 4} bytes is not the exact sum "
                              f"({int((t != expected).sum())} elements differ)")
@@ -111,29 +145,37 @@ def main() -> int:
         mine, expected = tensors(size // 4)
         times = {m: [] for m in modes}
         parts = {m: [] for m in modes if m != "gloo"}
+        cpu = {m: [] for m in modes}
         for _ in range(args.warmup + args.calls):
             for mode in modes:
-                times[mode].append(one(mode, mine, expected, parts.get(mode)))
+                times[mode].append(one(mode, mine, expected, parts.get(mode), cpu[mode]))
         for mode in modes:
             kept = sorted(times[mode][args.warmup:])
             row = {"label": args.label, "bytes": size, "world": args.world, "mode": mode, "calls": len(kept),
                    "median_ms": round(statistics.median(kept), 3), "p90_ms": round(kept[int(0.9 * len(kept))], 3),
                    "min_ms": round(kept[0], 3)}
+            kept_cpu = cpu[mode][args.warmup:]
+            # CPU per call, means over the kept calls: this rank's process and its sidecar (during gloo's calls the
+            # sidecar only idles: what it costs a trainer that does not call it)
+            row["trainer_cpu_ms"] = round(statistics.fmean(c[0] for c in kept_cpu), 3)
+            row["sidecar_cpu_ms"] = round(statistics.fmean(c[1] for c in kept_cpu), 3)
             if mode in parts:
                 kept_parts = parts[mode][args.warmup:]
                 for i, name in enumerate(PARTS):
                     row[name] = round(statistics.median(p[i] for p in kept_parts), 3)
             rows.append(row)
     stats = session.stats()
+    threads = sidecar_threads(session.transport._process.pid, tick_ms)
     session.close()
     if args.rank == 0:
         for row in rows:
             print(json.dumps(row))
+        print(json.dumps({"sidecar_thread_cpu_ms": threads}))
         print(json.dumps({"retransmitted_packets": stats["transport"].get("retransmittedPackets"),
                           "timeouts": stats["transport"].get("timeouts"), "calls": stats["calls"],
                           "fallback_calls": stats["fallback_calls"]}))
         if args.csv:
-            fields = ["label", "bytes", "world", "mode", "calls", "median_ms", "p90_ms", "min_ms"] + PARTS
+            fields = ["label", "bytes", "world", "mode", "calls", "median_ms", "p90_ms", "min_ms", "trainer_cpu_ms", "sidecar_cpu_ms"] + PARTS
             new = not os.path.exists(args.csv)
             with open(args.csv, "a", newline="") as out:
                 writer = csv.DictWriter(out, fieldnames=fields, restval="")

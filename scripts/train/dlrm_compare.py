@@ -86,6 +86,8 @@ def main(argv=None):
     ap.add_argument("gloo_dense")
     ap.add_argument("reference")
     ap.add_argument("--sweep", nargs="*", default=[], help="more netreduce runs (other hot budgets)")
+    ap.add_argument("--pairs", nargs="*", default=[],
+                    help="more runs of netreduce and gloo-sparse taken in turn, NETREDUCE.json:GLOO_SPARSE.json each")
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--plot")
     ap.add_argument("--rate", default="")
@@ -94,9 +96,11 @@ def main(argv=None):
 
     nr, gs, gd, ref = load(args.netreduce), load(args.gloo_sparse), load(args.gloo_dense), load(args.reference)
     sweep = [nr] + [load(p) for p in args.sweep]
+    pairs = [tuple(load(p) for p in pair.split(":", 1)) for pair in args.pairs]
     steps, world = nr["steps"], nr["world"]
     runs = {"netreduce": nr, "gloo-sparse": gs, "gloo-dense": gd}
-    for name, run in list(runs.items()) + [("reference", ref)] + [(s["label"], s) for s in sweep[1:]]:
+    for name, run in (list(runs.items()) + [("reference", ref)] + [(s["label"], s) for s in sweep[1:]] +
+                      [(f"pair {i + 2}", r) for i, pair in enumerate(pairs) for r in pair]):
         if run["steps"] != steps or run["world"] != world:
             print(f"dlrm_compare: {name} differs in steps or workers", file=sys.stderr)
             return 1
@@ -134,6 +138,27 @@ def main(argv=None):
           f"{'met' if r_dense <= 0.5 else 'not met'}), netreduce / gloo-sparse = {r_sparse:.2f} (goal <= 0.8: "
           f"{'met' if r_sparse <= 0.8 else 'not met'})")
 
+    if args.pairs:
+        # The same pair of modes again, in turn: the load drifts between runs, so the median of the pairs' ratios
+        # says more than one pair.
+        pair_rows, ratios, whole = [], [], []
+        for i, (a, b) in enumerate([(nr, gs)] + pairs):
+            sa, sb = summary(a, args.warmup), summary(b, args.warmup)
+            ratios.append(sa["median"] / sb["median"])
+            whole.append(sa["train"] / sb["train"])
+            pair_rows.append((str(i + 1), f"{sa['median']:.1f}", f"{sa['p90']:.1f}", f"{sb['median']:.1f}",
+                              f"{sb['p90']:.1f}", f"{ratios[-1]:.2f}", f"{sa['train']:.1f}", f"{sb['train']:.1f}",
+                              f"{whole[-1]:.2f}"))
+        print()
+        print("netreduce and gloo-sparse again, in turn (step ms after the warm-up; training s: all steps, warm-up "
+              "included):")
+        table(("pair", "netreduce median", "p90", "gloo-sparse median", "p90", "ratio", "netreduce training s",
+               "gloo-sparse training s", "ratio"), pair_rows)
+        mid = statistics.median(ratios)
+        print(f"median over {len(ratios)} pairs: netreduce / gloo-sparse = {mid:.2f} (range {min(ratios):.2f}-"
+              f"{max(ratios):.2f}; goal <= 0.8: {'met' if mid <= 0.8 else 'not met'}); whole training, warm-up "
+              f"included: {statistics.median(whole):.2f} ({min(whole):.2f}-{max(whole):.2f})")
+
     sweep_rows = []
     ranked = []
     for run in sweep:
@@ -167,7 +192,7 @@ def main(argv=None):
               f"  accuracy {run['final']['accuracy']:.4f}  max |diff| to rank order {d / EPS:.1f} eps")
     print(f"tolerance: |L_nr - L_gloo| / L_gloo <= {MARGIN:g} x max(envelope, eps): {tol[0] / EPS:.0f} eps at step 0 "
           f".. {tol[-1] / EPS:.1f} eps at the last step")
-    for run in sweep:
+    for run in sweep + [a for a, _ in pairs]:
         name = run["label"] or "netreduce"
         if run["loss"] != rank_order["loss"]:
             first = next(t for t in range(steps) if run["loss"][t] != rank_order["loss"][t])
@@ -176,7 +201,7 @@ def main(argv=None):
             failures.append(f"netreduce ({name}): final test predictions differ from the rank-order reference's")
     if not failures:
         print(f"netreduce equals the rank-order reference bit for bit: every step's loss and the final predictions "
-              f"({len(sweep)} run(s))")
+              f"({len(sweep) + len(pairs)} run(s))")
     ref_correct = [r["final"]["correct"] for r in ref["runs"]]
     allowed = max(ref_correct) - min(ref_correct)
     for name in ("gloo-sparse", "gloo-dense"):
@@ -194,7 +219,8 @@ def main(argv=None):
         if abs(other["final"]["correct"] - nr["final"]["correct"]) > allowed:
             failures.append(f"final accuracy: netreduce {nr['final']['correct']}, {name} {other['final']['correct']} "
                             f"of {nr['final']['total']} (reference orders' spread {allowed})")
-    for name, run in list(runs.items()) + [(r["label"], r) for r in sweep[1:]]:
+    for name, run in (list(runs.items()) + [(r["label"], r) for r in sweep[1:]] +
+                      [(f"pair {i + 2} {r['mode']}", r) for i, pair in enumerate(pairs) for r in pair]):
         if not run["params_identical"]:
             failures.append(f"{name}: the ranks ended with different parameters")
         for rank, extra in enumerate(run["ranks"]):

@@ -215,6 +215,41 @@ class LauncherAotTest
         assertRunsAsWithout(Map.of());
     }
 
+    @Test
+    void shouldDelayTheJitOfTheClassFileApiForEveryCommandAndSayNothingAboutIt() throws Exception
+    {
+        for (final String[] command : List.of(new String[] { "daemon" }, new String[] { "ctl", "rings" },
+            new String[] { "worker", "serve" }))
+        {
+            assertThat(argsOf(Map.of(), command)).as(String.join(" ", command))
+                .containsSubsequence("-XX:CompileCommand=quiet",
+                    "-XX:CompileCommand=CompileThresholdScaling,jdk.internal.classfile.*::*,100.0",
+                    "-XX:CompileCommand=CompileThresholdScaling,java.lang.classfile.*::*,100.0");
+        }
+
+        // the real JVM takes the commands, and prints none of them where scripts read the output
+        final Result result = run(JAVA_HOME, Map.of("NETREDUCE_AOT", "off"), "daemon", "x");
+        assertThat(result.status()).as(result.err()).isZero();
+        assertThat(result.out()).isEqualTo("v1 daemon x\n");
+        assertThat(result.err()).doesNotContain("CompileCommand", "CompileThresholdScaling");
+    }
+
+    @Test
+    void shouldRunTheSidecarOnTheSerialCollectorUnlessTheOptionsPickOne() throws Exception
+    {
+        assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).contains("-XX:+UseSerialGC");
+        assertThat(argsOf(Map.of(), "worker", "allreduce")).doesNotContain("-XX:+UseSerialGC");
+        assertThat(argsOf(Map.of(), "daemon")).doesNotContain("-XX:+UseSerialGC");
+
+        // the JVM refuses two collectors: one the user picks is the only one
+        assertThat(argsOf(Map.of("NETREDUCE_JAVA_OPTS", "-Xmx1g -XX:+UseZGC"), "worker", "serve"))
+            .contains("-XX:+UseZGC").doesNotContain("-XX:+UseSerialGC");
+        final Result result = run(JAVA_HOME, Map.of("NETREDUCE_AOT", "off", "NETREDUCE_JAVA_OPTS", "-XX:+UseG1GC"),
+            "worker", "serve");
+        assertThat(result.status()).as(result.err()).isZero();
+        assertThat(result.out()).isEqualTo("worker serve\n");
+    }
+
     private void assertRunsAsWithout(final Map<String, String> env) throws Exception
     {
         final Result result = run(JAVA_HOME, env, "daemon", "x");

@@ -81,6 +81,11 @@ class LauncherTest
             Files.readString(dir.resolve("err.txt")));
     }
 
+    /** What every command gets for its start-up (the class-file API's JIT thresholds; LauncherAotTest). */
+    private static final List<String> START_UP = List.of("-XX:CompileCommand=quiet",
+        "-XX:CompileCommand=CompileThresholdScaling,jdk.internal.classfile.*::*,100.0",
+        "-XX:CompileCommand=CompileThresholdScaling,java.lang.classfile.*::*,100.0");
+
     @Test
     void shouldLeaveTheVectorModuleOutForCtlOnlyTrimTheDaemonsCHeapAndPassEverythingElseThrough(@TempDir final Path dir) throws Exception
     {
@@ -108,7 +113,8 @@ class LauncherTest
             assertThat(result.status()).isZero();
             // The daemon alone trims the C heap periodically (freed aggregator memory back to the system).
             final List<String> jvm = args.get(0).equals("daemon") ?
-                concat(withVector, List.of("-XX:TrimNativeHeapInterval=60000"), List.of()) : withVector;
+                concat(withVector, List.of("-XX:TrimNativeHeapInterval=60000"), START_UP) :
+                concat(withVector, START_UP);
             assertThat(result.out().lines().toList()).as("java's arguments for %s", args)
                 .isEqualTo(concat(jvm, List.of("-Xmx64m", "-jar", jar.toString()), args));
         }
@@ -116,7 +122,7 @@ class LauncherTest
         final Result result = run(concat(List.of(script.toString()), ctl), dir, env);
         assertThat(result.status()).isZero();
         assertThat(result.out().lines().toList()).as("java's arguments for ctl")
-            .isEqualTo(concat(withoutVector, List.of("-Xmx64m", "-jar", jar.toString()), ctl))
+            .isEqualTo(concat(withoutVector, START_UP, List.of("-Xmx64m", "-jar", jar.toString()), ctl))
             .doesNotContain("jdk.incubator.vector");
     }
 

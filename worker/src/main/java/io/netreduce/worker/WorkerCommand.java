@@ -28,8 +28,24 @@ public final class WorkerCommand implements Runnable
         return new CommandLine(new WorkerCommand());
     }
 
+    /** The jar's main class is {@link WorkerMain}, which comes here for every command line but a quick serve. */
     public static void main(final String[] args)
     {
-        System.exit(commandLine().execute(args));
+        System.exit(execute(args));
+    }
+
+    /**
+     * Runs a {@code netreduce worker} command line.
+     * <p>
+     * The sidecar ({@code worker serve}), started once per trainer process, skips picocli when its command line is
+     * one {@link ServeCommandLine} is sure of: its start is what a Session waits for. Every other command line, and
+     * any serve command line that reader is not sure of (help, a bad option or value), goes to picocli.
+     *
+     * @return the exit status.
+     */
+    static int execute(final String[] args)
+    {
+        final ServeCommand serve = ServeCommandLine.parse(args);
+        return serve != null ? ServeCommandLine.run(serve) : commandLine().execute(args);
     }
 }

@@ -1,19 +1,38 @@
 package io.netreduce.worker.sidecar;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.util.Iterator;
+import java.util.Map;
 
 /**
  * The sidecar's request protocol: one JSON object per line from the trainer, one JSON reply per request, in order.
  * See {@code docs/python.md}. Every malformed request gets {@code {"ok":false,"error":...}} naming the field.
+ * <p>
+ * Read and written with jackson-core's streaming parser and generator into and out of databind's tree nodes, not
+ * through an {@code ObjectMapper}: making the first ObjectMapper (its date formats, locales, time zones and type
+ * factory) cost the sidecar about 0.2 CPU-s at its first request, the {@code open} every Session waits for, four or
+ * eight sidecars at once on two cores (docs/performance.md, "Start-up and the first calls"). The trees are the ones
+ * {@code ObjectMapper.readTree} would make: ints, longs and big integers as such, other numbers as doubles, the last
+ * of a repeated name winning, anything after the first value ignored.
  */
 final class Requests
 {
     /** Queued in place of a line longer than {@link ControlChannel#MAX_LINE}. */
     static final String TOO_LONG = "\u0000too long";
 
-    static final ObjectMapper JSON = new ObjectMapper();
+    private static final JsonFactory JSON = new JsonFactory();
+    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
 
     private Requests()
     {
@@ -29,9 +48,10 @@ final class Requests
             throw new IllegalArgumentException("request longer than " + ControlChannel.MAX_LINE + " bytes");
         }
         final JsonNode node;
-        try
+        try (JsonParser parser = JSON.createParser(line))
         {
-            node = JSON.readTree(line);
+            final JsonToken first = parser.nextToken();
+            node = first == null ? null : value(parser, first);
         }
         catch (final Exception ex)
         {
@@ -116,12 +136,129 @@ final class Requests
 
     static ObjectNode ok()
     {
-        return JSON.createObjectNode().put("ok", true);
+        return NODES.objectNode().put("ok", true);
     }
 
     static String error(final String message)
     {
-        return JSON.createObjectNode().put("ok", false).put("error", message).toString();
+        return text(NODES.objectNode().put("ok", false).put("error", message));
+    }
+
+    /**
+     * @return {@code reply} as one line of JSON (what {@code toString()} would give, without an ObjectMapper).
+     */
+    static String text(final JsonNode reply)
+    {
+        final StringWriter out = new StringWriter(128);
+        try (JsonGenerator generator = JSON.createGenerator(out))
+        {
+            write(generator, reply);
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex); // a StringWriter does not fail
+        }
+        return out.toString();
+    }
+
+    /** The value that starts at {@code token}, as a tree. */
+    private static JsonNode value(final JsonParser parser, final JsonToken token) throws IOException
+    {
+        return switch (token)
+        {
+            case START_OBJECT ->
+            {
+                final ObjectNode object = NODES.objectNode();
+                while (parser.nextToken() == JsonToken.FIELD_NAME)
+                {
+                    final String name = parser.currentName();
+                    object.set(name, value(parser, parser.nextToken()));
+                }
+                yield object;
+            }
+            case START_ARRAY ->
+            {
+                final ArrayNode array = NODES.arrayNode();
+                JsonToken next;
+                while ((next = parser.nextToken()) != JsonToken.END_ARRAY)
+                {
+                    array.add(value(parser, next));
+                }
+                yield array;
+            }
+            case VALUE_STRING -> NODES.textNode(parser.getText());
+            case VALUE_NUMBER_INT -> switch (parser.getNumberType())
+            {
+                case INT -> NODES.numberNode(parser.getIntValue());
+                case LONG -> NODES.numberNode(parser.getLongValue());
+                default -> NODES.numberNode(parser.getBigIntegerValue());
+            };
+            case VALUE_NUMBER_FLOAT -> NODES.numberNode(parser.getDoubleValue());
+            case VALUE_TRUE -> NODES.booleanNode(true);
+            case VALUE_FALSE -> NODES.booleanNode(false);
+            case VALUE_NULL -> NODES.nullNode();
+            default -> throw new IOException("unexpected " + token);
+        };
+    }
+
+    private static void write(final JsonGenerator generator, final JsonNode node) throws IOException
+    {
+        if (node.isObject())
+        {
+            generator.writeStartObject();
+            for (final Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); )
+            {
+                final Map.Entry<String, JsonNode> field = it.next();
+                generator.writeFieldName(field.getKey());
+                write(generator, field.getValue());
+            }
+            generator.writeEndObject();
+        }
+        else if (node.isArray())
+        {
+            generator.writeStartArray();
+            for (final JsonNode element : node)
+            {
+                write(generator, element);
+            }
+            generator.writeEndArray();
+        }
+        else if (node.isTextual())
+        {
+            generator.writeString(node.textValue());
+        }
+        else if (node.isInt())
+        {
+            generator.writeNumber(node.intValue());
+        }
+        else if (node.isLong())
+        {
+            generator.writeNumber(node.longValue());
+        }
+        else if (node.isBigInteger())
+        {
+            generator.writeNumber(node.bigIntegerValue());
+        }
+        else if (node.isBigDecimal())
+        {
+            generator.writeNumber(node.decimalValue());
+        }
+        else if (node.isFloat())
+        {
+            generator.writeNumber(node.floatValue());
+        }
+        else if (node.isNumber())
+        {
+            generator.writeNumber(node.doubleValue());
+        }
+        else if (node.isBoolean())
+        {
+            generator.writeBoolean(node.booleanValue());
+        }
+        else
+        {
+            generator.writeNull();
+        }
     }
 
 }

@@ -178,7 +178,7 @@ abstract class SidecarLoop
                 }
                 else
                 {
-                    control.reply(Requests.ok().put("us", micros).toString());
+                    control.reply(Requests.text(Requests.ok().put("us", micros)));
                 }
             }
             return work;
@@ -246,12 +246,12 @@ abstract class SidecarLoop
                     {
                         reply.put("doorbell", openCallPage(Requests.longField(request, "doorbell", -1)));
                     }
-                    control.reply(reply.toString());
+                    control.reply(Requests.text(reply));
                 }
                 case "connect" ->
                 {
                     connect(request);
-                    control.reply(Requests.ok().toString());
+                    control.reply(Requests.text(Requests.ok()));
                 }
                 case "allreduce" ->
                 {
@@ -265,12 +265,12 @@ abstract class SidecarLoop
                 {
                     final ObjectNode reply = Requests.ok().put("calls", calls).put("failedCalls", failedCalls);
                     stats(reply);
-                    control.reply(reply.toString());
+                    control.reply(Requests.text(reply));
                 }
                 case "close" ->
                 {
                     closing = true;
-                    control.reply(Requests.ok().toString());
+                    control.reply(Requests.text(Requests.ok()));
                 }
                 default -> throw new IllegalArgumentException("unknown op '" + opName + "' (open, connect, " +
                     "allreduce, stats, close)");

@@ -164,7 +164,7 @@ class SidecarDoorbellTest
                 throw new IllegalStateException(ex);
             }
         }, threads).get(10, TimeUnit.SECONDS);
-        final JsonNode reply = Requests.JSON.readTree(line);
+        final JsonNode reply = SidecarLines.JSON.readTree(line);
         assertThat(reply.path("ok").asBoolean(true)).as(line).isFalse();
         return reply.path("error").asText();
     }

@@ -1,6 +1,7 @@
 package io.netreduce.worker.sidecar;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.io.BufferedReader;
 import java.io.OutputStream;
@@ -16,6 +17,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 final class SidecarLines
 {
+    /** The trainer's reader of replies: a full ObjectMapper, not the sidecar's own (Requests). */
+    static final ObjectMapper JSON = new ObjectMapper();
+
     private SidecarLines()
     {
     }
@@ -41,6 +45,6 @@ final class SidecarLines
             }
         }, threads).get(seconds, TimeUnit.SECONDS);
         assertThat(reply).isNotNull();
-        return Requests.JSON.readTree(reply);
+        return JSON.readTree(reply);
     }
 }
