@@ -131,7 +131,8 @@ public final class ServeCommand implements Callable<Integer>
         final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
             .withTxRing(8192, 1024)
             .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
-            .withSegmentationOffload(segmentationOffload);
+            .withSegmentationOffload(segmentationOffload)
+            .withTxSocketBuffer(AllReduceCommand.transmitSocketBuffer(rc, 1));
         try (AfPacketPort port = AfPacketPort.open(portConfig);
             Doorbell doorbell = requestBell();
             Doorbell answer = answerBell())

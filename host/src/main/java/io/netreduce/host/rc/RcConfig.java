@@ -90,6 +90,23 @@ public final class RcConfig
         return this;
     }
 
+    /**
+     * Longest header a request packet carries on the wire around its payload: Ethernet, IPv4 or IPv6, UDP, BTH,
+     * RETH, ImmDt and the ICRC (14 + 40 + 8 + 12 + 16 + 4 + 4 bytes), rounded up.
+     */
+    static final int MAX_PACKET_OVERHEAD = 128;
+
+    /**
+     * @return the bytes one queue pair may have on the wire unacknowledged at most: the window of
+     *         {@link #maxOutstandingPackets()} packets of {@link #pmtu()} payload, headers included. A transmit
+     *         socket whose kernel buffer holds less turns the window's wait for the link into refused kicks
+     *         ({@code AfPacketConfiguration#txSocketBuffer}).
+     */
+    public long windowBytes()
+    {
+        return (long)maxOutstandingPackets * (pmtu + MAX_PACKET_OVERHEAD);
+    }
+
     public int ackRequestInterval()
     {
         return ackRequestInterval;

@@ -247,11 +247,24 @@ final class Requester
                 writer.immediate(sqImmediate[index]);
             }
             final int psn = sendPsn;
-            final int length = writer.write(endpoint.txBuffer(), 0, opcode, psn, ackRequest,
-                sqRegion[index].buffer(), sqOffset[index] + messageOffset, payloadLength);
-            if (endpoint.transmit(counters, length) == RcEndpoint.TX_RING_FULL)
+            final int frameLength = writer.frameLength(opcode, payloadLength);
+            final int claimed = endpoint.claim(counters, frameLength, writer.dstMac());
+            if (claimed == RcEndpoint.CLAIM_RING_FULL)
             {
                 break;
+            }
+            final boolean dropped = claimed == RcEndpoint.CLAIM_DROPPED;
+            final int length = writer.write(dropped ? endpoint.txBuffer() : endpoint.claimBuffer(),
+                dropped ? 0 : claimed, opcode, psn, ackRequest,
+                sqRegion[index].buffer(), sqOffset[index] + messageOffset, payloadLength);
+            if (length != frameLength)
+            {
+                throw new IllegalStateException("request frame of " + length + " bytes where " + frameLength +
+                    " were claimed (opcode " + opcode + ")");
+            }
+            if (!dropped)
+            {
+                endpoint.commitClaim(counters);
             }
             sent++;
             packetsSinceAckRequest = ackRequest ? 0 : packetsSinceAckRequest + 1;

@@ -40,6 +40,16 @@ import java.util.Objects;
  *                         arriving are split back into wire frames ({@link UdpSegmentSplitter}). Needs slots for
  *                         64 KiB frames: {@link #withSegmentationOffload} sets the rings for them (smaller
  *                         transmit slots, set after it, only make the batches shorter). Default off.
+ * @param txSocketBuffer   bytes of frames the kernel may hold for the transmit socket, taken from the ring but not
+ *                         yet sent (queued in a qdisc: a shaped link's tbf), as SO_SNDBUF; the kernel counts
+ *                         every skb's bookkeeping too and doubles the value to allow for it. Past it the kernel
+ *                         refuses the ring's frames with EAGAIN; they wait in the ring and the owner has to kick
+ *                         again (it does not block while frames wait, {@link PortPoller}), so a socket buffer
+ *                         smaller than what the sender keeps in flight (an RC window) turns the wait for the link
+ *                         into a loop of refused {@code sendto}s and yields. Set as SO_SNDBUFFORCE where the
+ *                         process has CAP_NET_ADMIN, else as SO_SNDBUF (capped by net.core.wmem_max).
+ *                         Default {@value #KERNEL_TX_SOCKET_BUFFER}: the kernel's default (net.core.wmem_default,
+ *                         208 KiB).
  */
 public record AfPacketConfiguration(
     String interfaceName,
@@ -52,7 +62,8 @@ public record AfPacketConfiguration(
     int txFrameCount,
     boolean promiscuous,
     boolean qdiscBypass,
-    boolean segmentationOffload)
+    boolean segmentationOffload,
+    int txSocketBuffer)
 {
     public static final RxRingVersion DEFAULT_RX_RING_VERSION = RxRingVersion.V2;
     public static final int DEFAULT_RX_BLOCK_SIZE = 1 << 18;
@@ -65,6 +76,8 @@ public record AfPacketConfiguration(
     public static final int DEFAULT_TX_FRAME_SIZE = 2048;
     public static final int JUMBO_TX_FRAME_SIZE = 9248;
     public static final int DEFAULT_TX_FRAME_COUNT = 1024;
+    /** {@link #txSocketBuffer()} value leaving the transmit socket's buffer at the kernel's default. */
+    public static final int KERNEL_TX_SOCKET_BUFFER = 0;
     /** Transmit slot with segmentation offload: a 64 KiB frame, its vnet header and the slot header, in pages. */
     public static final int SEGMENTATION_TX_FRAME_SIZE = 69632;
     public static final int SEGMENTATION_RX_BLOCK_SIZE = 1 << 20;
@@ -109,6 +122,11 @@ public record AfPacketConfiguration(
         {
             throw new IllegalArgumentException("txFrameCount must be positive: " + txFrameCount);
         }
+        if (txSocketBuffer < 0)
+        {
+            throw new IllegalArgumentException("txSocketBuffer must be 0 (the kernel's default) or positive: " +
+                txSocketBuffer);
+        }
         if ((long)rxBlockSize * rxBlockCount > Integer.MAX_VALUE || (long)txFrameSize * txFrameCount > (1L << 30))
         {
             throw new IllegalArgumentException("rings too large");
@@ -131,7 +149,8 @@ public record AfPacketConfiguration(
             DEFAULT_TX_FRAME_COUNT,
             true,
             false,
-            false);
+            false,
+            KERNEL_TX_SOCKET_BUFFER);
     }
 
     /**
@@ -140,7 +159,7 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxRingVersion(final RxRingVersion version)
     {
         return new AfPacketConfiguration(interfaceName, version, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
     }
 
     /**
@@ -150,7 +169,7 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxRing(final int blockSize, final int blockCount, final int blockTimeoutMs)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, blockSize, blockCount, blockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
     }
 
     /**
@@ -160,13 +179,23 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxFrameSize(final int frameSize)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            frameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
+            frameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
+    }
+
+    /**
+     * @return this configuration with a transmit socket buffer of {@code bytes} ({@link #KERNEL_TX_SOCKET_BUFFER}:
+     *         the kernel's default); see {@link #txSocketBuffer()}.
+     */
+    public AfPacketConfiguration withTxSocketBuffer(final int bytes)
+    {
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, bytes);
     }
 
     public AfPacketConfiguration withTxRing(final int frameSize, final int frameCount)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, frameSize, frameCount, promiscuous, qdiscBypass, segmentationOffload);
+            rxFrameSize, frameSize, frameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
     }
 
     /**
@@ -182,12 +211,12 @@ public record AfPacketConfiguration(
         if (!segmentationOffload)
         {
             return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount,
-                rxBlockTimeoutMs, rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, false);
+                rxBlockTimeoutMs, rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, false, txSocketBuffer);
         }
         return new AfPacketConfiguration(interfaceName, rxRingVersion, SEGMENTATION_RX_BLOCK_SIZE,
             SEGMENTATION_RX_BLOCK_COUNT, rxBlockTimeoutMs,
             rxFrameSizeForFrames(VirtioNetHeader.LENGTH + SEGMENTATION_MAX_FRAME_LENGTH), SEGMENTATION_TX_FRAME_SIZE,
-            txFrameCount, promiscuous, qdiscBypass, true);
+            txFrameCount, promiscuous, qdiscBypass, true, txSocketBuffer);
     }
 
     /**
@@ -205,19 +234,19 @@ public record AfPacketConfiguration(
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, DEFAULT_RX_BLOCK_SIZE,
             WIRE_FRAMES_RX_BLOCK_COUNT, rxBlockTimeoutMs, AUTO_RX_FRAME_SIZE, txFrameSize, txFrameCount, promiscuous,
-            qdiscBypass, segmentationOffload);
+            qdiscBypass, segmentationOffload, txSocketBuffer);
     }
 
     public AfPacketConfiguration withPromiscuous(final boolean promiscuous)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
     }
 
     public AfPacketConfiguration withQdiscBypass(final boolean qdiscBypass)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
     }
 
     /**

@@ -79,13 +79,24 @@ public final class AfPacketPort implements PollablePort
         rxFd = sockets.rxFd();
         pollFd = system.readablePollFd(rxFd);
         fanoutGroup = sockets.fanoutGroup();
-        rxRing = new UnsafeBuffer(sockets.rxRingAddress(), (int)sockets.rxRingLength());
+        rxRing = ringBuffer(sockets.rxRingAddress(), sockets.rxRingLength());
         rxFrameSize = sockets.rxFrameSize();
         rxReader = configuration.rxRingVersion() == RxRingVersion.V2 ?
             new TpacketV2RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), rxFrameSize, counters) :
             new TpacketV3RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), counters);
         splitter = configuration.segmentationOffload() ? new UdpSegmentSplitter(counters) : null;
         tx = sockets.newTxRing(counters);
+    }
+
+    /**
+     * @return a buffer over a mapped ring that is a direct {@link java.nio.ByteBuffer} view, not a bare address:
+     *         {@link java.util.zip.CRC32} (the ICRC of every frame checked or written in the ring) reads a direct
+     *         ByteBuffer in place, where a bare address made {@code Icrc} copy each payload into a heap chunk first
+     *         (a second 4 KiB copy per packet, in a worker's receive and transmit paths and the appliance's).
+     */
+    static UnsafeBuffer ringBuffer(final long address, final long length)
+    {
+        return new UnsafeBuffer(MemorySegment.ofAddress(address).reinterpret(length).asByteBuffer());
     }
 
     /**
@@ -266,6 +277,16 @@ public final class AfPacketPort implements PollablePort
         return tx.maxFrameLength();
     }
 
+    /**
+     * @return the transmit socket's send buffer as the kernel keeps it (twice {@link
+     *         AfPacketConfiguration#txSocketBuffer()} where set): how many bytes of frames taken from the ring the
+     *         kernel may hold unsent before it refuses more. Control-side call (a getsockopt).
+     */
+    public int transmitSocketBuffer()
+    {
+        return sockets.transmitSocketBuffer();
+    }
+
     @Override
     public PortCounters counters()
     {
@@ -292,6 +313,12 @@ public final class AfPacketPort implements PollablePort
     public int tryClaim(final int length)
     {
         return tx.tryClaim(length);
+    }
+
+    @Override
+    public int tryClaim(final int length, final long destinationMac)
+    {
+        return tx.tryClaim(length, destinationMac);
     }
 
     @Override

@@ -108,6 +108,25 @@ final class AfPacketSockets
     /**
      * @return the transmit ring over the mapping {@link #openTransmitSocket} made.
      */
+    /**
+     * @return the transmit socket's send buffer as the kernel keeps it (SO_SNDBUF read back: twice what was set).
+     */
+    int transmitSocketBuffer()
+    {
+        try (Arena scratch = Arena.ofConfined())
+        {
+            final MemorySegment value = scratch.allocate(ValueLayout.JAVA_INT);
+            final MemorySegment length = scratch.allocate(ValueLayout.JAVA_INT);
+            length.set(ValueLayout.JAVA_INT, 0, Integer.BYTES);
+            final MemorySegment errno = Libc.allocateErrnoState(scratch);
+            if (Libc.getsockopt(errno, txFd, SOL_SOCKET, SO_SNDBUF, value, length) < 0)
+            {
+                throw new PortException("getsockopt SO_SNDBUF on '" + name + "'", Libc.errno(errno));
+            }
+            return value.get(ValueLayout.JAVA_INT, 0);
+        }
+    }
+
     TpacketV2TxRing newTxRing(final PortCounters counters)
     {
         return new TpacketV2TxRing(name, txFd, system.errnoState(), txRingAddress, txRingLength, txSlotOffsets,
@@ -267,6 +286,19 @@ final class AfPacketSockets
             for (int i = 0; i < frameCount; i++)
             {
                 txSlotOffsets[i] = (int)((i / framesPerBlock) * blockSize + (long)(i % framesPerBlock) * frameSize);
+            }
+
+            final int socketBuffer = configuration.txSocketBuffer();
+            if (socketBuffer > 0)
+            {
+                // Root (CAP_NET_ADMIN) may pass net.core.wmem_max; anyone else gets at most that cap.
+                final MemorySegment value = scratch.allocate(ValueLayout.JAVA_INT);
+                value.set(ValueLayout.JAVA_INT, 0, socketBuffer);
+                if (Libc.setsockopt(system.errnoState(), txFd, SOL_SOCKET, SO_SNDBUFFORCE, value, Integer.BYTES) < 0)
+                {
+                    system.setIntOption(scratch, txFd, SOL_SOCKET, SO_SNDBUF, socketBuffer,
+                        "SO_SNDBUF (" + socketBuffer + " bytes)");
+                }
             }
 
             // Protocol 0: this socket only sends; the kernel derives each frame's protocol from its header.

@@ -63,6 +63,10 @@ final class LinuxPacketAbi
     static final int PACKET_FANOUT_FLAG_IGNORE_OUTGOING = 0x4000;
     /** SOL_SOCKET option: attach a classic BPF socket filter (struct sock_fprog). */
     static final int SO_ATTACH_FILTER = 26;
+    /** The socket's send buffer (the kernel doubles the value and caps it at net.core.wmem_max). */
+    static final int SO_SNDBUF = 7;
+    /** SO_SNDBUF past net.core.wmem_max, for CAP_NET_ADMIN. */
+    static final int SO_SNDBUFFORCE = 32;
     /** SOL_SOCKET option: remove the socket filter. */
     static final int SO_DETACH_FILTER = 27;
 

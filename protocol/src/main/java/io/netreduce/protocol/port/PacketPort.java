@@ -55,6 +55,18 @@ public interface PacketPort extends AutoCloseable
     int tryClaim(int length);
 
     /**
+     * {@link #tryClaim(int)} for a frame to {@code destinationMac} (48 bits, as {@code EthernetHeader} writes it):
+     * a port that batches frames per destination (segmentation offload) may then place the frame where it joins
+     * that destination's open batch, so that its payload is written once, instead of into a slot of its own and
+     * copied into the batch on {@link #commit()}. Whether it joins is decided on commit, as for any frame; one that
+     * does not (another flow, out of sequence) is moved into a slot of its own then. By default a plain claim.
+     */
+    default int tryClaim(final int length, final long destinationMac)
+    {
+        return tryClaim(length);
+    }
+
+    /**
      * @return the buffer that the last successful {@link #tryClaim} points into.
      */
     MutableDirectBuffer claimBuffer();

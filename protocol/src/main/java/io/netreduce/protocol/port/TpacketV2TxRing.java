@@ -13,7 +13,8 @@ import static io.netreduce.protocol.port.LinuxPacketAbi.*;
  * to TP_STATUS_AVAILABLE once it has taken the frame.
  * <p>
  * {@link #tryClaim} points into the next free slot, {@link #commit} marks it for sending (or, with segmentation
- * offload, lets the {@link UdpSegmentBatcher} copy the frame into an open batch's slot), and {@link #flush} kicks
+ * offload, lets the {@link UdpSegmentBatcher} copy the frame into an open batch's slot; a claim that names the
+ * destination may be placed in that batch already, and then needs no copy), and {@link #flush} kicks
  * the kernel with one non-blocking {@code sendto} on the transmit socket and counts the slots it took. Slots are
  * used in ring order and never straddle the ring's blocks; where each starts is worked out once when the ring is
  * set up. Owning thread only; allocation-free.
@@ -33,6 +34,11 @@ final class TpacketV2TxRing
     /** Bytes in front of each frame in a slot: the virtio_net_hdr with segmentation offload, else none. */
     private final int vnetHeaderLength;
     private final UdpSegmentBatcher batcher;
+
+    /** The bytes an in-place claim's headers cover: the tail of the batch's last payload, put back on commit. */
+    private final UnsafeBuffer savedTail = new UnsafeBuffer(new byte[UdpSegmentBatcher.HEADER_LENGTH]);
+    /** Where the open claim's frame starts inside an open batch ({@link #tryClaim(int, long)}), or -1. */
+    private int inPlaceAt = -1;
 
     private int head;
     private int pendingStart;
@@ -67,7 +73,7 @@ final class TpacketV2TxRing
         this.name = name;
         this.fd = fd;
         this.errnoState = errnoState;
-        this.ring = new UnsafeBuffer(mapAddress, (int)mapLength);
+        this.ring = AfPacketPort.ringBuffer(mapAddress, mapLength);
         this.counters = counters;
         this.slotOffsets = slotOffsets;
         this.slotLengths = new int[slotOffsets.length];
@@ -93,6 +99,7 @@ final class TpacketV2TxRing
      */
     int tryClaim(final int length)
     {
+        giveUpInPlaceClaim();
         claimLength = 0;
         if (closed || length < ETH_HLEN || length > maxFrameLength)
         {
@@ -108,6 +115,41 @@ final class TpacketV2TxRing
         }
         claimLength = length;
         return slotOffset + TPACKET2_TX_DATA_OFFSET + vnetHeaderLength;
+    }
+
+    /**
+     * {@link #tryClaim(int)} that, when a batch to {@code destinationMac} is open and has room, places the frame
+     * right behind the batch's payloads instead (its headers over their last bytes, saved here), so that a frame
+     * that joins the batch on {@link #commit} needs no copy. A free slot is still required, for a frame that turns
+     * out not to join and is moved there.
+     */
+    int tryClaim(final int length, final long destinationMac)
+    {
+        final int index = tryClaim(length);
+        if (index < 0 || batcher == null)
+        {
+            return index;
+        }
+        final int at = batcher.inPlacePosition(destinationMac, length);
+        if (at < 0)
+        {
+            return index;
+        }
+        savedTail.putBytes(0, ring, at, UdpSegmentBatcher.HEADER_LENGTH);
+        inPlaceAt = at;
+        return at;
+    }
+
+    /**
+     * An in-place claim not committed: put the batch's bytes back before anything else touches the batch.
+     */
+    private void giveUpInPlaceClaim()
+    {
+        if (inPlaceAt >= 0)
+        {
+            ring.putBytes(inPlaceAt, savedTail, 0, UdpSegmentBatcher.HEADER_LENGTH);
+            inPlaceAt = -1;
+        }
     }
 
     /**
@@ -132,6 +174,26 @@ final class TpacketV2TxRing
         if (batcher != null)
         {
             final int frame = slotOffset + TPACKET2_TX_DATA_OFFSET + VirtioNetHeader.LENGTH;
+            final int at = inPlaceAt;
+            if (at >= 0)
+            {
+                inPlaceAt = -1;
+                final int b = batcher.inPlaceJoinable(at, length);
+                if (b < 0)
+                {
+                    // Not for that batch after all: into its own slot, as if claimed there.
+                    ring.putBytes(frame, ring, at, length);
+                }
+                ring.putBytes(at, savedTail, 0, UdpSegmentBatcher.HEADER_LENGTH);
+                if (b >= 0)
+                {
+                    batcher.appendInPlace(b, length);
+                    final int batchSlot = batcher.appendedSlot();
+                    slotLengths[batchSlot] += length;
+                    slotFrames[batchSlot]++;
+                    return;
+                }
+            }
             if (batcher.tryAppend(frame, length))
             {
                 // Copied into an open batch's slot; this slot stays free for the next claim.
@@ -163,6 +225,12 @@ final class TpacketV2TxRing
         if (closed || pendingCount == 0)
         {
             return 0;
+        }
+        if (inPlaceAt >= 0)
+        {
+            // An in-place claim open across a flush is given up, as by the next claim: its batch leaves now.
+            giveUpInPlaceClaim();
+            claimLength = 0;
         }
         if (batcher != null)
         {

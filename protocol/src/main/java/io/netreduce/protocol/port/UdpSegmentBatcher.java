@@ -46,6 +46,7 @@ final class UdpSegmentBatcher
     private static final int MAX_IP_TOTAL_LENGTH = 0xFFFF;
     private static final long MAC_MASK = 0xFFFF_FFFF_FFFFL;
     private static final int ROCE_V2_PORT = UdpHeader.ROCE_V2_PORT;
+    private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
 
     private final UnsafeBuffer ring;
     /** Longest batch frame: an IPv4 datagram of 64 KiB behind its Ethernet header, or less if the slot is less. */
@@ -85,36 +86,98 @@ final class UdpSegmentBatcher
      */
     boolean tryAppend(final int frame, final int length)
     {
-        final UnsafeBuffer ring = this.ring;
         final long dst = ring.getLong(frame) & MAC_MASK;
         final int b = find(dst);
         if (b < 0)
         {
             return false;
         }
-        final int payload = length - HEADER_LENGTH;
-        final int start = frameStart[b];
-        if (eligible(frame, length) &&
-            sameFlow(start, frame) &&
-            identification(frame) == nextIdentification[b] &&
-            payload <= segmentLength[b] &&
-            segments[b] < MAX_SEGMENTS &&
-            frameEnd[b] + payload - start <= maxBatchLength)
+        if (joins(b, frame, length))
         {
+            final int payload = length - HEADER_LENGTH;
             ring.putBytes(frameEnd[b], ring, frame + HEADER_LENGTH, payload);
-            frameEnd[b] += payload;
-            segments[b]++;
-            nextIdentification[b] = (nextIdentification[b] + 1) & 0xFFFF;
-            appendedSlot = slotIndex[b];
-            if (payload < segmentLength[b] ||
-                frameEnd[b] + segmentLength[b] - start > maxBatchLength)
-            {
-                close(b);
-            }
+            appended(b, payload);
             return true;
         }
         close(b);
         return false;
+    }
+
+    /**
+     * @return where a frame of {@code length} bytes to {@code destinationMac} would start if written in place, its
+     *         payload right behind the payloads of that destination's open batch (its headers over the last
+     *         {@link #HEADER_LENGTH} bytes of them, which the caller saves and puts back), or -1 when no batch to it
+     *         is open or it has no room. Nothing changes until {@link #inPlaceJoinable} and {@link #appendInPlace}.
+     */
+    int inPlacePosition(final long destinationMac, final int length)
+    {
+        final int b = LITTLE_ENDIAN ? find(destinationKey(destinationMac)) : -1;
+        if (b < 0)
+        {
+            return -1;
+        }
+        final int payload = length - HEADER_LENGTH;
+        final int start = frameStart[b];
+        // A first segment shorter than the headers would put them over the batch's own headers.
+        if (segmentLength[b] < HEADER_LENGTH || payload <= 0 || payload > segmentLength[b] ||
+            segments[b] >= MAX_SEGMENTS || frameEnd[b] + payload - start > maxBatchLength)
+        {
+            return -1;
+        }
+        return frameEnd[b] - HEADER_LENGTH;
+    }
+
+    /**
+     * @return the open batch that the frame written at {@code frame} (where {@link #inPlacePosition} said) joins
+     *         as it lies, or -1 if it does not (the caller moves it into a slot of its own and offers it to
+     *         {@link #tryAppend} there, which closes the batch as for any frame that cannot join). Changes nothing.
+     */
+    int inPlaceJoinable(final int frame, final int length)
+    {
+        final int b = find(ring.getLong(frame) & MAC_MASK);
+        return b >= 0 && frame == frameEnd[b] - HEADER_LENGTH && joins(b, frame, length) ? b : -1;
+    }
+
+    /**
+     * Count the frame {@link #inPlaceJoinable} accepted into batch {@code b}: its payload is already in place.
+     */
+    void appendInPlace(final int b, final int length)
+    {
+        appended(b, length - HEADER_LENGTH);
+    }
+
+    private boolean joins(final int b, final int frame, final int length)
+    {
+        final int payload = length - HEADER_LENGTH;
+        final int start = frameStart[b];
+        return eligible(frame, length) &&
+            sameFlow(start, frame) &&
+            identification(frame) == nextIdentification[b] &&
+            payload <= segmentLength[b] &&
+            segments[b] < MAX_SEGMENTS &&
+            frameEnd[b] + payload - start <= maxBatchLength;
+    }
+
+    private void appended(final int b, final int payload)
+    {
+        frameEnd[b] += payload;
+        segments[b]++;
+        nextIdentification[b] = (nextIdentification[b] + 1) & 0xFFFF;
+        appendedSlot = slotIndex[b];
+        if (payload < segmentLength[b] ||
+            frameEnd[b] + segmentLength[b] - frameStart[b] > maxBatchLength)
+        {
+            close(b);
+        }
+    }
+
+    /**
+     * @return a MAC (48 bits, first byte most significant) as {@link #find} keys it: the frame's first six bytes
+     *         read as one little-endian long (x86 and aarch64, the platforms AF_PACKET runs on here).
+     */
+    static long destinationKey(final long mac)
+    {
+        return Long.reverseBytes(mac << 16) & MAC_MASK;
     }
 
     /**

@@ -53,6 +53,14 @@ public final class RoceFrameWriter
     private int aethMsn;
     private int immediate;
 
+    /**
+     * @return the destination MAC the frames are written to (48 bits).
+     */
+    public long dstMac()
+    {
+        return dstMac;
+    }
+
     public RoceFrameWriter macs(final long srcMac, final long dstMac)
     {
         this.srcMac = srcMac;

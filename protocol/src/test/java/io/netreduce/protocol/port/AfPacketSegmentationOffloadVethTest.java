@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.net.InetAddress;
 import java.util.ArrayList;
@@ -131,8 +132,9 @@ class AfPacketSegmentationOffloadVethTest
      * join one batch, undisturbed by what happens to destination 1's.
      * Batches: {d0 d1} ACK {d2 d3 d4} {d6 d7} R(d1) {d8 d9}, and the eleven to destination 2.
      */
-    @Test
-    void shouldKeepPerDestinationOrderWhenFramesCannotJoinTheOpenBatch()
+    @ParameterizedTest(name = "claimed in place: {0}")
+    @ValueSource(booleans = {false, true})
+    void shouldKeepPerDestinationOrderWhenFramesCannotJoinTheOpenBatch(final boolean inPlace)
     {
         final AfPacketPort sender = open(veth.namespaceA, VethPair.DEVICE_A, true);
         final AfPacketPort receiver = open(veth.namespaceB, VethPair.DEVICE_B, true);
@@ -165,7 +167,14 @@ class AfPacketSegmentationOffloadVethTest
             sent.add(write(other, Opcode.SEND_MIDDLE, 100 + i, PAYLOAD));
         }
 
-        send(sender, sent);
+        if (inPlace)
+        {
+            sendClaimedInPlace(sender, sent);
+        }
+        else
+        {
+            send(sender, sent);
+        }
         final List<Received> received = receive(receiver, sent.size());
 
         assertDeliveredUnchangedInOrderPerDestination(sent, received);
@@ -319,6 +328,56 @@ class AfPacketSegmentationOffloadVethTest
             .isEqualTo(30);
     }
 
+    /**
+     * A shaped link keeps a window in its qdisc, and the kernel charges every frame it has taken from the ring but
+     * not yet sent to the transmit socket's buffer. With the kernel's default buffer (208 KiB) one kick hands over
+     * a fifth of a 1 MiB window and the kernel refuses the rest (EAGAIN), which stays in the ring to be kicked again
+     * while the link drains; with a buffer the size of the window the first kick hands over all of it.
+     */
+    @ParameterizedTest(name = "txSocketBuffer {0}")
+    @CsvSource({"0, true", "1048576, false"})
+    void shouldHandAWholeWindowToAShapedLinkAtOneKickOnlyWhenTheSocketBufferHoldsIt(
+        final int socketBuffer, final boolean leftInRing)
+    {
+        // 100 Mbit/s with 500 ms of queue: the qdisc holds the whole window (6 MB) and sends little of it meanwhile.
+        VethPair.run("ip", "netns", "exec", veth.namespaceA, "tc", "qdisc", "replace", "dev", VethPair.DEVICE_A,
+            "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "500ms");
+        try
+        {
+            final AfPacketPort sender = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+                .withSegmentationOffload(true)
+                .withTxRing(AfPacketConfiguration.SEGMENTATION_TX_FRAME_SIZE, 64)
+                .withTxSocketBuffer(socketBuffer));
+            final RoceFrameWriter writer = writer(DESTINATION_1, 0x0A4D_0101, 0xC001, 0x101);
+            final int frames = 256;
+            for (int i = 0; i < frames; i++)
+            {
+                final byte[] frame = write(writer, Opcode.SEND_MIDDLE, 1000 + i, PAYLOAD);
+                assertThat(sender.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
+            }
+
+            final int taken = sender.flush();
+
+            assertThat(sender.hasPendingTransmit()).isEqualTo(leftInRing);
+            if (leftInRing)
+            {
+                assertThat(taken).isLessThan(frames / 2);
+            }
+            else
+            {
+                assertThat(taken).isEqualTo(frames);
+                // The kernel keeps twice the value set, for its bookkeeping.
+                assertThat(sender.transmitSocketBuffer()).isEqualTo(2 * socketBuffer);
+            }
+            assertThat(sender.counters().txErrors()).isZero();
+        }
+        finally
+        {
+            VethPair.run("ip", "netns", "exec", veth.namespaceA, "tc", "qdisc", "del", "dev", VethPair.DEVICE_A,
+                "root");
+        }
+    }
+
     private record Received(byte[] frame, int flags)
     {
     }
@@ -370,6 +429,92 @@ class AfPacketSegmentationOffloadVethTest
      * Commit every frame (flushing only when the ring is full, so runs stay together), then flush until the kernel
      * has taken them all.
      */
+    /**
+     * A claim that names its destination lands right behind the payloads of that destination's open batch (its
+     * headers over their last bytes, put back on commit), and a plain claim, or one to a destination with no batch
+     * open, in the next free slot.
+     */
+    @Test
+    void shouldPlaceAClaimToADestinationWithAnOpenBatchBehindThatBatchsPayloads()
+    {
+        final AfPacketPort sender = open(veth.namespaceA, VethPair.DEVICE_A, true);
+        final RoceFrameWriter data = writer(DESTINATION_1, 0x0A4D_0101, 0xC001, 0x101);
+        final byte[] first = write(data, Opcode.SEND_MIDDLE, 0, PAYLOAD);
+        final byte[] second = write(data, Opcode.SEND_MIDDLE, 1, PAYLOAD);
+
+        final int firstAt = sender.tryClaim(first.length, DESTINATION_1);
+        sender.claimBuffer().putBytes(firstAt, first);
+        sender.commit();
+        final int slotAt = sender.tryClaim(second.length);
+        final int otherAt = sender.tryClaim(second.length, DESTINATION_2);
+        final int secondAt = sender.tryClaim(second.length, DESTINATION_1);
+
+        assertThat(otherAt).isEqualTo(slotAt).isNotEqualTo(firstAt);
+        assertThat(secondAt).isEqualTo(firstAt + first.length - HEADERS);
+        sender.claimBuffer().putBytes(secondAt, second);
+        sender.commit();
+        final byte[] batch = new byte[first.length + second.length - HEADERS];
+        sender.claimBuffer().getBytes(firstAt, batch);
+        assertThat(Arrays.copyOfRange(batch, HEADERS, first.length)).as("the first payload, its tail put back")
+            .isEqualTo(Arrays.copyOfRange(first, HEADERS, first.length));
+        assertThat(Arrays.copyOfRange(batch, first.length, batch.length))
+            .isEqualTo(Arrays.copyOfRange(second, HEADERS, second.length));
+        assertThat(sender.flush()).isEqualTo(2);
+        assertThat(sender.counters().get(PortCounters.TX_GSO_FRAMES)).isEqualTo(1);
+    }
+
+    /**
+     * Both rings are seen through direct ByteBuffers, which {@link java.util.zip.CRC32} reads in place: over a bare
+     * address {@link Icrc} copied every payload into a heap chunk before checking or writing an ICRC.
+     */
+    @Test
+    void shouldHandOutBothRingsAsDirectByteBuffersSoTheIcrcIsComputedInPlace()
+    {
+        final AfPacketPort sender = open(veth.namespaceA, VethPair.DEVICE_A, true);
+        final AfPacketPort receiver = open(veth.namespaceB, VethPair.DEVICE_B, true);
+        final byte[] frame = write(writer(DESTINATION_1, 0x0A4D_0101, 0xC001, 0x101), Opcode.SEND_ONLY, 0, PAYLOAD);
+
+        assertThat(sender.tryClaim(frame.length)).isNotNegative();
+        assertThat(sender.claimBuffer().byteBuffer()).isNotNull().matches(java.nio.ByteBuffer::isDirect);
+        sendClaimedInPlace(sender, List.of(frame));
+        final List<java.nio.ByteBuffer> seen = new ArrayList<>();
+        PacketPortVethContract.awaitCondition(() ->
+        {
+            receiver.receive((buffer, offset, length, flags) -> seen.add(buffer.byteBuffer()), 16);
+            return !seen.isEmpty();
+        });
+        assertThat(seen).allSatisfy(view -> assertThat(view).isNotNull().matches(java.nio.ByteBuffer::isDirect));
+    }
+
+    /**
+     * {@link #send} through claims that name each frame's destination ({@link PacketPort#tryClaim(int, long)}).
+     */
+    private static void sendClaimedInPlace(final AfPacketPort port, final List<byte[]> frames)
+    {
+        final long deadline = System.nanoTime() + 5_000_000_000L;
+        for (final byte[] frame : frames)
+        {
+            long destination = 0;
+            for (int i = 0; i < 6; i++)
+            {
+                destination = destination << 8 | (frame[i] & 0xFF);
+            }
+            int index;
+            while ((index = port.tryClaim(frame.length, destination)) < 0)
+            {
+                port.flush();
+                assertThat(System.nanoTime()).as("transmit ring still full").isLessThan(deadline);
+            }
+            port.claimBuffer().putBytes(index, frame);
+            port.commit();
+        }
+        PacketPortVethContract.awaitCondition(() ->
+        {
+            port.flush();
+            return port.counters().txFrames() >= frames.size();
+        });
+    }
+
     private static void send(final AfPacketPort port, final List<byte[]> frames)
     {
         final long deadline = System.nanoTime() + 5_000_000_000L;
