@@ -59,7 +59,9 @@ final class Sidecar extends SidecarLoop
     }
 
     /**
-     * @param defaults congestion control for an open that does not say ({@code worker serve --ecn-window/--ecn-gain/--ecn-min-window}).
+     * @param defaults congestion control for an open that does not say ({@code ecnWindow}, {@code ecnGain},
+     *                 {@code ecnMinWindow}); {@code worker serve} gives {@link CongestionControl#DEFAULT}, having no
+     *                 options of its own for them.
      */
     Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle,
         final CongestionControl defaults)
