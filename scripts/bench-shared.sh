@@ -27,6 +27,7 @@
 # beside it (.png); its last line says what the goal asks: per W, the short flows' p99 under netreduce-ecn against
 # gloo, the job's call time marked against unmarked, the long flow's share, Jain's index and RC timeouts (and, for
 # each netreduce-ecn-minN mode run, its call marked against unmarked and the long flow's share).
+# A mode may be named more than once (passes in turn, every row in the CSV); the summary and the plot take its last.
 #
 # usage: scripts/bench-shared.sh [--workers "4 8"] [--iterations 30] [--seconds 20 (mode none)]
 #                                [--modes "none gloo netreduce netreduce-ecn two-netreduce two-netreduce-ecn",
@@ -395,7 +396,8 @@ for world in sorted({r["world"] for r in rows}, key=int):
     for mode in sorted((m for m in by if m.startswith("netreduce-ecn-min")), key=lambda m: int(m[17:])):
         f, s = num(mode, "job_median_ms"), num(mode, "long_share")
         if f and u:
-            bits.append(f"floor {mode[17:]}: call marked/unmarked {f / u:.2f}, long flow share {s if s is None else round(s, 2)}, "
+            share = "?" if s is None else f"{s:.2f}"
+            bits.append(f"floor {mode[17:]}: call marked/unmarked {f / u:.2f}, long flow share {share}, "
                         f"RC timeouts {by[mode]['timeouts']}")
     parts.append(f"W={world}: " + ", ".join(bits))
 print("bench-shared: " + "; ".join(parts))
