@@ -8,6 +8,8 @@
 #   netreduce-ecn: the same with the links marking ECN (testbed.sh ecn on: a phantom queue drained at --ecn-fraction
 #                  of the link rate, CE above --ecn-threshold bytes); the appliance ORs the marks into the results,
 #                  the workers' windows adapt (PANAMA §4.2), and the TCP flows negotiate ECN (tcp_ecn=1)
+#   netreduce-ecn-minN: netreduce-ecn with the workers' windows never cut below N messages (--ecn-min-window N;
+#                  netreduce-ecn is the law's own floor, 1); several floors compare in one run
 #   two-netreduce, two-netreduce-ecn: two jobs (rings 1 and 2, the same W workers), each its own ranks, at once,
 #                  without the other traffic: each job's goodput and Jain's index of the two
 #
@@ -21,12 +23,15 @@
 # priority than the endpoints shows the network's share (the issue's baseline: at default priority the short flows
 # lost to the CPU, not to the links).
 #
-# Prints one line per mode and writes the CSV (--out) and a plot beside it (.png); its last line says what the goal asks: per W, the short
-# flows' p99 under netreduce-ecn against gloo, the job's call time marked against unmarked, the long flow's share,
-# Jain's index and RC timeouts.
+# Prints one line per mode and writes the CSV (--out, with each mode's window floor in ecn_min_window) and a plot
+# beside it (.png); its last line says what the goal asks: per W, the short flows' p99 under netreduce-ecn against
+# gloo, the job's call time marked against unmarked, the long flow's share, Jain's index and RC timeouts (and, for
+# each netreduce-ecn-minN mode run, its call marked against unmarked and the long flow's share).
+# A mode may be named more than once (passes in turn, every row in the CSV); the summary and the plot take its last.
 #
 # usage: scripts/bench-shared.sh [--workers "4 8"] [--iterations 30] [--seconds 20 (mode none)]
-#                                [--modes "none gloo netreduce netreduce-ecn two-netreduce two-netreduce-ecn"]
+#                                [--modes "none gloo netreduce netreduce-ecn two-netreduce two-netreduce-ecn",
+#                                         also netreduce-ecn-minN, N in 1..99]
 #                                [--flow-rate 30] [--flow-nice N] [--window 16] [--ecn-threshold 262144]
 #                                [--ecn-fraction 1.0] [--out docs/bench/shared.csv] [--no-build] [--prefix P]
 # Needs root, 4 or more workers.
@@ -73,6 +78,7 @@ for w in $workers_list; do [ "$w" -ge 4 ] || { echo "bench-shared: 4 or more wor
 for mode in $modes; do
   case "$mode" in
     none|gloo|netreduce|netreduce-ecn|two-netreduce|two-netreduce-ecn) ;;
+    netreduce-ecn-min[1-9]|netreduce-ecn-min[1-9][0-9]) ;;
     *) echo "bench-shared: unknown mode $mode" >&2; exit 2 ;;
   esac
 done
@@ -150,7 +156,8 @@ job_file() { # world ring_id file
 # ranks share their hosts' interfaces with the first's: their own bootstrap ports and QP numbers (--first-qpn).
 job_pids=()
 ranks() {
-  local mode="$1" world="$2" ring="$3" logs="$4" i
+  local mode="$1" world="$2" ring="$3" logs="$4" i floor=1
+  case "$mode" in *-ecn-min*) floor="${mode##*-ecn-min}" ;; esac
   for i in $(seq 0 $(( world - 1 ))); do
     if [ "$mode" = gloo ]; then
       timeout --signal=TERM --kill-after=10 900 ip netns exec "${prefix}-w$i" "$NETREDUCE_PYTHON" \
@@ -161,7 +168,7 @@ ranks() {
         --rank "$i" --world "$world" --dev eth0 --ring-id "$ring" --mode netreduce --size "$size" \
         --iterations "$iterations" --window "$window" --msg-len "$msg_len" --pmtu "$payload" --timeout 60 \
         --port $(( 18700 + (ring - 1) * 100 )) --first-qpn $(( 0x11 + (ring - 1) * 0x10000 )) \
-        --segmentation-offload --json > "$logs$i.log" 2>&1 &
+        --ecn-min-window "$floor" --segmentation-offload --json > "$logs$i.log" 2>&1 &
     fi
     job_pids+=($!)
   done
@@ -186,12 +193,12 @@ flows_up() { # world: the server and sink (they live for the whole W)
 }
 
 mkdir -p "$(dirname "$out")"
-echo "world,mode,window,ecn_threshold,ecn_fraction,flow_nice,flow_rate,ok,job_median_ms,job_p90_ms,job_calls,retransmitted,timeouts,marked_results,window_min,flows,flows_failed,fct10k_p50_ms,fct10k_p99_ms,fct100k_p50_ms,fct100k_p99_ms,fct1m_p50_ms,fct1m_p99_ms,long_mbps,long_share,probe_p50_ms,probe_p99_ms,probe_lost,job1_gbps,job2_gbps,jain" > "$out"
+echo "world,mode,window,ecn_threshold,ecn_fraction,ecn_min_window,flow_nice,flow_rate,ok,job_median_ms,job_p90_ms,job_calls,retransmitted,timeouts,marked_results,window_min,flows,flows_failed,fct10k_p50_ms,fct10k_p99_ms,fct100k_p50_ms,fct100k_p99_ms,fct1m_p50_ms,fct1m_p99_ms,long_mbps,long_share,probe_p50_ms,probe_p99_ms,probe_lost,job1_gbps,job2_gbps,jain" > "$out"
 
 run_mode() { # world mode
   local world="$1" mode="$2" ecn=0 two=0 stop="$work/stop" nice_cmd=()
   [ -n "$flow_nice" ] && nice_cmd=(nice -n "$flow_nice")
-  case "$mode" in *-ecn) ecn=1 ;; esac
+  case "$mode" in *-ecn|*-ecn-min*) ecn=1 ;; esac
   case "$mode" in two-*) two=1 ;; esac
   rm -f "$stop" "$work"/j1-*.log "$work"/j2-*.log "$work/short.csv" "$work/sink.csv" "$work/probe.csv"
   local tcp_ecn=2
@@ -280,6 +287,8 @@ EOF
 import json, os, sys
 work, world, mode, window, k, f, nice, rate, size, flow_json = sys.argv[1:]
 world, size = int(world), int(size)
+marking = mode.endswith("ecn") or "-ecn-min" in mode
+floor = int(mode.rsplit("-ecn-min", 1)[1]) if "-ecn-min" in mode else 1
 flow = json.loads(flow_json)
 
 def job(prefix):
@@ -302,6 +311,10 @@ def job(prefix):
     timeouts = sum(r.get("timeouts", 0) for r in runs if r)
     marked = sum(r["ecn"]["marked_results"] for r in runs if r and "ecn" in r)
     wmin = min((r["ecn"]["window_min"] for r in runs if r and "ecn" in r), default="")
+    floors = {r["ecn"].get("floor") for r in runs if r and "ecn" in r}
+    if floors - {min(floor, int(window))}:
+        print(f"bench-shared: {mode}: the ranks' window floors {sorted(floors)}, not {floor}", file=sys.stderr)
+        ok = False
     gbps = size * 8 * len(steady) / (sum(steady) / 1e3) / 1e9 if steady else 0.0
     return ok, median, p90, len(calls), retx, timeouts, marked, wmin, gbps
 
@@ -323,9 +336,10 @@ def fct(size, q):
     return fmt(sizes.get(size, {}).get(q))
 probe = flow.get("probe", {})
 long_bps = flow.get("long_bps")
-if not mode.endswith("ecn") and marked:
+if not marking and marked:
     ok = False  # an unmarked mode whose results came back marked measured something else
-row = [world, mode, window, k if mode.endswith("ecn") else "", f if mode.endswith("ecn") else "", nice, rate,
+row = [world, mode, window, k if marking else "", f if marking else "", floor if mode not in ("none", "gloo") else "",
+       nice, rate,
        str(ok and flow.get("failed", 0) == 0).lower(), fmt(median), fmt(p90), ncalls, retx, timeouts, marked, wmin,
        flow.get("flows", ""), flow.get("failed", ""), fct("10000", "p50_ms"), fct("10000", "p99_ms"),
        fct("100000", "p50_ms"), fct("100000", "p99_ms"), fct("1000000", "p50_ms"), fct("1000000", "p99_ms"),
@@ -379,6 +393,12 @@ for world in sorted({r["world"] for r in rows}, key=int):
         bits.append(f"Jain {j:.3f}")
     t = sum(int(by[m]["timeouts"] or 0) for m in ("netreduce-ecn", "two-netreduce-ecn") if m in by)
     bits.append(f"RC timeouts marked {t}")
+    for mode in sorted((m for m in by if m.startswith("netreduce-ecn-min")), key=lambda m: int(m[17:])):
+        f, s = num(mode, "job_median_ms"), num(mode, "long_share")
+        if f and u:
+            share = "?" if s is None else f"{s:.2f}"
+            bits.append(f"floor {mode[17:]}: call marked/unmarked {f / u:.2f}, long flow share {share}, "
+                        f"RC timeouts {by[mode]['timeouts']}")
     parts.append(f"W={world}: " + ", ".join(bits))
 print("bench-shared: " + "; ".join(parts))
 EOF

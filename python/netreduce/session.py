@@ -61,9 +61,10 @@ class Session:
       :attr:`recoveries`. A transport given as an object cannot be replaced (give a factory: a callable that returns
       one).
     * ``timeout``: seconds without progress before a call fails.
-    * ``ecn_window``, ``ecn_gain``: the sidecar's window follows ECN marks on results, DCTCP-style (PANAMA; on by
-      default, g = 1/16; docs/configuration.md, "Worker congestion control"): without marks it stays at ``window``;
-      marked results shrink it on every rank at once. ``stats()["transport"]`` reports ``window``, ``alpha``,
+    * ``ecn_window``, ``ecn_gain``, ``ecn_min_window``: the sidecar's window follows ECN marks on results,
+      DCTCP-style (PANAMA; on by default, g = 1/16, never cut below ``ecn_min_window`` messages, default 1;
+      docs/configuration.md, "Worker congestion control"): without marks it stays at ``window``; marked results
+      shrink it on every rank at once. ``stats()["transport"]`` reports ``window``, ``alpha``,
       ``markedResults``.
     * ``endpoint_nice``: nice value of the sidecar's endpoint thread (default: the sidecar's, -10, so frames get a
       core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE or RLIMIT_NICE, and without
@@ -97,7 +98,8 @@ class Session:
                  rto_us: int = 400_000, endpoint_nice: Optional[int] = None, doorbell: bool = True,
                  controller: Optional[str] = None,
                  switchml_elements: int = 256, switchml_outstanding: int = 128, cuda_piece_bytes: Optional[int] = None,
-                 recover_after: Optional[float] = 30.0, ecn_window: bool = True, ecn_gain: float = 1 / 16):
+                 recover_after: Optional[float] = 30.0, ecn_window: bool = True, ecn_gain: float = 1 / 16,
+                 ecn_min_window: int = 1):
         torch, dist = _torch()
         if element_type not in _TORCH_DTYPES:
             raise SetupError(f"element_type must be one of {', '.join(_TORCH_DTYPES)}: {element_type!r}")
@@ -137,11 +139,14 @@ class Session:
         self._closed = False
         self.ring = {"ringId": ring_id, "elementType": element_type, "window": window, "msgLen": msg_len,
                      "payloadSize": payload_size, "inetTag": inet_tag, "resultTag": result_tag,
-                     "timeoutMs": int(timeout * 1000), "ecnWindow": bool(ecn_window), "ecnGain": float(ecn_gain)}
+                     "timeoutMs": int(timeout * 1000), "ecnWindow": bool(ecn_window), "ecnGain": float(ecn_gain),
+                     "ecnMinWindow": ecn_min_window}
         if self.world_size < 2:
             raise SetupError("a netreduce ring needs at least 2 ranks")
         if not 0 < ecn_gain <= 1:
             raise SetupError(f"ecn_gain must be in (0, 1]: {ecn_gain}")
+        if isinstance(ecn_min_window, bool) or not isinstance(ecn_min_window, int) or ecn_min_window < 1:
+            raise SetupError(f"ecn_min_window must be an integer of at least 1: {ecn_min_window!r}")
         if endpoint_nice is not None and not -20 <= endpoint_nice <= 19:
             raise SetupError(f"endpoint_nice must be -20..19: {endpoint_nice}")
 

@@ -342,3 +342,25 @@ def inline_order(rank, world):
 
 def test_should_make_an_inline_call_after_the_queued_ones_and_in_the_same_order_on_every_rank():
     _spawn("inline_order")
+
+
+# -- congestion control options ---------------------------------------------------------------------------------------
+
+def bad_ecn_options(rank, world):
+    from netreduce.errors import SetupError
+
+    for options, match in (({"ecn_gain": 0}, r"ecn_gain must be in \(0, 1\]: 0"),
+                           ({"ecn_min_window": 0}, "ecn_min_window must be an integer of at least 1: 0"),
+                           ({"ecn_min_window": 2.0}, "ecn_min_window must be an integer of at least 1: 2.0"),
+                           ({"ecn_min_window": True}, "ecn_min_window must be an integer of at least 1: True")):
+        with pytest.raises(SetupError, match=match):
+            _session(SummingTransport(1 << 18), **options)
+    session = _session(SummingTransport(1 << 18), ecn_min_window=2)
+    try:
+        assert session.ring["ecnMinWindow"] == 2, "the sidecar's open carries the floor"
+    finally:
+        session.close()
+
+
+def test_should_refuse_an_ecn_gain_or_minimum_window_out_of_range_and_pass_a_good_floor_to_the_open():
+    _spawn("bad_ecn_options", world=2)

@@ -19,7 +19,8 @@ def main(argv) -> int:
     fig, axes = plt.subplots(len(worlds), 3, figsize=(15, 4 * len(worlds)), squeeze=False)
     for row, world in enumerate(worlds):
         by = {r["mode"]: r for r in rows if r["world"] == world}
-        modes = [m for m in beside if m in by]
+        modes = [m for m in beside if m in by] + sorted((m for m in by if m.startswith("netreduce-ecn-min")),
+                                                          key=lambda m: int(m[len("netreduce-ecn-min"):]))
         ax = axes[row][0]
         keys = [("fct10k_p99_ms", "10 KB"), ("fct100k_p99_ms", "100 KB"), ("fct1m_p99_ms", "1 MB"),
                 ("probe_p99_ms", "ICMP probe")]

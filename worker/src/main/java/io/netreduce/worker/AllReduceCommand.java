@@ -273,7 +273,7 @@ public final class AllReduceCommand implements Callable<Integer>
     }
 
     /**
-     * @throws IllegalArgumentException for a gain outside (0, 1], naming the option.
+     * @throws IllegalArgumentException for a gain outside (0, 1] or a minimum window below 1, naming the option.
      */
     static CongestionControl congestionControl(final AllReduceOptions options)
     {
@@ -281,7 +281,11 @@ public final class AllReduceCommand implements Callable<Integer>
         {
             throw new IllegalArgumentException("--ecn-gain must be in (0, 1]: " + options.ecnGain);
         }
-        return new CongestionControl(options.ecnWindow, options.ecnGain);
+        if (options.ecnMinWindow < 1)
+        {
+            throw new IllegalArgumentException("--ecn-min-window must be at least 1: " + options.ecnMinWindow);
+        }
+        return new CongestionControl(options.ecnWindow, options.ecnGain, options.ecnMinWindow);
     }
 
     /**

@@ -108,13 +108,22 @@ final class AllReduceOptions
     @Option(names = "--ecn-window", negatable = true, fallbackValue = "true", description = "netreduce: adapt the " +
         "window to ECN marks on results, DCTCP-style (PANAMA): alpha <- (1-g) alpha + g F per window of results, " +
         "the window cut to (1 - alpha/2) of itself on a marked window, grown by one message per clean one, between " +
-        "1 and --window; the ring's receive connection then sends no CNPs for marked results (default " +
+        "--ecn-min-window and --window; the ring's receive connection then sends no CNPs for marked results (default " +
         "${DEFAULT-VALUE}).")
     boolean ecnWindow = true;
 
     @Option(names = "--ecn-gain", description = "netreduce: g, the weight of each window's marked fraction in " +
         "alpha, in (0, 1] (default ${DEFAULT-VALUE}, DCTCP's 1/16).")
     double ecnGain = CongestionControl.DEFAULT_GAIN;
+
+    /**
+     * 1 is the law as PANAMA states it. Above 1 the window keeps that many messages in flight however many results
+     * are marked (Linux's DCTCP keeps 2 segments): beside other traffic that holds a marked queue, a window of 1-2
+     * messages cannot fill the ring's share of a link whose round trip is mostly CPU (docs/performance.md).
+     */
+    @Option(names = "--ecn-min-window", description = "netreduce: the floor, in messages, that a marked window " +
+        "never cuts the window below, at least 1 (default ${DEFAULT-VALUE}; one above --window is held at --window).")
+    int ecnMinWindow = CongestionControl.DEFAULT_MIN_WINDOW;
 
     @Option(names = "--endpoint-nice", description = EndpointNice.DESCRIPTION)
     int endpointNice = EndpointNice.DEFAULT;

@@ -188,9 +188,9 @@ final class AllReduceReport
             endpoint.malformed(), endpoint.notForUs(), endpoint.unknownQp(), endpoint.icrcErrors());
         if (congestion != null)
         {
-            out.printf(Locale.ROOT, "congestion control %s (g %.4f): window %d of %d (smallest %d), alpha %.4f, " +
-                "marked results %d of %d, windows cut %d, grown %d%n", congestion.enabled() ? "on" : "off",
-                congestion.gain(), congestion.window(), congestion.cap(), congestion.minWindow(), congestion.alpha(),
+            out.printf(Locale.ROOT, "congestion control %s (g %.4f, floor %d): window %d of %d (smallest %d), " +
+                "alpha %.4f, marked results %d of %d, windows cut %d, grown %d%n", congestion.enabled() ? "on" : "off",
+                congestion.gain(), congestion.floor(), congestion.window(), congestion.cap(), congestion.minWindow(), congestion.alpha(),
                 congestion.markedResults(), congestion.results(), congestion.decreases(), congestion.increases());
         }
         if (trees != null)
@@ -266,11 +266,11 @@ final class AllReduceReport
         {
             return "";
         }
-        return String.format(Locale.ROOT, ",\"ecn\":{\"enabled\":%s,\"gain\":%.6f,\"window\":%d,\"cap\":%d," +
-            "\"window_min\":%d,\"alpha\":%.6f,\"results\":%d,\"marked_results\":%d,\"window_cuts\":%d," +
+        return String.format(Locale.ROOT, ",\"ecn\":{\"enabled\":%s,\"gain\":%.6f,\"floor\":%d,\"window\":%d," +
+            "\"cap\":%d,\"window_min\":%d,\"alpha\":%.6f,\"results\":%d,\"marked_results\":%d,\"window_cuts\":%d," +
             "\"window_growths\":%d,\"call_marked\":[%s],\"call_window_min\":[%s]}", congestion.enabled(),
-            congestion.gain(), congestion.window(), congestion.cap(), congestion.minWindow(), congestion.alpha(),
-            congestion.results(), congestion.markedResults(), congestion.decreases(), congestion.increases(),
+            congestion.gain(), congestion.floor(), congestion.window(), congestion.cap(), congestion.minWindow(),
+            congestion.alpha(), congestion.results(), congestion.markedResults(), congestion.decreases(), congestion.increases(),
             callMarked, callWindowMin);
     }
 

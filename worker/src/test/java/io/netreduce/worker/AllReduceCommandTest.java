@@ -36,6 +36,16 @@ class AllReduceCommandTest
     }
 
     @Test
+    void shouldRefuseAnEcnMinimumWindowBelowOneBeforeOpeningAPort()
+    {
+        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",
+            "--ecn-min-window", "0");
+
+        assertThat(refusal.exit()).isEqualTo(2);
+        assertThat(refusal.stderr()).contains("--ecn-min-window must be at least 1: 0");
+    }
+
+    @Test
     void shouldRefuseAFirstQpNumberOutOfRangeBeforeOpeningAPort()
     {
         final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",

@@ -11,14 +11,16 @@ package io.netreduce.host.allreduce;
  * the fraction of them that were marked,
  * <pre>
  *   alpha  &lt;- (1 - g) alpha + g F
- *   window &lt;- window (1 - alpha / 2)   if any was marked (at least 1)
+ *   window &lt;- window (1 - alpha / 2)   if any was marked (at least the floor)
  *   window &lt;- window + 1               if none was       (at most the cap)
  * </pre>
  * The cap is the ring's configured window N (PANAMA's {@code wnd_cap}: the appliance holds 2N messages of aggregators
  * per ring, and a rank must never run more than N ahead of a result), so a worker never exceeds what the appliance
  * was installed with. The window starts at the cap (no slow start: without marks, a worker runs exactly as one
  * without congestion control) and alpha at 1, as DCTCP's does (the first marked window halves the window). A
- * result counts as marked when any packet of its message arrived CE.
+ * result counts as marked when any packet of its message arrived CE. The floor is
+ * {@link CongestionControl#minWindow()} (1 by default, as PANAMA states the law; Linux's DCTCP keeps 2 segments),
+ * held at the cap when it is above it.
  * <p>
  * Disabled ({@link CongestionControl#OFF}), the window stays at the cap and results and marks are only counted.
  * Single-threaded; allocation-free.
@@ -28,6 +30,7 @@ public final class CongestionWindow
     private final int cap;
     private final double gain;
     private final boolean enabled;
+    private final int floor;
     private double window;
     private double alpha = 1.0;
     private int observation;
@@ -52,6 +55,7 @@ public final class CongestionWindow
         this.cap = cap;
         this.gain = control.gain();
         this.enabled = control.enabled();
+        this.floor = Math.min(cap, control.minWindow());
         this.window = cap;
         this.observation = cap;
         this.minWindow = cap;
@@ -59,11 +63,11 @@ public final class CongestionWindow
     }
 
     /**
-     * @return messages that may be in flight (posted, result not in yet): 1..cap.
+     * @return messages that may be in flight (posted, result not in yet): floor..cap.
      */
     public int window()
     {
-        return enabled ? Math.max(1, (int)window) : cap;
+        return enabled ? Math.max(floor, (int)window) : cap;
     }
 
     /**
@@ -102,7 +106,7 @@ public final class CongestionWindow
         }
         else
         {
-            window = Math.max(1, window * (1 - alpha / 2));
+            window = Math.max(floor, window * (1 - alpha / 2));
             decreases++;
         }
         observation = window();
@@ -126,7 +130,7 @@ public final class CongestionWindow
     }
 
     /**
-     * @return the window before rounding down (at least 1, at most the cap).
+     * @return the window before rounding down (at least the floor, at most the cap).
      */
     public double exactWindow()
     {
@@ -147,6 +151,14 @@ public final class CongestionWindow
     }
 
     /**
+     * @return the floor a cut never takes the window below: {@link CongestionControl#minWindow()}, at most the cap.
+     */
+    public int floor()
+    {
+        return floor;
+    }
+
+    /**
      * @return results seen.
      */
     public long results()
@@ -163,7 +175,7 @@ public final class CongestionWindow
     }
 
     /**
-     * @return windows that ended with a mark (each cut the window, unless it was at 1 already).
+     * @return windows that ended with a mark (each cut the window, unless it was at the floor already).
      */
     public long decreases()
     {

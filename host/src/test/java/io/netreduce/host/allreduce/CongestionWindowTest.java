@@ -157,4 +157,79 @@ class CongestionWindowTest
         assertThatThrownBy(() -> new CongestionWindow(0, CongestionControl.DEFAULT))
             .isInstanceOf(IllegalArgumentException.class);
     }
+
+    @Test
+    void shouldNeverCutBelowTheMinimumWindowAndCountTheDwellAtItAsCuts()
+    {
+        final CongestionWindow window = new CongestionWindow(16, new CongestionControl(true, 1.0 / 16, 2));
+        assertThat(window.floor()).isEqualTo(2);
+        results(window, 16, true);
+        assertThat(window.window()).isEqualTo(8);
+        results(window, 8, true);
+        results(window, 4, true);
+        assertThat(window.window()).isEqualTo(2);
+        for (int i = 0; i < 50; i++)
+        {
+            results(window, window.window(), true);
+            assertThat(window.window()).as("every result marked, still the floor").isEqualTo(2);
+        }
+        assertThat(window.exactWindow()).isEqualTo(2.0);
+        assertThat(window.minWindow()).isEqualTo(2);
+        assertThat(window.decreases()).isEqualTo(53);
+        results(window, 2, false);
+        assertThat(window.window()).as("a clean window grows from the floor").isEqualTo(3);
+    }
+
+    @Test
+    void shouldHoldAMinimumWindowAboveTheCapAtTheCap()
+    {
+        final CongestionWindow window = new CongestionWindow(4, new CongestionControl(true, 1.0 / 16, 8));
+        assertThat(window.floor()).isEqualTo(4);
+        results(window, 40, true);
+        assertThat(window.window()).as("the appliance holds no more than the cap").isEqualTo(4);
+        assertThat(window.minWindow()).isEqualTo(4);
+    }
+
+    @ParameterizedTest(name = "floor {0}")
+    @ValueSource(ints = { 1, 2, 4 })
+    void shouldAgreeWithTheLawCutToTheMinimumWindow(final int floor)
+    {
+        final SplittableRandom random = new SplittableRandom(floor);
+        final int cap = 16;
+        final double g = 1.0 / 16;
+        final CongestionWindow window = new CongestionWindow(cap, new CongestionControl(true, g, floor));
+        double cwnd = cap;
+        double alpha = 1;
+        int received = 0;
+        int marks = 0;
+        int observe = cap;
+        for (int i = 0; i < 20_000; i++)
+        {
+            final boolean marked = random.nextDouble() < 0.7;
+            window.onResult(marked);
+            received++;
+            marks += marked ? 1 : 0;
+            if (received == observe)
+            {
+                alpha = alpha * (1 - g) + g * marks / (double)received;
+                cwnd = marks == 0 ? Math.min(cap, cwnd + 1) : Math.max(floor, cwnd * (1 - alpha / 2));
+                observe = Math.max(floor, (int)cwnd);
+                received = 0;
+                marks = 0;
+            }
+            assertThat(window.window()).isEqualTo(Math.max(floor, (int)cwnd)).isBetween(floor, cap);
+        }
+        assertThat(window.minWindow()).isEqualTo(floor);
+    }
+
+    @Test
+    void shouldRefuseAMinimumWindowBelowOneAndDefaultToOne()
+    {
+        assertThatThrownBy(() -> new CongestionControl(true, 1.0 / 16, 0)).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("minimum window must be at least 1 message: 0");
+        assertThatThrownBy(() -> new CongestionControl(true, 1.0 / 16, -3))
+            .isInstanceOf(IllegalArgumentException.class);
+        assertThat(CongestionControl.DEFAULT.minWindow()).isEqualTo(1);
+        assertThat(new CongestionControl(true, 0.5).minWindow()).isEqualTo(1);
+    }
 }

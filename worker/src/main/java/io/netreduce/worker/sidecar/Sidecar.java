@@ -36,7 +36,7 @@ import java.util.concurrent.TimeUnit;
  * neighbours and the areas' geometry), {@code connect} (the neighbours' info), {@code allreduce} (elements in the
  * input area; answered when the sum is in the output area or with the error), {@code stats}, {@code close}; the
  * loop, its dispatch and the mapping are {@link SidecarLoop}'s. The open may say how the window follows ECN marks
- * ({@code ecnWindow}, {@code ecnGain}; {@link CongestionWindow}), and {@code stats} reports the window, alpha and the
+ * ({@code ecnWindow}, {@code ecnGain}, {@code ecnMinWindow}; {@link CongestionWindow}), and {@code stats} reports the window, alpha and the
  * marked results. One call runs at a time; requests queue in order.
  * Between calls the loop keeps the endpoint running, so neighbours' retransmissions are answered while this
  * trainer computes. It blocks in poll(2) on the port and the doorbell, so an idle sidecar takes no CPU.
@@ -59,7 +59,9 @@ final class Sidecar extends SidecarLoop
     }
 
     /**
-     * @param defaults congestion control for an open that does not say ({@code worker serve --ecn-window/--ecn-gain}).
+     * @param defaults congestion control for an open that does not say ({@code ecnWindow}, {@code ecnGain},
+     *                 {@code ecnMinWindow}); {@code worker serve} gives {@link CongestionControl#DEFAULT}, having no
+     *                 options of its own for them.
      */
     Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle,
         final CongestionControl defaults)
@@ -220,6 +222,7 @@ final class Sidecar extends SidecarLoop
                 .put("ecnWindow", window.enabled())
                 .put("window", window.window())
                 .put("windowCap", window.cap())
+                .put("windowFloor", window.floor())
                 .put("windowMin", window.minWindow())
                 .put("alpha", window.alpha())
                 .put("results", window.results())
@@ -229,8 +232,8 @@ final class Sidecar extends SidecarLoop
     }
 
     /**
-     * The open's {@code ecnWindow} (default true) and {@code ecnGain} (default 1/16): how the window follows ECN
-     * marks on results ({@link CongestionWindow}).
+     * The open's {@code ecnWindow} (default true), {@code ecnGain} (default 1/16) and {@code ecnMinWindow} (default
+     * 1, the floor in messages): how the window follows ECN marks on results ({@link CongestionWindow}).
      */
     private CongestionControl congestion(final JsonNode request)
     {
@@ -239,7 +242,13 @@ final class Sidecar extends SidecarLoop
         {
             throw new IllegalArgumentException("open: ecnGain must be in (0, 1]: " + gain);
         }
-        return new CongestionControl(Requests.booleanField(request, "ecnWindow", defaults.enabled()), gain);
+        final long minWindow = Requests.longField(request, "ecnMinWindow", defaults.minWindow());
+        if (minWindow < 1 || minWindow > Integer.MAX_VALUE)
+        {
+            throw new IllegalArgumentException("open: ecnMinWindow must be at least 1: " + minWindow);
+        }
+        return new CongestionControl(Requests.booleanField(request, "ecnWindow", defaults.enabled()), gain,
+            (int)minWindow);
     }
 
     private static int tag(final String name, final String text)

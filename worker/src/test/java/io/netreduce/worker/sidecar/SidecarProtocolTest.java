@@ -145,19 +145,22 @@ class SidecarProtocolTest
         assertError(ask(open(",\"ecnGain\":0")), "ecnGain must be in (0, 1]");
         assertError(ask(open(",\"ecnGain\":\"high\"")), "\"ecnGain\" must be a number");
         assertError(ask(open(",\"ecnWindow\":1")), "\"ecnWindow\" must be true or false");
+        assertError(ask(open(",\"ecnMinWindow\":0")), "ecnMinWindow must be at least 1: 0");
+        assertError(ask(open(",\"ecnMinWindow\":2.5")), "\"ecnMinWindow\" must be an integer");
         assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
     }
 
     @Test
     void shouldTakeTheCongestionControlSettingsOfTheOpen() throws Exception
     {
-        final JsonNode opened = ask(open(",\"ecnWindow\":false,\"ecnGain\":0.25"));
+        final JsonNode opened = ask(open(",\"ecnWindow\":false,\"ecnGain\":0.25,\"ecnMinWindow\":3"));
         assertThat(opened.path("ok").asBoolean()).as(opened.toString()).isTrue();
         assertThat(ask("{\"op\":\"connect\",\"successor\":\"" + opened.path("receive").asText() +
             "\",\"predecessor\":\"" + opened.path("send").asText() + "\"}").path("ok").asBoolean()).isTrue();
         final JsonNode stats = ask("{\"op\":\"stats\"}");
         assertThat(stats.path("ecnWindow").asBoolean(true)).as(stats.toString()).isFalse();
         assertThat(stats.path("window").asInt()).isEqualTo(8);
+        assertThat(stats.path("windowFloor").asInt()).as(stats.toString()).isEqualTo(3);
         assertThat(ask("{\"op\":\"close\"}").path("ok").asBoolean()).isTrue();
     }
 
