@@ -178,7 +178,8 @@ markers() { # ECN markers (egress bpf filters) attached anywhere on the bed
   local ns dev n=0
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^${prefix}-" || true); do
     for dev in $(ip netns exec "$ns" ls /sys/class/net); do
-      ip netns exec "$ns" tc filter show dev "$dev" egress 2>/dev/null | grep -q bpf && n=$(( n + 1 ))
+      # captured, not piped into grep -q: under pipefail an early exit of grep could hide a marker
+      [[ "$(ip netns exec "$ns" tc filter show dev "$dev" egress 2>/dev/null || true)" == *bpf* ]] && n=$(( n + 1 ))
     done
   done
   echo "$n"

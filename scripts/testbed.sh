@@ -413,18 +413,23 @@ redirect() { # on|off for every worker (and outsider) port, uplink and downlink 
 }
 
 ecn() { # on|off on every shaped device of an existing bed: worker eth0s and the switches' ports facing them, uplinks
-  local ns dev found=0
+  local ns dev found=0 qdiscs failed=0
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^${prefix}-(w[0-9]+|sw[0-9]*|ssw)$" || true); do
     for dev in $(ip netns exec "$ns" ls /sys/class/net | grep -E '^(eth0|sw-w[0-9]+|uplink|dn[0-9]+)$' || true); do
-      ip netns exec "$ns" tc qdisc show dev "$dev" | grep -q '^qdisc tbf' || continue
-      found=1
-      if [ "$redirect_state" = on ]; then
-        ecn_mark "$ns" "$dev" "${ecn_threshold:-262144}" "$ecn_fraction"
-      else
-        ecn_unmark "$ns" "$dev"
+      if [ "$redirect_state" = off ]; then
+        # off: from every such device, shaped or not, and checked (ecn_unmark)
+        ecn_unmark "$ns" "$dev" || failed=1
+        found=1
+        continue
       fi
+      # captured, not piped into grep -q (pipefail)
+      qdiscs="$(ip netns exec "$ns" tc qdisc show dev "$dev")"
+      [[ "$qdiscs" == "qdisc tbf"* || "$qdiscs" == *$'\nqdisc tbf'* ]] || continue
+      found=1
+      ecn_mark "$ns" "$dev" "${ecn_threshold:-262144}" "$ecn_fraction"
     done
   done
+  [ "$failed" -eq 0 ] || { echo "testbed ${prefix}: ecn off: a marker would not come off (above)" >&2; exit 1; }
   [ "$found" -eq 1 ] || { echo "testbed ${prefix}: not up, or up without --rate (nothing to mark at)" >&2; exit 1; }
   echo "testbed ${prefix}: ecn ${redirect_state}${ecn_threshold:+, threshold $ecn_threshold bytes}, drained at $ecn_fraction of the rate"
 }

@@ -79,8 +79,20 @@ print(rates[0] if rates else "")')"
   ip netns exec "$ns" tc filter replace dev "$dev" egress prio 1 handle 1 bpf direct-action obj "$object" sec tc
 }
 
+# ecn_unmark NS DEV: take the marker off DEV (nothing to do where there is none); checks that no egress bpf filter is
+# left and tries once more if one is, as benches have found markers still attached after an `ecn off` under load
+# (cause not found). Returns 1, saying so, when one will not come off.
 ecn_unmark() {
-  ip netns exec "$1" tc filter del dev "$2" egress prio 1 2>/dev/null || true
+  local ns="$1" dev="$2" try filters
+  for try in 1 2 3; do
+    ip netns exec "$ns" tc filter del dev "$dev" egress prio 1 2>/dev/null || true
+    # captured, not piped into grep -q: under pipefail an early exit of grep can fail the pipeline
+    filters="$(ip netns exec "$ns" tc filter show dev "$dev" egress 2>/dev/null || true)"
+    [[ "$filters" == *bpf* ]] || return 0
+    sleep 0.1
+  done
+  echo "ecn_unmark: $ns $dev: the ECN marker will not come off: $filters" >&2
+  return 1
 }
 
 # ecn_marker_object BPS THRESHOLD: the marker built for a drain rate and threshold (cached); prints its path.
