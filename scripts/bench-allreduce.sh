@@ -58,6 +58,7 @@
 # (time vs size) or scripts/bench/plot_calls.py OUT.png CSV... (per-call boxes per mode).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/lib/appliance.sh"
 cd "$NETREDUCE_ROOT"
 
 rates="none 1gbit 5gbit"
@@ -145,19 +146,11 @@ worker_pids=()
 max_w=0
 for w in $workers_list; do [ "$w" -gt "$max_w" ] && max_w="$w"; done
 
-stop_daemon() {
-  if [ -n "$daemon_pid" ]; then
-    kill "$daemon_pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$daemon_pid" 2>/dev/null || true
-    daemon_pid=""
-  fi
-}
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   for pid in "${worker_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  stop_daemon
+  bed_stop_daemon
   bash scripts/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
   rm -rf "$work"
   exit "$status"
@@ -441,7 +434,7 @@ for rate in $rates; do
       done
     done
   done
-  stop_daemon
+  bed_stop_daemon
   bash scripts/testbed.sh down --prefix "$prefix" >/dev/null
 done
 echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"

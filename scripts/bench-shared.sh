@@ -95,19 +95,11 @@ kill_bg() {
   for pid in "${bg_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   bg_pids=()
 }
-stop_daemon() {
-  if [ -n "$daemon_pid" ]; then
-    kill "$daemon_pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$daemon_pid" 2>/dev/null || true
-    daemon_pid=""
-  fi
-}
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   kill_bg
-  stop_daemon
+  bed_stop_daemon
   bash scripts/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
   rm -rf "$work"
   exit "$status"
@@ -361,7 +353,7 @@ for world in $workers_list; do
     run_mode "$world" "$mode"
   done
   kill_bg
-  stop_daemon
+  bed_stop_daemon
   bash scripts/testbed.sh down --prefix "$prefix" >/dev/null
 done
 

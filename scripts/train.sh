@@ -292,6 +292,8 @@ if [ "$model" = dlrm ]; then
       "$netreduce" ctl --api "$api" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"' >&2 || true
       exit 1
     }
+    # the first entry's arguments, for --repeats
+    [ "${#nr_runs[@]}" -gt 0 ] || first_args=(--hot-budget "$budget" --min-frequency "$frequency" "${options[@]}")
     nr_runs+=("$work/$name.json")
     port=$(( port + 1 ))
   done
@@ -302,18 +304,10 @@ if [ "$model" = dlrm ]; then
   run_mode gloo-sparse "$port"
   # More pairs of the first budget's run and gloo-sparse, in turn, so that the load's drift hits both alike.
   pairs=()
-  first_entry="${hot_budgets%% *}"
-  IFS=: read -r budget frequency flags <<< "$first_entry"
-  frequency="${frequency:-$min_frequency}"
-  options=()
-  for flag in ${flags//,/ }; do
-    case "$flag" in fused) options+=(--fuse-dense) ;; nofill) options+=(--no-fill) ;; esac
-  done
   for r in $(seq 2 "$repeats"); do
     port=$(( port + 2 ))
-    step "repeat $r of $repeats: netreduce ($first_entry), then gloo-sparse"
-    run_mode netreduce "$port" "netreduce-r$r" --hot-budget "$budget" --min-frequency "$frequency" \
-      "${options[@]}" --label "repeat $r" || exit 1
+    step "repeat $r of $repeats: netreduce (${hot_budgets%% *}), then gloo-sparse"
+    run_mode netreduce "$port" "netreduce-r$r" "${first_args[@]}" --label "repeat $r" || exit 1
     run_mode gloo-sparse $(( port + 1 )) "gloo-sparse-r$r" || exit 1
     pairs+=("$work/netreduce-r$r.json:$work/gloo-sparse-r$r.json")
   done

@@ -29,21 +29,30 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 PARTS = ["handoff_in", "copy_in", "transport_overhead", "sidecar_own", "copy_out_check", "handoff_out"]
 
 
-def sidecar_threads(pid, tick_ms):
+TICK_MS = 1e3 / os.sysconf("SC_CLK_TCK")
+
+
+def stat_cpu(path):
+    """(name, utime + stime in ms) of a /proc/.../stat file: a process's (every thread's) or one thread's, counted in
+    clock ticks (summed over many calls the tick sampling averages out)."""
+    with open(path, encoding="ascii") as f:
+        head, tail = f.read().rsplit(")", 1)
+    fields = tail.split()
+    return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) * TICK_MS
+
+
+def sidecar_threads(pid):
     """The sidecar's CPU over its whole life so far by kind of thread (the JIT's compilers, GC, the endpoint, ...),
     milliseconds: where a short run's CPU goes."""
     kinds = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as f:
-                head, tail = f.read().rsplit(")", 1)
+            name, ms = stat_cpu(f"/proc/{pid}/task/{tid}/stat")
         except OSError:
             continue
-        name = head.split("(", 1)[1]
         kind = ("C2" if name.startswith("C2 ") else "C1" if name.startswith("C1 ") else
                 "GC" if name.startswith(("GC ", "G1 ")) else name)
-        fields = tail.split()
-        kinds[kind] = kinds.get(kind, 0) + (int(fields[11]) + int(fields[12])) * tick_ms
+        kinds[kind] = kinds.get(kind, 0) + ms
     return dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 
@@ -103,14 +112,9 @@ def main() -> int:
         return mine, expected
 
     sidecar_stat = f"/proc/{session.transport._process.pid}/stat"
-    tick_ms = 1e3 / os.sysconf("SC_CLK_TCK")
 
     def sidecar_ms():
-        # utime + stime of the whole sidecar process (every thread), in clock ticks: summed over many calls the
-        # tick sampling averages out
-        with open(sidecar_stat, encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) * tick_ms
+        return stat_cpu(sidecar_stat)[1]  # the whole sidecar process, every thread
 
     def one(mode, mine, expected, parts, cpu=None):
         t = mine.clone()
@@ -165,7 +169,7 @@ def main() -> int:
                     row[name] = round(statistics.median(p[i] for p in kept_parts), 3)
             rows.append(row)
     stats = session.stats()
-    threads = sidecar_threads(session.transport._process.pid, tick_ms)
+    threads = sidecar_threads(session.transport._process.pid)
     session.close()
     if args.rank == 0:
         for row in rows:

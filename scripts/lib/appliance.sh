@@ -74,6 +74,18 @@ bed_start_daemon() {
   cat "$work/rings.txt"
 }
 
+# bed_stop_daemon: stop the daemon bed_start_daemon started ($daemon_pid): SIGTERM, up to 5 s for it to exit, then
+# SIGKILL; clears daemon_pid (a bench that restarts the daemon per mode calls it between modes).
+bed_stop_daemon() {
+  if [ -n "${daemon_pid:-}" ]; then
+    kill "$daemon_pid" 2>/dev/null || true
+    local _
+    for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$daemon_pid" 2>/dev/null || true
+    daemon_pid=""
+  fi
+}
+
 # Multi-rack (testbed.sh --racks): one topology file for every appliance, each daemon taking its role by name.
 
 # bed_leaf_name K: the leaf appliance of rack K (leaf-a, leaf-b, ...)
