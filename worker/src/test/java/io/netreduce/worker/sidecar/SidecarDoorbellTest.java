@@ -12,15 +12,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.InetAddress;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -65,22 +60,10 @@ class SidecarDoorbellTest
         answer = withAnswerBell ? new Doorbell() : null;
         final Path socket = dir.resolve("sidecar.sock");
         control = new ControlChannel(socket, doorbell, answer);
-        final CompletableFuture<Void> accepted = CompletableFuture.runAsync(() ->
-        {
-            try
-            {
-                control.accept();
-            }
-            catch (final Exception ex)
-            {
-                throw new IllegalStateException(ex);
-            }
-        }, threads);
-        client = SocketChannel.open(StandardProtocolFamily.UNIX);
-        client.connect(UnixDomainSocketAddress.of(socket));
-        accepted.get(10, TimeUnit.SECONDS);
-        in = new BufferedReader(new InputStreamReader(Channels.newInputStream(client), StandardCharsets.UTF_8));
-        out = Channels.newOutputStream(client);
+        final SidecarLines.Connection connection = SidecarLines.connect(control, socket, threads);
+        client = connection.client();
+        in = connection.in();
+        out = connection.out();
         served = CompletableFuture.runAsync(() ->
         {
             try

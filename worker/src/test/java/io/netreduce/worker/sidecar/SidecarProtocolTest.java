@@ -12,14 +12,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.InetAddress;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -59,22 +54,10 @@ class SidecarProtocolTest
         final Path socket = dir.resolve("sidecar.sock");
         control = new ControlChannel(socket, doorbell);
         assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket))).isEqualTo("rw-------");
-        final CompletableFuture<Void> accepted = CompletableFuture.runAsync(() ->
-        {
-            try
-            {
-                control.accept();
-            }
-            catch (final Exception ex)
-            {
-                throw new IllegalStateException(ex);
-            }
-        }, threads);
-        client = SocketChannel.open(StandardProtocolFamily.UNIX);
-        client.connect(UnixDomainSocketAddress.of(socket));
-        accepted.get(10, TimeUnit.SECONDS);
-        in = new BufferedReader(new InputStreamReader(Channels.newInputStream(client), StandardCharsets.UTF_8));
-        out = Channels.newOutputStream(client);
+        final SidecarLines.Connection connection = SidecarLines.connect(control, socket, threads);
+        client = connection.client();
+        in = connection.in();
+        out = connection.out();
         served = CompletableFuture.runAsync(() ->
         {
             try
