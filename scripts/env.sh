@@ -7,4 +7,4 @@ if [ -z "${JAVA_HOME:-}" ] || ! "$JAVA_HOME/bin/java" -version 2>&1 | grep -q '"
 fi
 export PATH="$JAVA_HOME/bin:$PATH"
 # Debian's python (sees python3-scapy), not a pyenv shim first on PATH.
-export NETREDUCE_PYTHON=/usr/bin/python3
+export NETREDUCE_PYTHON="${NETREDUCE_PYTHON:-/usr/bin/python3}"

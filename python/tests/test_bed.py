@@ -138,6 +138,19 @@ def test_should_sum_every_ddp_bucket_and_tensor_exactly_in_rank_order(bed):
         # checks above are what must hold. scripts/train.sh and bench-session.sh report timeouts.
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")
+def test_should_sum_cuda_tensors_and_gpu_ddp_buckets_exactly_through_the_appliance(bed):
+    """A model on the GPU: every rank's CUDA tensors and DDP buckets (fp32 and the fp16 hook) go through pinned
+    pieces, the real sidecar and the daemon; each result equals the rank-order sum bit for bit (scripts/gpu-bed-check.sh
+    runs this on a machine with a GPU)."""
+    results, logs = run_ranks(bed, "cuda")
+    for r in results:
+        assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}"
+        assert r["stats"]["fallback_calls"] == 0, _drops(bed)
+    print(f"cuda: W={WORLD} on {results[0]['device_name']}, {len(results[0]['checked'])} checks per rank, "
+          f"{results[0]['buckets']} fp32 buckets, all exact")
+
+
 def test_should_train_and_sum_through_switchml(bed):
     """transport="switchml": every rank registers with the daemon's SwitchML controller (which opens the session's
     job), int32 sums exact, fp32 sums and every DDP bucket within SwitchML's bound, replicas identical."""
