@@ -8,12 +8,15 @@
 #   2. scripts/train.sh, the CNN (W = 4, 1 Gbit/s, netreduce against gloo in one run), twice: on a
 #      host whose cores do not bind, unlike the 2-core development bed;
 #   3. scripts/bench-allreduce.sh W = 8, 64 MiB, 1 Gbit/s, netreduce and gloo: the first call against the steady
-#      state with cores to spare for the JIT.
+#      state with cores to spare for the JIT;
+#   4. (only when GPU_BED_PHASES names it) scripts/train.sh --model dlrm, hot/cold against gloo-sparse in 2 pairs;
+#   5. (likewise) scripts/bench-shared.sh W = 4: short flows and a long flow beside each job, links marking or not.
+# Phases 1-3 took 4.3 min on an H100 host (16 cores); 4 and 5 are sized to fit a second call of under 10 minutes.
 # Where network namespaces, veth or tbf are missing it says so and runs scripts/gpu-check.sh (the staging tests
 # against the transport double) instead.
 #
 # usage: scripts/gpu-bed-check.sh [BUNDLE_DIR (default .gpubundle)]
-#   GPU_BED_PHASES="1 2 3" (default) picks the phases.
+#   GPU_BED_PHASES="1 2 3" (default) picks the phases ("4 5": the sparse and shared-link benches).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -56,6 +59,7 @@ for tool in ip tc bridge ethtool sysctl; do
   command -v "$tool" >/dev/null || { ln -s "/tmp/netreduce-gpu-tools/tools/bin/$tool" "$tools_path/$tool"; say "using the bundle's $tool"; }
 done
 export PATH="$PATH:$tools_path"
+mkdir -p "${TMPDIR:-/tmp}/netreduce-ecn-marker" && cp /tmp/netreduce-gpu-tools/tools/ecn/*.o "${TMPDIR:-/tmp}/netreduce-ecn-marker/" 2>/dev/null
 { ip -V; tc -V; } 2>&1 | tee -a "$log"
 
 # Can this kernel hold the bed? (namespaces, veth, tbf, clsact with u32 and mirred)
@@ -96,6 +100,19 @@ say "3. bench-allreduce W=8 64 MiB 1 Gbit/s"
 timeout 300 bash scripts/bench-allreduce.sh --no-build --rates 1gbit --workers 8 --sizes-mib 64 --iterations 10 \
   --modes "netreduce gloo" --out "$out/allreduce-w8.csv" >"$out/allreduce.log" 2>&1 || status=1
 tail -15 "$out/allreduce.log" | tee -a "$log"
+fi
+if [[ "$phases" == *" 4 "* ]]; then
+say "4. train.sh dlrm (sparse, Libra): netreduce hot/cold and gloo-sparse in turn, 2 pairs, 200 steps"
+timeout 420 bash scripts/train.sh --no-build --model dlrm --steps 200 --warmup 50 --repeats 2 \
+  --hot-budgets "1048576:auto:fused" --plot "$out/train-dlrm.png" >"$out/train-dlrm.log" 2>&1 || status=1
+grep -E "pair|median|ratio|bit for bit|RESULT" "$out/train-dlrm.log" | tail -20 | tee -a "$log"
+fi
+
+if [[ "$phases" == *" 5 "* ]]; then
+say "5. bench-shared W=4 (PANAMA): short flows and a long flow beside gloo, netreduce, netreduce with marking"
+timeout 480 bash scripts/bench-shared.sh --no-build --workers 4 --iterations 15 --flow-nice -15 \
+  --modes "none gloo netreduce netreduce-ecn" --out "$out/shared-w4.csv" >"$out/shared.log" 2>&1 || status=1
+tail -15 "$out/shared.log" | tee -a "$log"
 fi
 say "done, status $status"
 exit $status

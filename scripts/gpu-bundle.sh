@@ -71,5 +71,14 @@ for arg in "$@"; do
 done
 SYSCTL
 chmod +x "$tools/bin/"*
+# The bed's ECN marker for 1 Gbit/s links at the thresholds the benches use, built here (the GPU machine has no
+# clang); gpu-bed-check.sh puts them where scripts/lib/emulation.sh caches them.
+if command -v clang >/dev/null; then
+  source scripts/lib/emulation.sh
+  mkdir -p "$tools/ecn"
+  for threshold in 262144 65536; do
+    cp "$(ecn_marker_object 1000000000 "$threshold")" "$tools/ecn/"
+  done
+fi
 tar -C "$dir" -cf - tools | xz -9 > "$dir/tools.tar.xz" && rm -rf "$tools" "$dir/worker-entries.txt"
 du -sh "$dir"/*

@@ -54,7 +54,7 @@
 # receives wire frames, not a neighbour's segmentation offload batches (the switch port facing it segments them).
 #
 # usage: scripts/testbed.sh up   [-w WORKERS] [--racks R | --trees T] [--mtu 1500|9000] [--rate RATE] [--prefix P]
-#                                [--outsider]
+#                                [--burst SIZE] [--outsider]
 #        scripts/testbed.sh down [--prefix P]
 #        scripts/testbed.sh status [--prefix P]
 #        scripts/testbed.sh redirect on|off [--prefix P]   (add/remove the UDP 4791 redirect on every worker port,
@@ -66,6 +66,10 @@
 #                                     262144); see ecn_mark in scripts/lib/emulation.sh. `up --ecn-threshold BYTES`
 #                                     starts with it on)
 #   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link (and uplink) in both directions.
+#   --burst SIZE (or NETREDUCE_BED_BURST, which scripts that bring the bed up themselves pass on; default 512kb): the
+#   tbf's bucket, a tc size. Whatever fits the bucket leaves at veth speed, not at RATE: with 512kb a call that
+#   sends under half a MiB per link after a pause never meets the link's rate. 64kb (one segmentation-offload
+#   batch, 0.5 ms at 1 Gbit/s) is closer to a NIC, which sends at its line rate from the first frame.
 #   R (2..8) must divide WORKERS. T is 1..16 (1: one appliance, the default).
 #   P must be at most 10 characters (interface names are P-w<i>e and P-app0, at most 15).
 # Idempotent: `up` removes an existing bed with the same prefix first; `down` removes everything it made.
@@ -83,6 +87,7 @@ ecn_fraction=1.0
 workers=4
 mtu=1500
 rate=""
+burst="${NETREDUCE_BED_BURST:-512kb}"
 prefix="nr"
 outsider=0
 racks=0
@@ -92,6 +97,7 @@ while [ $# -gt 0 ]; do
     -w|--workers) workers="$2"; shift 2 ;;
     --mtu) mtu="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
+    --burst) burst="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
     --outsider) outsider=1; shift ;;
     --racks) racks="$2"; shift 2 ;;
@@ -166,7 +172,7 @@ shape() { # ns dev: tbf at $rate on dev's egress; what dev receives (from its pe
            # shaped) stays in order (in_order_rx, scripts/lib/emulation.sh)
   local ns="$1" dev="$2"
   [ -n "$rate" ] || return 0
-  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst 512kb latency 20ms
+  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 20ms
   [ "${NETREDUCE_BED_REORDERING:-0}" = 1 ] || in_order_rx "$ns" "$dev"
 }
 
