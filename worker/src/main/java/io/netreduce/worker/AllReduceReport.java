@@ -141,7 +141,7 @@ final class AllReduceReport
         }
         out.printf(Locale.ROOT, "iteration %d rank %d %s %s %d bytes: %.3f ms, goodput %.3f Gbit/s, result: %s%n",
             iteration, options.rank, mode(), elementType.cliName(), bytes, seconds * 1e3,
-            bytes * 8 / seconds / 1e9, mismatch == null ? passed : "MISMATCH " + mismatch);
+            bytes * 8.0 / seconds / 1e9, mismatch == null ? passed : "MISMATCH " + mismatch);
     }
 
     /**
