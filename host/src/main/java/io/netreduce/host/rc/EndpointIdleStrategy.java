@@ -1,7 +1,6 @@
 package io.netreduce.host.rc;
 
 import io.netreduce.protocol.port.Doorbell;
-import io.netreduce.protocol.port.PortPollIdleStrategy;
 import io.netreduce.protocol.port.PortPoller;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.NanoClock;
@@ -11,10 +10,16 @@ import java.util.List;
 /**
  * How a loop driving an {@link RcEndpoint} waits on a core it shares with other work (the trainer beside a
  * worker, W workers and the appliance on a small test bed). After a duty cycle that did nothing it spins a
- * little, then yields, then blocks in {@code poll(2)} on the endpoint's port ({@link PortPollIdleStrategy}) until
- * a frame arrives or the endpoint's next deadline (a retransmission timer, a coalesced ACK, a rate-limited send)
- * comes due, at most {@link #DEFAULT_MAX_BLOCK_MS}. A spinning or yielding loop takes a whole core from whoever
- * shares it, and the appliance and the other ranks are then slower to answer than the link is.
+ * little, then yields, then blocks in {@code poll(2)} on the endpoint's port until a frame arrives or the
+ * endpoint's next deadline (a retransmission timer, an RNR hold) comes due, at most {@link #DEFAULT_MAX_BLOCK_MS}.
+ * A spinning or yielding loop takes a whole core from whoever shares it, and the appliance and the other ranks are
+ * then slower to answer than the link is.
+ * <p>
+ * An ACK being coalesced kept it from blocking: due within {@link RcConfig#ackCoalesceDelayNs()} (20 us), less than
+ * {@code poll(2)}'s millisecond, it made the loop yield until then. When the strategy is about to block it makes
+ * such ACKs due at once instead ({@link RcEndpoint#expediteAcks}): no more packets came to share them, and one sent
+ * now costs less than yielding until it is due (and the peer's window moves sooner). Any other deadline closer than
+ * a millisecond is still served by yielding.
  * <p>
  * Not thread-safe: one per driving thread.
  */
@@ -41,51 +46,112 @@ public final class EndpointIdleStrategy implements IdleStrategy, AutoCloseable
 
     private static final long NS_PER_MS = 1_000_000L;
 
+    private final RcEndpoint endpoint;
+    private final NanoClock clock;
     private final PortPoller poller;
-    private final PortPollIdleStrategy strategy;
+    private final int maxBlockMs;
+    private int idleCycles;
+    private long blocks;
+    private long yields;
+    private long expeditedAcks;
 
     EndpointIdleStrategy(final RcEndpoint endpoint, final NanoClock clock, final Doorbell doorbell)
     {
+        this.endpoint = endpoint;
+        this.clock = clock;
         this.poller = new PortPoller(List.of(endpoint.port()), doorbell);
-        final int maxBlockMs = doorbell != null ? DOORBELL_MAX_BLOCK_MS : DEFAULT_MAX_BLOCK_MS;
-        this.strategy = new PortPollIdleStrategy(poller, DEFAULT_SPINS, DEFAULT_YIELDS, () ->
-        {
-            if (!poller.canBlock())
-            {
-                return 0; // a port with no socket (tests' in-memory links): keep yielding, as before
-            }
-            final long nowNs = clock.nanoTime();
-            final long deadline = endpoint.nextDeadlineNs(nowNs);
-            // poll(2) counts in milliseconds: a deadline closer than that is served by yielding (0).
-            return deadline == Long.MAX_VALUE ? maxBlockMs :
-                (int)Math.min(Math.max(0, (deadline - nowNs) / NS_PER_MS), maxBlockMs);
-        });
+        this.maxBlockMs = doorbell != null ? DOORBELL_MAX_BLOCK_MS : DEFAULT_MAX_BLOCK_MS;
     }
 
     @Override
     public void idle(final int workCount)
     {
-        strategy.idle(workCount);
+        if (workCount > 0)
+        {
+            idleCycles = 0;
+            return;
+        }
+        idle();
     }
 
     @Override
     public void idle()
     {
-        strategy.idle();
+        final int cycle = idleCycles++;
+        if (cycle < DEFAULT_SPINS)
+        {
+            Thread.onSpinWait();
+        }
+        else if (cycle < DEFAULT_SPINS + DEFAULT_YIELDS)
+        {
+            yields++;
+            Thread.yield();
+        }
+        else
+        {
+            final int expedited = endpoint.expediteAcks();
+            if (expedited > 0)
+            {
+                // The next duty cycle sends them; then the loop waits again from the start.
+                expeditedAcks += expedited;
+                idleCycles = 0;
+                return;
+            }
+            if (!poller.canBlock())
+            {
+                yields++;
+                Thread.yield(); // a port with no socket (tests' in-memory links): keep yielding, as before
+                return;
+            }
+            final long nowNs = clock.nanoTime();
+            final long deadline = endpoint.nextDeadlineNs(nowNs);
+            // poll(2) counts in milliseconds: a deadline closer than that is served by yielding. After the ACKs
+            // above that is rare (a retransmission timer about to fire, an RNR hold); ppoll(2) to the nanosecond
+            // was tried for it and was slower under load (docs/performance.md, History).
+            final int blockMs = deadline == Long.MAX_VALUE ? maxBlockMs :
+                (int)Math.min(Math.max(0, (deadline - nowNs) / NS_PER_MS), maxBlockMs);
+            if (blockMs < 1)
+            {
+                yields++;
+                Thread.yield();
+                return;
+            }
+            blocks++;
+            if (poller.await(blockMs))
+            {
+                idleCycles = 0;
+            }
+        }
     }
 
     @Override
     public void reset()
     {
-        strategy.reset();
+        idleCycles = 0;
     }
 
     /**
-     * @return how many times this strategy blocked in poll(2) (for reports and tests).
+     * @return how many times this strategy blocked in poll(2) or ppoll(2) (for reports and tests).
      */
     public long blocks()
     {
-        return strategy.blocks();
+        return blocks;
+    }
+
+    /**
+     * @return how many times this strategy yielded the core (for reports and tests).
+     */
+    public long yields()
+    {
+        return yields;
+    }
+
+    /**
+     * @return how many coalesced ACKs this strategy made due at once rather than yield until their delay ran out.
+     */
+    public long expeditedAcks()
+    {
+        return expeditedAcks;
     }
 
     /**

@@ -273,6 +273,14 @@ public final class QueuePair
     }
 
     /**
+     * @return whether a coalesced ACK was pending and is now due on the next duty cycle ({@link Responder#expediteAck}).
+     */
+    boolean expediteAck()
+    {
+        return state == STATE_RTS && responder.expediteAck();
+    }
+
+    /**
      * @return the earlier of two {@link System#nanoTime()} deadlines, {@link Long#MAX_VALUE} meaning none.
      */
     static long earlier(final long a, final long b)

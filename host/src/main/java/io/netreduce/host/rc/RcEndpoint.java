@@ -217,6 +217,25 @@ public final class RcEndpoint implements Agent, AutoCloseable
     }
 
     /**
+     * The driving loop found no frames and is about to wait: make every ACK its queue pairs are still coalescing due
+     * on the next duty cycle (see {@link EndpointIdleStrategy}).
+     *
+     * @return how many queue pairs had one pending.
+     */
+    public int expediteAcks()
+    {
+        int expedited = 0;
+        for (final QueuePair qp : qps)
+        {
+            if (qp.expediteAck())
+            {
+                expedited++;
+            }
+        }
+        return expedited;
+    }
+
+    /**
      * @return the idle strategy for the loop that drives this endpoint on a core it shares (see
      *         {@link EndpointIdleStrategy}); one per endpoint, as the endpoint has one driving thread.
      */

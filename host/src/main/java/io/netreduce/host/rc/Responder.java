@@ -367,6 +367,23 @@ final class Responder
     }
 
     /**
+     * The driving loop is about to wait for frames: an ACK still being coalesced goes out on the next duty cycle
+     * instead of when its delay runs out. No more packets came to share it with, and waiting for the delay (a few
+     * tens of microseconds, less than {@code poll(2)} can block for) cost the loop a yield per wake-up until then.
+     *
+     * @return whether an ACK was pending (the next duty cycle sends it).
+     */
+    boolean expediteAck()
+    {
+        if (ackPending && !ackNow)
+        {
+            ackNow = true;
+            return true;
+        }
+        return false;
+    }
+
+    /**
      * @return the earliest time a coalesced ACK is due, or {@link Long#MAX_VALUE}.
      */
     long nextDeadlineNs()

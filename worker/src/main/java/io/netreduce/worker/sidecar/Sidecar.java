@@ -9,6 +9,7 @@ import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.rc.ConnectionInfo;
+import io.netreduce.host.rc.EndpointIdleStrategy;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.wire.InaHeader;
@@ -227,7 +228,15 @@ final class Sidecar extends SidecarLoop
                 .put("alpha", window.alpha())
                 .put("results", window.results())
                 .put("markedResults", window.markedResults())
-                .put("windowCuts", window.decreases());
+                .put("windowCuts", window.decreases())
+                .put("acksSent", link.receiveQp().counters().acksSent() + send.acksSent());
+        }
+        if (idle instanceof EndpointIdleStrategy endpointIdle)
+        {
+            // how the loop waited, over the sidecar's life (docs/performance.md, the endpoint's CPU)
+            reply.put("idleBlocks", endpointIdle.blocks())
+                .put("idleYields", endpointIdle.yields())
+                .put("expeditedAcks", endpointIdle.expeditedAcks());
         }
     }
 
