@@ -1,6 +1,7 @@
 package io.netreduce.host.rc;
 
 import io.netreduce.protocol.port.Doorbell;
+import io.netreduce.protocol.port.PortPollIdleStrategy;
 import io.netreduce.protocol.port.PortPoller;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.NanoClock;
@@ -46,96 +47,61 @@ public final class EndpointIdleStrategy implements IdleStrategy, AutoCloseable
 
     private static final long NS_PER_MS = 1_000_000L;
 
-    private final RcEndpoint endpoint;
-    private final NanoClock clock;
     private final PortPoller poller;
-    private final int maxBlockMs;
-    private int idleCycles;
-    private long blocks;
-    private long yields;
+    private final PortPollIdleStrategy strategy;
     private long expeditedAcks;
 
     EndpointIdleStrategy(final RcEndpoint endpoint, final NanoClock clock, final Doorbell doorbell)
     {
-        this.endpoint = endpoint;
-        this.clock = clock;
         this.poller = new PortPoller(List.of(endpoint.port()), doorbell);
-        this.maxBlockMs = doorbell != null ? DOORBELL_MAX_BLOCK_MS : DEFAULT_MAX_BLOCK_MS;
-    }
-
-    @Override
-    public void idle(final int workCount)
-    {
-        if (workCount > 0)
-        {
-            idleCycles = 0;
-            return;
-        }
-        idle();
-    }
-
-    @Override
-    public void idle()
-    {
-        final int cycle = idleCycles++;
-        if (cycle < DEFAULT_SPINS)
-        {
-            Thread.onSpinWait();
-        }
-        else if (cycle < DEFAULT_SPINS + DEFAULT_YIELDS)
-        {
-            yields++;
-            Thread.yield();
-        }
-        else
+        final int maxBlockMs = doorbell != null ? DOORBELL_MAX_BLOCK_MS : DEFAULT_MAX_BLOCK_MS;
+        this.strategy = new PortPollIdleStrategy(poller, DEFAULT_SPINS, DEFAULT_YIELDS, () ->
         {
             final int expedited = endpoint.expediteAcks();
             if (expedited > 0)
             {
                 // The next duty cycle sends them; then the loop waits again from the start.
                 expeditedAcks += expedited;
-                idleCycles = 0;
-                return;
+                return PortPollIdleStrategy.RESTART;
             }
             if (!poller.canBlock())
             {
-                yields++;
-                Thread.yield(); // a port with no socket (tests' in-memory links): keep yielding, as before
-                return;
+                return 0; // a port with no socket (tests' in-memory links): keep yielding, as before
             }
             final long nowNs = clock.nanoTime();
             final long deadline = endpoint.nextDeadlineNs(nowNs);
-            // poll(2) counts in milliseconds: a deadline closer than that is served by yielding. After the ACKs
+            // poll(2) counts in milliseconds: a deadline closer than that is served by yielding (0). After the ACKs
             // above that is rare (a retransmission timer about to fire, an RNR hold); ppoll(2) to the nanosecond
             // was tried for it and was slower under load (docs/performance.md, History).
-            final int blockMs = deadline == Long.MAX_VALUE ? maxBlockMs :
+            return deadline == Long.MAX_VALUE ? maxBlockMs :
                 (int)Math.min(Math.max(0, (deadline - nowNs) / NS_PER_MS), maxBlockMs);
-            if (blockMs < 1)
-            {
-                yields++;
-                Thread.yield();
-                return;
-            }
-            blocks++;
-            if (poller.await(blockMs))
-            {
-                idleCycles = 0;
-            }
-        }
+        });
+    }
+
+    @Override
+    public void idle(final int workCount)
+    {
+        strategy.idle(workCount);
+    }
+
+    @Override
+    public void idle()
+    {
+        strategy.idle();
     }
 
     @Override
     public void reset()
     {
-        idleCycles = 0;
+        strategy.reset();
     }
 
     /**
-     * @return how many times this strategy blocked in poll(2) or ppoll(2) (for reports and tests).
+     * @return how many times this strategy blocked in poll(2) (for reports and tests).
      */
     public long blocks()
     {
-        return blocks;
+        return strategy.blocks();
     }
 
     /**
@@ -143,7 +109,7 @@ public final class EndpointIdleStrategy implements IdleStrategy, AutoCloseable
      */
     public long yields()
     {
-        return yields;
+        return strategy.yielded();
     }
 
     /**

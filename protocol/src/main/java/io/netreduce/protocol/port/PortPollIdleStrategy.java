@@ -15,13 +15,18 @@ public final class PortPollIdleStrategy implements IdleStrategy
 {
     /**
      * How long the strategy may block now, in milliseconds: a loop with timers of its own (an RC endpoint's
-     * retransmission and ACK deadlines) says how soon it must run again. Less than 1 means "do not block: yield".
+     * retransmission and ACK deadlines) says how soon it must run again. Less than 1 means "do not block: yield";
+     * {@link #RESTART} means the limit made work for the loop (an RC endpoint's coalesced ACKs made due): neither
+     * block nor yield, and spin again from the start after the next duty cycle.
      */
     @FunctionalInterface
     public interface BlockLimit
     {
         int maxBlockMs();
     }
+
+    /** What a {@link BlockLimit} returns when it made work for the loop instead of letting it wait. */
+    public static final int RESTART = Integer.MIN_VALUE;
 
     /** Empty duty cycles spent spinning before yielding. */
     public static final int DEFAULT_SPINS = 100;
@@ -36,6 +41,7 @@ public final class PortPollIdleStrategy implements IdleStrategy
     private final BlockLimit limit;
     private int idleCycles;
     private long blocks;
+    private long yielded;
 
     public PortPollIdleStrategy(final PortPoller poller)
     {
@@ -87,13 +93,20 @@ public final class PortPollIdleStrategy implements IdleStrategy
         }
         else if (cycle < spins + yields)
         {
+            yielded++;
             Thread.yield();
         }
         else
         {
             final int blockMs = limit.maxBlockMs();
+            if (blockMs == RESTART)
+            {
+                idleCycles = 0;
+                return;
+            }
             if (blockMs < 1)
             {
+                yielded++;
                 Thread.yield();
                 return;
             }
@@ -111,6 +124,14 @@ public final class PortPollIdleStrategy implements IdleStrategy
     public long blocks()
     {
         return blocks;
+    }
+
+    /**
+     * @return how many times this strategy yielded the core (for reports and tests).
+     */
+    public long yielded()
+    {
+        return yielded;
     }
 
     @Override
