@@ -73,6 +73,42 @@ def layered_model(torch, in_features):
                                torch.nn.Linear(512, 10))
 
 
+def ddp_bucket_checks(args, session, device, checked):
+    """Three DDP steps of the layered model on ``device`` with the session's allreduce_hook (bucket_cap_mb=0.05, so
+    several buckets a step); every bucket's result checked against the rank-order sum of what each rank had,
+    divided where the bucket lives, as DDP's own hook and the session divide: on a GPU, PyTorch divides by a number
+    as a product with its reciprocal, which for W = 3 can differ from the host's quotient in the last bit. Returns
+    the model."""
+    import torch
+    import netreduce
+
+    world = args.world
+    torch.manual_seed(0)
+    model = layered_model(torch, 64).to(device)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=None if device.type == "cpu" else [device.index], bucket_cap_mb=0.05)
+    records = []
+    ddp.register_comm_hook(session, recording(netreduce.allreduce_hook, records))
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(100 + args.rank)
+    kind = "" if device.type == "cpu" else f"{device.type} "
+    for step in range(3):
+        records.clear()
+        x = torch.randn(32, 64, generator=g).to(device)
+        y = torch.randint(0, 10, (32,), generator=g).to(device)
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(ddp(x), y).backward()
+        optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        for index, before, after in sorted(records, key=lambda r: r[0]):
+            summed = rank_ordered(gathered(before.cpu(), world), world, average=False)
+            expected = summed.to(device).div_(world).cpu()
+            checked.append({"what": f"step {step} {kind}bucket {index} ({before.numel()} fp32)",
+                            "exact": bool(after.device == before.device and torch.equal(after.cpu(), expected))})
+    return model
+
+
 def scenario_ddp(args, out):
     """allreduce_ of odd sizes (one larger than the shared memory), then DDP with the hook, every bucket checked."""
     import torch
@@ -89,25 +125,7 @@ def scenario_ddp(args, out):
             expected = rank_ordered(gathered(mine, world), world, average=False)
             checked.append({"what": f"allreduce_ {elements}", "exact": bool(torch.equal(result, expected))})
 
-        torch.manual_seed(0)
-        model = layered_model(torch, 64)
-        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
-        records = []
-
-        ddp.register_comm_hook(session, recording(netreduce.allreduce_hook, records))
-        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
-        g = torch.Generator().manual_seed(100 + args.rank)
-        for step in range(3):
-            records.clear()
-            x = torch.randn(32, 64, generator=g)
-            y = torch.randint(0, 10, (32,), generator=g)
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(ddp(x), y).backward()
-            optimizer.step()
-            for index, before, after in sorted(records, key=lambda r: r[0]):
-                expected = rank_ordered(gathered(before, world), world, average=True)
-                checked.append({"what": f"step {step} bucket {index} ({before.numel()} fp32)",
-                                "exact": bool(torch.equal(after, expected))})
+        ddp_bucket_checks(args, session, torch.device("cpu"), checked)
         if args.transport == "sidecar":
             # Set up: the shared memory and socket names are gone, so a killed trainer leaves nothing behind.
             transport = session.transport
@@ -144,29 +162,7 @@ def scenario_cuda(args, out):
             checked.append({"what": f"cuda allreduce_ {elements}",
                             "exact": bool(result is on_gpu and result.is_cuda and torch.equal(result.cpu(), expected))})
 
-        torch.manual_seed(0)
-        model = layered_model(torch, 64).to(device)
-        ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0], bucket_cap_mb=0.05)
-        records = []
-        ddp.register_comm_hook(session, recording(netreduce.allreduce_hook, records))
-        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
-        g = torch.Generator().manual_seed(100 + args.rank)
-        for step in range(3):
-            records.clear()
-            x = torch.randn(32, 64, generator=g).to(device)
-            y = torch.randint(0, 10, (32,), generator=g).to(device)
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(ddp(x), y).backward()
-            optimizer.step()
-            torch.cuda.synchronize()
-            for index, before, after in sorted(records, key=lambda r: r[0]):
-                # The rank-order sum, divided where the bucket lives, as DDP's own hook and the session divide: on
-                # a GPU, PyTorch divides by a number as a product with its reciprocal, which for W = 3 can differ
-                # from the host's quotient in the last bit.
-                summed = rank_ordered(gathered(before.cpu(), world), world, average=False)
-                expected = summed.to(device).div_(world).cpu()
-                checked.append({"what": f"step {step} cuda bucket {index} ({before.numel()} fp32)",
-                                "exact": bool(after.is_cuda and torch.equal(after.cpu(), expected))})
+        model = ddp_bucket_checks(args, session, device, checked)
         out["buckets"] = sum(1 for c in checked if "bucket" in c["what"])
         replica = torch.cat([p.detach().reshape(-1).cpu() for p in model.parameters()])
         checked.append({"what": "replicas identical after 3 steps",
