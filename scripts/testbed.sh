@@ -68,8 +68,9 @@
 #   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link (and uplink) in both directions.
 #   --burst SIZE (or NETREDUCE_BED_BURST, which scripts that bring the bed up themselves pass on; default 512kb): the
 #   tbf's bucket, a tc size. Whatever fits the bucket leaves at veth speed, not at RATE: with 512kb a call that
-#   sends under half a MiB per link after a pause never meets the link's rate. 64kb (one segmentation-offload
-#   batch, 0.5 ms at 1 Gbit/s) is closer to a NIC, which sends at its line rate from the first frame.
+#   sends under half a MiB per link after a pause never meets the link's rate; a NIC sends at line rate from the
+#   first frame. Below about 67 KB the tbf segments the appliance's offload batches of results in software, charged
+#   to the appliance (64kb doubled its CPU in a 64 MiB call): 128kb is the smallest bucket that keeps them whole.
 #   R (2..8) must divide WORKERS. T is 1..16 (1: one appliance, the default).
 #   P must be at most 10 characters (interface names are P-w<i>e and P-app0, at most 15).
 # Idempotent: `up` removes an existing bed with the same prefix first; `down` removes everything it made.
