@@ -10,13 +10,16 @@
 #   3. scripts/bench-allreduce.sh W = 8, 64 MiB, 1 Gbit/s, netreduce and gloo: the first call against the steady
 #      state with cores to spare for the JIT;
 #   4. (only when GPU_BED_PHASES names it) scripts/train.sh --model dlrm, hot/cold against gloo-sparse in 2 pairs;
-#   5. (likewise) scripts/bench-shared.sh W = 4: short flows and a long flow beside each job, links marking or not.
+#   5. (likewise) scripts/bench-shared.sh W = 4: short flows and a long flow beside each job, links marking or not;
+#   6. (likewise) the cnn of phase 2 with the links' tbf bucket at 128 KiB instead of 512 (docs/performance.md, "On a
+#      host whose cores do not bind": the bed's bucket lets small calls past the link's rate).
 # Phases 1-3 took 4.3 min on an H100 host (16 cores); 4 and 5 are sized to fit a second call of under 10 minutes.
 # Where network namespaces, veth or tbf are missing it says so and runs scripts/gpu-check.sh (the staging tests
 # against the transport double) instead.
 #
 # usage: scripts/gpu-bed-check.sh [BUNDLE_DIR (default .gpubundle)]
-#   GPU_BED_PHASES="1 2 3" (default) picks the phases ("4 5": the sparse and shared-link benches).
+#   GPU_BED_PHASES="1 2 3" (default) picks the phases ("4 5 6": the sparse and shared-link benches, the cnn on a
+#   128 KiB bucket).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -113,6 +116,14 @@ say "5. bench-shared W=4 (PANAMA): short flows and a long flow beside gloo, netr
 timeout 480 bash scripts/bench-shared.sh --no-build --workers 4 --iterations 15 --flow-nice -15 \
   --modes "none gloo netreduce netreduce-ecn" --out "$out/shared-w4.csv" >"$out/shared.log" 2>&1 || status=1
 tail -15 "$out/shared.log" | tee -a "$log"
+fi
+if [[ "$phases" == *" 6 "* ]]; then
+say "6. train.sh cnn x2 with a 128 KiB tbf bucket (the smallest that keeps the appliance's offload batches whole)"
+for run in 1 2; do
+  NETREDUCE_BED_BURST=128kb timeout 240 bash scripts/train.sh --no-build --model cnn --plot /tmp/train-cnn-128k.png \
+    >>"$out/train-128k.log" 2>&1 || { status=1; echo "train.sh cnn 128kb: failed ($?)" >>"$out/train-128k.log"; }
+done
+grep -E "^(netreduce|gloo) |median step" "$out/train-128k.log" | tee -a "$log"
 fi
 say "done, status $status"
 exit $status
