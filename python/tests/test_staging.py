@@ -65,23 +65,60 @@ def _session(transport, element_type="fp32", **options):
 
 # -- host tensors --------------------------------------------------------------------------------------------------
 
-def host_pieces(rank, world, layout):
-    transport = SummingTransport(1 << 18, layout=layout)
+def host_pieces(rank, world, layout, memory_bytes=1 << 18):
+    transport = SummingTransport(memory_bytes, layout=layout)
     session = _session(transport)
     try:
-        for elements in (1, 1021, 100_003):  # one element, a part message, many pieces with a tail
+        # one element, a part message, whole messages, many pieces with a tail
+        for elements in (1, 1021, 3 * 1022, 100_003, 300_007):
             tensor = _inputs(rank, elements)
             expected = _rank_order_sum([_inputs(r, elements) for r in range(world)])
             session.allreduce_(tensor)
             assert torch.equal(tensor, expected), f"{elements} elements"
-        assert transport.calls > 3, "the largest tensor went through in several pieces"
+        assert transport.calls > 5, "the largest tensors went through in several pieces"
     finally:
         session.close()
 
 
-@pytest.mark.parametrize("layout", [True, False], ids=["message-areas", "flat-memory"])
-def test_should_sum_host_tensors_in_pieces_bit_exact_in_rank_order(layout):
-    _spawn("host_pieces", layout=layout)
+# In message areas, 256 KiB of memory is 32 messages of 4 KiB per area: every piece is copied one message at a time
+# (session._ROW_COPY_MAX_MESSAGES); 1 MiB is 128: whole pieces go through torch's strided copy, the tails by rows.
+@pytest.mark.parametrize("layout,memory_bytes", [(True, 1 << 18), (True, 1 << 20), (False, 1 << 18)],
+                         ids=["message-areas-rows", "message-areas-strided", "flat-memory"])
+def test_should_sum_host_tensors_in_pieces_bit_exact_in_rank_order(layout, memory_bytes):
+    _spawn("host_pieces", layout=layout, memory_bytes=memory_bytes)
+
+
+class OverwritingTransport(SummingTransport):
+    """Sums, then writes a request's tag over the second message's result tag, as a message passing the appliance
+    unaggregated would between the sidecar's check and the session's copy."""
+
+    def allreduce(self, *args):
+        super().allreduce(*args)
+        memory = torch.frombuffer(self.memory, dtype=torch.uint8)
+        at = self.layout["output"] + self.layout["messageBytes"]
+        memory[at:at + 4].copy_(torch.tensor(list(b"NRED"), dtype=torch.uint8))
+
+
+def overwritten_result(rank, world, memory_bytes):
+    from netreduce.errors import TransportError
+    session = _session(OverwritingTransport(memory_bytes), fallback=False)
+    try:
+        tensor = _inputs(rank, 3000)  # three messages of 4 KiB
+        mine = tensor.clone()
+        try:
+            session.allreduce_(tensor)
+        except TransportError as error:
+            assert "overwritten" in str(error), str(error)
+        else:
+            raise AssertionError("a result whose tag was overwritten was taken")
+        assert torch.equal(tensor, mine), "the tensor keeps this rank's own values"
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("memory_bytes", [1 << 18, 1 << 20], ids=["rows", "strided"])
+def test_should_refuse_a_result_whose_tag_was_overwritten_while_it_was_read(memory_bytes):
+    _spawn("overwritten_result", world=2, memory_bytes=memory_bytes)
 
 
 # -- CUDA tensors --------------------------------------------------------------------------------------------------
