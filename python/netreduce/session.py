@@ -600,7 +600,8 @@ class Session:
         message's tail zeroed), summed, and its sum copied out of the output area's data parts."""
         data = self._data_bytes
         full, tail = divmod(piece.numel(), data)
-        if full + (1 if tail else 0) <= _ROW_COPY_MAX_MESSAGES and piece.is_contiguous() and result.is_contiguous():
+        if full + (1 if tail else 0) <= _ROW_COPY_MAX_MESSAGES and not (piece.is_cuda or result.is_cuda) and \
+                piece.is_contiguous() and result.is_contiguous():  # raw host addresses: pinned pieces qualify
             self._sum_piece_by_rows(piece, result, element_size, full, tail)
             return
         self._input[:full].copy_(piece[:full * data].view(full, data))
