@@ -319,7 +319,8 @@ class Session:
 
     def _placed_areas(self, layout: dict, result_tag: str) -> None:
         """A transport in message layout (the sidecar): views of its input and output areas' data parts, (messages,
-        messageBytes - 8) bytes each, so that a bucket goes in and its sum comes out in one strided copy each."""
+        messageBytes - 8) bytes each, so that a bucket goes in and its sum comes out in one strided copy each (or one
+        memmove per message, for a piece of a few messages: _sum_piece_by_rows)."""
         messages, message_bytes = layout["messages"], layout["messageBytes"]
         size = messages * message_bytes
         if messages <= 0 or message_bytes <= INA_LENGTH or max(layout["input"], layout["output"]) + size > \
