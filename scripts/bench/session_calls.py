@@ -180,7 +180,8 @@ def main() -> int:
                           "fallback_calls": stats["fallback_calls"]}))
         # how the sidecar's loop waited over its life (all calls, warm-up and the other modes' idle time included)
         print(json.dumps({k: stats["transport"].get(k) for k in ("acksSent", "idleBlocks", "idleYields",
-                                                                   "expeditedAcks")}))
+                                                                   "expeditedAcks", "callsWaitingForAcks",
+                                                                   "ackWaitUs")}))
         if args.csv:
             fields = ["label", "bytes", "world", "mode", "calls", "median_ms", "p90_ms", "min_ms", "trainer_cpu_ms", "sidecar_cpu_ms"] + PARTS
             new = not os.path.exists(args.csv)

@@ -81,6 +81,11 @@ public final class NetReduceAllReduce implements AllReduce
     private long lastProgressNs;
     private long bytesPosted;
     private long calls;
+    /** When the current placed call's last result arrived (0: not yet, or not a placed call). */
+    private long resultsDoneNs;
+    /** Placed calls whose own writes were acknowledged only after their last result, and the time they waited. */
+    private long callsWaitingForAcks;
+    private long ackWaitNs;
     private String failure;
 
     /**
@@ -372,6 +377,13 @@ public final class NetReduceAllReduce implements AllReduce
             return;
         }
         sendsCompleted++;
+        if (sendsCompleted == callEnd && resultsDoneNs != 0)
+        {
+            // the results were all in before this call's last write was acknowledged (placement mode)
+            callsWaitingForAcks++;
+            ackWaitNs += link.clock().nanoTime() - resultsDoneNs;
+            resultsDoneNs = 0;
+        }
     }
 
     private void onReceiveCompletion(final Completion completion)
@@ -431,6 +443,10 @@ public final class NetReduceAllReduce implements AllReduce
             link.receiveQp().qpn(), seq);
         resultsReceived++;
         congestion.onResult(completion.congestionExperienced());
+        if (resultsReceived == callEnd && areaMessages != 0 && sendsCompleted < callEnd)
+        {
+            resultsDoneNs = link.clock().nanoTime();
+        }
     }
 
     /**
@@ -481,6 +497,24 @@ public final class NetReduceAllReduce implements AllReduce
     public long calls()
     {
         return calls;
+    }
+
+    /**
+     * @return placed calls that had every result before every one of their own writes was acknowledged: the calls
+     * whose end waited for ACKs (see {@link #ackWaitNs()}).
+     */
+    public long callsWaitingForAcks()
+    {
+        return callsWaitingForAcks;
+    }
+
+    /**
+     * @return the time placed calls spent, after their last result, waiting for their own writes' ACKs (the
+     * successor's, through the appliance): what answering at the last result would save.
+     */
+    public long ackWaitNs()
+    {
+        return ackWaitNs;
     }
 
     /**

@@ -209,6 +209,51 @@ class NetReducePlacedAllReduceTest
         }
     }
 
+    @Test
+    void shouldCountTheTimeFromAPlacedCallsLastResultToItsLastAck()
+    {
+        final int payload = 1024;
+        final int world = 3;
+        final NetReduceConfig config = new NetReduceConfig(RING, 8, 4, payload, 2_000_000_000L);
+        try (RingHarness ring = placedRing(world, r -> new RcConfig().pmtu(payload), config, AREA_MESSAGES))
+        {
+            final DataplaneAgent appliance = appliance(ring);
+            final List<RingMember> members = new ArrayList<>();
+            for (int r = 0; r < world; r++)
+            {
+                members.add(new RingMember(r, RingHarness.ip(r), ring.links[r].receiveQp().qpn(),
+                    RingHarness.mac(r)));
+            }
+            await(appliance, appliance.proxy().installRing(new RingDefinition(RING, "test", ElementType.FP32, 8, 4,
+                payload, members)));
+            final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
+            final int elements = 2 * config.dataBytesPerMessage() / 4;
+            for (int r = 0; r < world; r++)
+            {
+                ops[r] = NetReduceAllReduce.placed(ring.links[r], config, AREA_MESSAGES);
+                final Tensor mine = new Tensor(ElementType.FP32,
+                    new UnsafeBuffer(ByteBuffer.allocateDirect(elements * 4)), 0, elements);
+                TensorPattern.fill(mine, SEED, r, 0);
+                copyIn(mine, ring.links[r], config);
+                ops[r].beginPlaced(ops[r].messagesFor(elements * 4));
+            }
+            ring.runToCompletion(ops, 3_000_000);
+            // A rank's results and its successor's come back in the same duty cycle; the successor's ACK of this
+            // rank's last write goes back through the appliance after that, a cycle (5 us of the harness's clock)
+            // later: the call ends then, and the wait is counted on the manual clock to the nanosecond.
+            long waited = 0;
+            for (int r = 0; r < world; r++)
+            {
+                final long calls = ops[r].callsWaitingForAcks();
+                assertThat(calls).as("rank %d", r).isBetween(0L, 1L);
+                assertThat(ops[r].ackWaitNs() % ring.stepNs).as("rank %d", r).isZero();
+                assertThat(ops[r].ackWaitNs()).as("rank %d", r).isBetween(calls * ring.stepNs, calls * 10 * ring.stepNs);
+                waited += calls;
+            }
+            assertThat(waited).as("calls that ended on an ACK").isPositive();
+        }
+    }
+
     private static byte[] dataParts(final UnsafeBuffer area, final NetReduceConfig config, final int messages)
     {
         final int data = config.dataBytesPerMessage();

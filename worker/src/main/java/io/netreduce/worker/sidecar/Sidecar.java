@@ -229,7 +229,9 @@ final class Sidecar extends SidecarLoop
                 .put("results", window.results())
                 .put("markedResults", window.markedResults())
                 .put("windowCuts", window.decreases())
-                .put("acksSent", link.receiveQp().counters().acksSent() + send.acksSent());
+                .put("acksSent", link.receiveQp().counters().acksSent() + send.acksSent())
+                .put("callsWaitingForAcks", op.callsWaitingForAcks())
+                .put("ackWaitUs", op.ackWaitNs() / 1_000);
         }
         if (idle instanceof EndpointIdleStrategy endpointIdle)
         {
