@@ -99,6 +99,38 @@ class NetReducePlacedAllReduceTest
         return appliance;
     }
 
+    /** An appliance on the harness's fabric with the ring of every rank installed. */
+    private static DataplaneAgent applianceWithRing(final RingHarness ring, final ElementType type,
+        final NetReduceConfig config)
+    {
+        final DataplaneAgent appliance = appliance(ring);
+        final List<RingMember> members = new ArrayList<>();
+        for (int r = 0; r < ring.links.length; r++)
+        {
+            members.add(new RingMember(r, RingHarness.ip(r), ring.links[r].receiveQp().qpn(), RingHarness.mac(r)));
+        }
+        await(appliance, appliance.proxy().installRing(new RingDefinition(RING, "test", type, config.window(),
+            config.msgLen(), config.payloadSize(), members)));
+        return appliance;
+    }
+
+    /** Placed ops for every rank, each begun on an fp32 tensor of {@code elements} from the seeded pattern. */
+    private static NetReduceAllReduce[] beginFp32Call(final RingHarness ring, final NetReduceConfig config,
+        final int elements)
+    {
+        final NetReduceAllReduce[] ops = new NetReduceAllReduce[ring.links.length];
+        for (int r = 0; r < ops.length; r++)
+        {
+            ops[r] = NetReduceAllReduce.placed(ring.links[r], config, AREA_MESSAGES);
+            final Tensor mine = new Tensor(ElementType.FP32,
+                new UnsafeBuffer(ByteBuffer.allocateDirect(elements * 4)), 0, elements);
+            TensorPattern.fill(mine, SEED, r, 0);
+            copyIn(mine, ring.links[r], config);
+            ops[r].beginPlaced(ops[r].messagesFor(elements * 4));
+        }
+        return ops;
+    }
+
     @ParameterizedTest(name = "W={0} {1} window={2} drop={3}")
     @CsvSource({
         "2, fp32, 1, 0.02",
@@ -124,15 +156,7 @@ class NetReducePlacedAllReduceTest
             r -> new RcConfig().pmtu(payload).sendDropProbability(drop).faultSeed(SEED * 17 + r), config,
             AREA_MESSAGES))
         {
-            final DataplaneAgent appliance = appliance(ring);
-            final List<RingMember> members = new ArrayList<>();
-            for (int r = 0; r < world; r++)
-            {
-                members.add(new RingMember(r, RingHarness.ip(r), ring.links[r].receiveQp().qpn(),
-                    RingHarness.mac(r)));
-            }
-            await(appliance, appliance.proxy().installRing(new RingDefinition(RING, "test", type, window, msgLen,
-                payload, members)));
+            final DataplaneAgent appliance = applianceWithRing(ring, type, config);
             final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
             for (int r = 0; r < world; r++)
             {
@@ -217,26 +241,8 @@ class NetReducePlacedAllReduceTest
         final NetReduceConfig config = new NetReduceConfig(RING, 8, 4, payload, 2_000_000_000L);
         try (RingHarness ring = placedRing(world, r -> new RcConfig().pmtu(payload), config, AREA_MESSAGES))
         {
-            final DataplaneAgent appliance = appliance(ring);
-            final List<RingMember> members = new ArrayList<>();
-            for (int r = 0; r < world; r++)
-            {
-                members.add(new RingMember(r, RingHarness.ip(r), ring.links[r].receiveQp().qpn(),
-                    RingHarness.mac(r)));
-            }
-            await(appliance, appliance.proxy().installRing(new RingDefinition(RING, "test", ElementType.FP32, 8, 4,
-                payload, members)));
-            final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
-            final int elements = 2 * config.dataBytesPerMessage() / 4;
-            for (int r = 0; r < world; r++)
-            {
-                ops[r] = NetReduceAllReduce.placed(ring.links[r], config, AREA_MESSAGES);
-                final Tensor mine = new Tensor(ElementType.FP32,
-                    new UnsafeBuffer(ByteBuffer.allocateDirect(elements * 4)), 0, elements);
-                TensorPattern.fill(mine, SEED, r, 0);
-                copyIn(mine, ring.links[r], config);
-                ops[r].beginPlaced(ops[r].messagesFor(elements * 4));
-            }
+            applianceWithRing(ring, ElementType.FP32, config);
+            final NetReduceAllReduce[] ops = beginFp32Call(ring, config, 2 * config.dataBytesPerMessage() / 4);
             ring.runToCompletion(ops, 3_000_000);
             // A rank's results and its successor's come back in the same duty cycle; the successor's ACK of this
             // rank's last write goes back through the appliance after that, a cycle (5 us of the harness's clock)
@@ -279,17 +285,7 @@ class NetReducePlacedAllReduceTest
             // RoCE goes to a port where nothing answers (no results, no ACKs): the RC layer retransmits.
             final MemoryPort nobody = new MemoryPort("nobody", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 4096, 1 << 23);
             ring.fabric.redirectRoceTo(ring.fabric.attach(nobody, 0));
-            final NetReduceAllReduce[] ops = new NetReduceAllReduce[world];
-            final int elements = 6 * config.dataBytesPerMessage() / 4 - 3;
-            for (int r = 0; r < world; r++)
-            {
-                ops[r] = NetReduceAllReduce.placed(ring.links[r], config, AREA_MESSAGES);
-                final Tensor mine = new Tensor(ElementType.FP32,
-                    new UnsafeBuffer(ByteBuffer.allocateDirect(elements * 4)), 0, elements);
-                TensorPattern.fill(mine, SEED, r, 0);
-                copyIn(mine, ring.links[r], config);
-                ops[r].beginPlaced(ops[r].messagesFor(elements * 4));
-            }
+            final NetReduceAllReduce[] ops = beginFp32Call(ring, config, 6 * config.dataBytesPerMessage() / 4 - 3);
             for (int i = 0; i < 2400; i++) // 12 ms: the 1 ms timeout fires, doubling, a few times
             {
                 ring.step(ops);
