@@ -610,19 +610,23 @@ class Session:
             self._input[full, :tail].copy_(piece[full * data:])
             self._input[full, tail:].zero_()
         self.transport.allreduce(piece.numel() // element_size)
-        result[:full * data].view(full, data).copy_(self._output[:full])
-        if tail:
-            result[full * data:].copy_(self._output[full, :tail])
+        self._from_area(self._output, result, full, tail)
         # The sidecar checked every header when the sums arrived; a write landing in the output area after that
         # (only traffic passing the appliance unaggregated could, e.g. a ring removed between two calls) shows as
         # a request tag where the result tag was. Checked after the copy, so it covers every byte copied.
         messages = full + (1 if tail else 0)
         if not bool((self._output_tags[:messages] == self._result_tag).all()):
-            # ``result`` may be the caller's tensor: its own values back from the input area (see the row copies).
-            result[:full * data].view(full, data).copy_(self._input[:full])
-            if tail:
-                result[full * data:].copy_(self._input[full, :tail])
+            # ``result`` may be the caller's tensor: give it back its own values, which the input area still holds,
+            # so that a fallback sums those and not what arrived.
+            self._from_area(self._input, result, full, tail)
             raise self._overwritten()
+
+    def _from_area(self, area, result, full: int, tail: int) -> None:
+        """Copy the data parts of ``area``'s first messages (``full`` whole, then ``tail`` bytes) into ``result``."""
+        data = self._data_bytes
+        result[:full * data].view(full, data).copy_(area[:full])
+        if tail:
+            result[full * data:].copy_(area[full, :tail])
 
     def _sum_piece_by_rows(self, piece, result, element_size: int, full: int, tail: int) -> None:
         """_sum_piece_in_areas for a piece of a few messages: one memmove per message each way, the last message's
@@ -635,22 +639,22 @@ class Session:
             ctypes.memmove(target + full * stride, source + full * data, tail)
             ctypes.memset(target + full * stride + tail, 0, data - tail)
         self.transport.allreduce(piece.numel() // element_size)
-        source, target = self._output_address, result.data_ptr()
-        for row in range(full):
-            ctypes.memmove(target + row * data, source + row * stride, data)
-        if tail:
-            ctypes.memmove(target + full * data, source + full * stride, tail)
+        target = result.data_ptr()
+        self._from_area_by_rows(self._output_address, target, full, tail)
         tags, tag = self._output_tags_address, self._result_tag_bytes
         for row in range(full + (1 if tail else 0)):
             if ctypes.string_at(tags + row * stride, 4) != tag:
-                # ``result`` may be the caller's tensor: give it back its own values, which the input area still
-                # holds, so that a fallback sums those and not what arrived.
-                source = self._input_address
-                for back in range(full):
-                    ctypes.memmove(target + back * data, source + back * stride, data)
-                if tail:
-                    ctypes.memmove(target + full * data, source + full * stride, tail)
+                # as in _sum_piece_in_areas: the caller's tensor gets its own values back first
+                self._from_area_by_rows(self._input_address, target, full, tail)
                 raise self._overwritten()
+
+    def _from_area_by_rows(self, area: int, target: int, full: int, tail: int) -> None:
+        """_from_area with one memmove per message: from the data parts of the area at address ``area``."""
+        data, stride = self._data_bytes, self._message_stride
+        for row in range(full):
+            ctypes.memmove(target + row * data, area + row * stride, data)
+        if tail:
+            ctypes.memmove(target + full * data, area + full * stride, tail)
 
     def _overwritten(self) -> TransportError:
         return TransportError(f"a result was overwritten while it was read (a message arrived unaggregated: "
