@@ -1,6 +1,5 @@
 package io.netreduce.worker;
 
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
@@ -15,44 +14,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 class AllReduceCommandTest
 {
-    @Test
-    void shouldRefuseAnEndpointNiceValueOutOfRangeBeforeOpeningAPort()
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', textBlock = """
+        --endpoint-nice  | 20       | nice must be -20..19: 20
+        --ecn-gain       | 1.5      | --ecn-gain must be in (0, 1]: 1.5
+        --ecn-min-window | 0        | --ecn-min-window must be at least 1: 0
+        --first-qpn      | 16777216 | firstQpn must be in [2, 16777215]: 16777216
+        """)
+    void shouldRefuseAnOptionOutOfRangeBeforeOpeningAPort(final String option, final String value,
+        final String message)
     {
-        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",
-            "--endpoint-nice", "20");
+        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device", option, value);
 
         assertThat(refusal.exit()).isEqualTo(2);
-        assertThat(refusal.stderr()).contains("nice must be -20..19: 20");
-    }
-
-    @Test
-    void shouldRefuseAnEcnGainOutsideZeroToOneBeforeOpeningAPort()
-    {
-        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",
-            "--ecn-gain", "1.5");
-
-        assertThat(refusal.exit()).isEqualTo(2);
-        assertThat(refusal.stderr()).contains("--ecn-gain must be in (0, 1]: 1.5");
-    }
-
-    @Test
-    void shouldRefuseAnEcnMinimumWindowBelowOneBeforeOpeningAPort()
-    {
-        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",
-            "--ecn-min-window", "0");
-
-        assertThat(refusal.exit()).isEqualTo(2);
-        assertThat(refusal.stderr()).contains("--ecn-min-window must be at least 1: 0");
-    }
-
-    @Test
-    void shouldRefuseAFirstQpNumberOutOfRangeBeforeOpeningAPort()
-    {
-        final Refusal refusal = run("--rank", "0", "--world", "2", "--dev", "no-such-device",
-            "--first-qpn", "16777216");
-
-        assertThat(refusal.exit()).isEqualTo(2);
-        assertThat(refusal.stderr()).contains("firstQpn must be in [2, 16777215]: 16777216");
+        assertThat(refusal.stderr()).contains(message);
     }
 
     @ParameterizedTest(name = "{0}")
