@@ -203,61 +203,43 @@ final class Requests
 
     private static void write(final JsonGenerator generator, final JsonNode node) throws IOException
     {
-        if (node.isObject())
+        switch (node.getNodeType())
         {
-            generator.writeStartObject();
-            for (final Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); )
+            case OBJECT ->
             {
-                final Map.Entry<String, JsonNode> field = it.next();
-                generator.writeFieldName(field.getKey());
-                write(generator, field.getValue());
+                generator.writeStartObject();
+                for (final Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); )
+                {
+                    final Map.Entry<String, JsonNode> field = it.next();
+                    generator.writeFieldName(field.getKey());
+                    write(generator, field.getValue());
+                }
+                generator.writeEndObject();
             }
-            generator.writeEndObject();
-        }
-        else if (node.isArray())
-        {
-            generator.writeStartArray();
-            for (final JsonNode element : node)
+            case ARRAY ->
             {
-                write(generator, element);
+                generator.writeStartArray();
+                for (final JsonNode element : node)
+                {
+                    write(generator, element);
+                }
+                generator.writeEndArray();
             }
-            generator.writeEndArray();
-        }
-        else if (node.isTextual())
-        {
-            generator.writeString(node.textValue());
-        }
-        else if (node.isInt())
-        {
-            generator.writeNumber(node.intValue());
-        }
-        else if (node.isLong())
-        {
-            generator.writeNumber(node.longValue());
-        }
-        else if (node.isBigInteger())
-        {
-            generator.writeNumber(node.bigIntegerValue());
-        }
-        else if (node.isBigDecimal())
-        {
-            generator.writeNumber(node.decimalValue());
-        }
-        else if (node.isFloat())
-        {
-            generator.writeNumber(node.floatValue());
-        }
-        else if (node.isNumber())
-        {
-            generator.writeNumber(node.doubleValue());
-        }
-        else if (node.isBoolean())
-        {
-            generator.writeBoolean(node.booleanValue());
-        }
-        else
-        {
-            generator.writeNull();
+            case STRING -> generator.writeString(node.textValue());
+            case NUMBER ->
+            {
+                switch (node.numberType())
+                {
+                    case INT -> generator.writeNumber(node.intValue());
+                    case LONG -> generator.writeNumber(node.longValue());
+                    case BIG_INTEGER -> generator.writeNumber(node.bigIntegerValue());
+                    case BIG_DECIMAL -> generator.writeNumber(node.decimalValue());
+                    case FLOAT -> generator.writeNumber(node.floatValue());
+                    default -> generator.writeNumber(node.doubleValue());
+                }
+            }
+            case BOOLEAN -> generator.writeBoolean(node.booleanValue());
+            default -> generator.writeNull();
         }
     }
 
