@@ -87,14 +87,21 @@ timeout 360 "$NETREDUCE_PYTHON" -m pytest -v -s -p no:cacheprovider -rs python/t
 tail -5 "$out/bed-pytest.log" | tee -a "$log"
 fi
 
-if [[ "$phases" == *" 2 "* ]]; then
+# cnn_twice LOG [BUCKET]: scripts/train.sh's cnn (W = 4, 1 Gbit/s) twice, appended to LOG, the links' tbf bucket
+# BUCKET (testbed.sh --burst) or the bed's default
+cnn_twice() {
+  local to="$1" bucket="${2:-}" run
+  for run in 1 2; do
+    NETREDUCE_BED_BURST="${bucket:-${NETREDUCE_BED_BURST:-512kb}}" timeout 240 bash scripts/train.sh --no-build \
+      --model cnn --plot "$out/train-cnn${bucket:+-$bucket}.png" >>"$to" 2>&1 ||
+      { status=1; echo "train.sh cnn ${bucket:-}: failed ($?)" >>"$to"; }
+  done
+  grep -E "^(netreduce|gloo) |median step|agree|accuracy" "$to" | tail -20 | tee -a "$log"
+}
 
+if [[ "$phases" == *" 2 "* ]]; then
 say "2. train.sh cnn x2 (W=4, 1 Gbit/s)"
-for model in cnn cnn; do
-  timeout 240 bash scripts/train.sh --no-build --model "$model" --plot "$out/train-$model.png" >>"$out/train.log" 2>&1 ||
-    { status=1; echo "train.sh $model: failed ($?)" >>"$out/train.log"; }
-done
-grep -E "median|mean|step time|agree|accuracy" "$out/train.log" | tail -30 | tee -a "$log"
+cnn_twice "$out/train.log"
 fi
 
 if [[ "$phases" == *" 3 "* ]]; then
@@ -119,11 +126,7 @@ tail -15 "$out/shared.log" | tee -a "$log"
 fi
 if [[ "$phases" == *" 6 "* ]]; then
 say "6. train.sh cnn x2 with a 128 KiB tbf bucket (the smallest that keeps the appliance's offload batches whole)"
-for run in 1 2; do
-  NETREDUCE_BED_BURST=128kb timeout 240 bash scripts/train.sh --no-build --model cnn --plot /tmp/train-cnn-128k.png \
-    >>"$out/train-128k.log" 2>&1 || { status=1; echo "train.sh cnn 128kb: failed ($?)" >>"$out/train-128k.log"; }
-done
-grep -E "^(netreduce|gloo) |median step" "$out/train-128k.log" | tee -a "$log"
+cnn_twice "$out/train-128k.log" 128kb
 fi
 say "done, status $status"
 exit $status
