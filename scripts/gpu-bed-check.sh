@@ -96,7 +96,7 @@ cnn_twice() {
       --model cnn --plot "$out/train-cnn${bucket:+-$bucket}.png" >>"$to" 2>&1 ||
       { status=1; echo "train.sh cnn ${bucket:-}: failed ($?)" >>"$to"; }
   done
-  grep -E "^(netreduce|gloo) |median step|agree|accuracy" "$to" | tail -20 | tee -a "$log"
+  grep -E "^(netreduce|gloo) |median step|^RESULT" "$to" | tee -a "$log"
 }
 
 if [[ "$phases" == *" 2 "* ]]; then
