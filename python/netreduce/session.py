@@ -340,6 +340,9 @@ class Session:
         self._output_address = self._output.data_ptr()
         self._output_tags_address = self._output_tags.data_ptr()
         self._elements_per_piece = messages * self._data_bytes // _ELEMENT_SIZES[self.element_type]
+        # A transport that answers a call at its sums, before its own sends are acknowledged (the sidecar's
+        # doorbell), says through wait_input() when the input area may be written again.
+        self._wait_input = getattr(self.transport, "wait_input", None) or (lambda: None)
 
     @property
     def message_data_bytes(self) -> Optional[int]:
@@ -605,6 +608,7 @@ class Session:
                 piece.is_contiguous() and result.is_contiguous():  # raw host addresses: pinned pieces qualify
             self._sum_piece_by_rows(piece, result, element_size, full, tail)
             return
+        self._wait_input()
         self._input[:full].copy_(piece[:full * data].view(full, data))
         if tail:
             self._input[full, :tail].copy_(piece[full * data:])
@@ -633,6 +637,7 @@ class Session:
         tail zeroed with memset, the result tags compared as bytes (after the copy, as there)."""
         data, stride = self._data_bytes, self._message_stride
         source, target = piece.data_ptr(), self._input_address
+        self._wait_input()
         for row in range(full):
             ctypes.memmove(target + row * stride, source + row * data, data)
         if tail:

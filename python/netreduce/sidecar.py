@@ -44,6 +44,8 @@ _REQUEST = struct.Struct("=Q")        # at 0: (~sequence << 32) | sequence, afte
 _ELEMENTS = struct.Struct("=Q")       # at 24: the call's elements
 _ANSWER = struct.Struct("=IIQ")       # at 8: answered sequence, status (0 ok, 1 failed), the sidecar's microseconds
 _ANSWER_OFFSET = 8
+_RELEASED = struct.Struct("=I")       # at 32: the last call whose input area the sidecar will not read again
+_RELEASED_OFFSET = 32
 _PAGE_BYTES = mmap.ALLOCATIONGRANULARITY
 # The page relies on x86-64's ordering (TSO): the sidecar sees the elements before the request word written after
 # them, and this side, spinning, the answer's status before its sequence (the sidecar's release store). Elsewhere
@@ -104,6 +106,7 @@ class SidecarTransport:
         self._page_offset = None
         self._bells = None
         self._sequence = 0
+        self._release_apart = False
         self._call_limit = None
         self._dir = tempfile.mkdtemp(prefix="netreduce-")  # 0700: only this user reaches the socket and memory
         self._socket_path = os.path.join(self._dir, "sidecar.sock")
@@ -200,6 +203,7 @@ class SidecarTransport:
         request.update(ring)
         if self._page is not None:
             request["doorbell"] = self._page_offset
+            request["inputRelease"] = True
         try:
             reply = self._call(request)
             self.layout = {key: int(reply[key]) for key in ("messages", "messageBytes", "input", "output")}
@@ -224,6 +228,8 @@ class SidecarTransport:
             return
         if reply.get("doorbell") is True:
             self.use_doorbell = True
+            # Answered at the sums; the input area released apart, when the call's own writes are acknowledged.
+            self._release_apart = reply.get("inputRelease") is True
             # The sidecar fails a call after its timeout without progress; a caller waits that long plus a margin
             # for a sidecar that is alive but does not answer at all (the socket tells at once when it dies).
             self._call_limit = request.get("timeoutMs", 10_000) / 1000 + 30
@@ -236,6 +242,24 @@ class SidecarTransport:
         if self.use_doorbell:
             return self._ring_call(elements)
         return self._call({"op": "allreduce", "elements": elements})["us"]
+
+    def wait_input(self) -> None:
+        """Return once the input area may be refilled: at once, unless the last doorbell call was answered at its
+        sums and its own writes (which a retransmission would read from the input area) are not acknowledged yet.
+        The release usually comes while the caller reads the sums or computes; otherwise this spins for
+        ``doorbell_spin_s``, then sleeps as :meth:`allreduce` does."""
+        if not self._release_apart:
+            return
+        page, sequence = self._page, self._sequence
+        released = _RELEASED.unpack_from(page, _RELEASED_OFFSET)
+        if released[0] != sequence and self.doorbell_spin_s:
+            until = time.perf_counter() + self.doorbell_spin_s
+            while released[0] != sequence and time.perf_counter() < until:
+                released = _RELEASED.unpack_from(page, _RELEASED_OFFSET)
+        if released[0] != sequence:
+            # Not under self._lock: the caller is the one thread that makes calls, and a control request from
+            # another (stats) may go meanwhile; the sidecar answers it after the release.
+            self._wait_page(sequence, _RELEASED, _RELEASED_OFFSET, "the input area's release")
 
     def _ring_call(self, elements: int) -> int:
         """One call through the doorbell: post it on the call page, ring the sidecar, wait for the answer word
@@ -255,7 +279,7 @@ class SidecarTransport:
                 while answered != sequence and time.perf_counter() < until:
                     answered, status, micros = _ANSWER.unpack_from(page, _ANSWER_OFFSET)
             if answered != sequence:
-                answered, status, micros = self._wait_answer(sequence)
+                answered, status, micros = self._wait_page(sequence, _ANSWER, _ANSWER_OFFSET, "the answer")
             if status != 0:
                 line = self._reader.readline()
                 if not line:
@@ -264,16 +288,17 @@ class SidecarTransport:
                 raise TransportError(f"sidecar allreduce: {json.loads(line).get('error')}")
             return micros
 
-    def _wait_answer(self, sequence: int):
-        """Sleep until the answer word holds ``sequence``; raises when the sidecar closes its socket (it died)
-        first, or neither answers nor dies within the call limit."""
+    def _wait_page(self, sequence: int, words: struct.Struct, offset: int, what: str):
+        """Sleep until the page's ``words`` at ``offset`` begin with ``sequence`` (the answer, or the released word);
+        raises when the sidecar closes its socket (it died) first, or neither answers nor dies within the call
+        limit. The sidecar rings the answer eventfd after writing either."""
         page, answer_fd = self._page, self._bells[1]
         poller = select.poll()
         poller.register(answer_fd, select.POLLIN)
         poller.register(self._sock.fileno(), select.POLLIN)
         deadline = time.monotonic() + self._call_limit
         while True:
-            answer = _ANSWER.unpack_from(page, _ANSWER_OFFSET)
+            answer = words.unpack_from(page, offset)
             if answer[0] == sequence:
                 return answer
             events = poller.poll(1000)
@@ -283,7 +308,7 @@ class SidecarTransport:
                         os.eventfd_read(answer_fd)  # this answer's, or a stale one from a call answered while spinning
                     except BlockingIOError:
                         pass
-                elif _ANSWER.unpack_from(page, _ANSWER_OFFSET)[0] != sequence:
+                elif words.unpack_from(page, offset)[0] != sequence:
                     # The socket, before the answer: a failed call's error line comes just before its answer word;
                     # end of stream is the sidecar gone.
                     try:
@@ -300,15 +325,16 @@ class SidecarTransport:
                                 code = self._process.wait(timeout=1)
                             except subprocess.TimeoutExpired:
                                 code = "unknown"
-                        raise TransportError(f"the sidecar exited (status {code}) during allreduce: "
-                                             f"{self.log_tail()}")
+                        raise TransportError(f"the sidecar exited (status {code}) during allreduce, waiting for "
+                                             f"{what}: {self.log_tail()}")
                     time.sleep(0)  # the line is there: its answer word follows within microseconds
             if not events:
                 code = self._process.poll()
                 if code is not None:
-                    raise TransportError(f"the sidecar exited (status {code}) during allreduce: {self.log_tail()}")
+                    raise TransportError(f"the sidecar exited (status {code}) during allreduce, waiting for {what}: "
+                                         f"{self.log_tail()}")
                 if time.monotonic() > deadline:
-                    raise TransportError(f"the sidecar did not answer an allreduce within {self._call_limit:.0f} s "
+                    raise TransportError(f"the sidecar did not send {what} of an allreduce within {self._call_limit:.0f} s "
                                          f"(alive, status unknown): {self.log_tail()}")
 
     def stats(self) -> dict:

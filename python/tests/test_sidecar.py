@@ -2,6 +2,7 @@
 import logging
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -86,6 +87,8 @@ FAKE_DOORBELL_SERVE = textwrap.dedent("""
                     reply({"ok": False, "error": f"no progress for 300 ms ({elements} elements)"})
                     answer(last, 1, 0)
                 else:
+                    if mode != "release":
+                        page[32:36] = struct.pack("=I", last)  # answered with its input area released
                     answer(last, 0, 4242)
         if connection not in ready:
             continue
@@ -101,12 +104,21 @@ FAKE_DOORBELL_SERVE = textwrap.dedent("""
                 shm = os.open(request["shm"], os.O_RDWR)
                 page = mmap.mmap(shm, 64, offset=request["doorbell"])
                 ok["doorbell"] = True
+                # "release": answered at the sums, the input area released on a "release" request, and gone on
+                # a "die" request
+                ok["inputRelease"] = mode == "release" and request.get("inputRelease") is True
             reply(ok)
         elif op == "allreduce":
             json_calls += 1
             reply({"ok": True, "us": 7})
         elif op == "stats":
             reply({"ok": True, "jsonCalls": json_calls, "pageCalls": page_calls})
+        elif op == "release":
+            page[32:36] = struct.pack("=I", last)
+            os.eventfd_write(bells[1], 1)
+            reply({"ok": True})
+        elif op == "die":
+            os._exit(5)
         elif op == "close":
             reply({"ok": True})
             break
@@ -137,6 +149,59 @@ def test_should_answer_a_call_through_the_doorbell_without_a_json_line(tmp_path,
         transport.use_doorbell = False  # the JSON request stays, selectable
         assert transport.allreduce(100) == 7
         assert transport.stats()["jsonCalls"] == 1
+    finally:
+        transport.close()
+
+
+def _waiting_for_input(transport):
+    """wait_input() on a thread of its own: the thread, and where its outcome lands."""
+    outcome = []
+
+    def wait():
+        try:
+            transport.wait_input()
+            outcome.append("released")
+        except TransportError as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_should_wait_for_the_input_areas_release_after_a_call_answered_at_its_sums(tmp_path, monkeypatch):
+    transport = _doorbell_transport(tmp_path, monkeypatch, "release")
+    try:
+        transport.wait_input()  # no call yet: free at once
+        assert transport.allreduce(100) == 4242  # answered with its input area still the sidecar's
+        for spin in (50e-6, 0):  # spinning first, or straight to poll(2)
+            transport.doorbell_spin_s = spin
+            thread, outcome = _waiting_for_input(transport)
+            thread.join(0.3)
+            assert thread.is_alive() and not outcome
+            assert transport._call({"op": "release"})["ok"]  # control goes on meanwhile
+            thread.join(5)
+            assert outcome == ["released"]
+            transport.wait_input()  # and stays free until the next call
+            assert transport.allreduce(100) == 4242
+        # the sidecar dies before the release: the waiting caller is told, not left hanging
+        thread, outcome = _waiting_for_input(transport)
+        with pytest.raises(TransportError):
+            transport._call({"op": "die"})
+        thread.join(5)
+        assert len(outcome) == 1 and isinstance(outcome[0], TransportError)
+        assert "exited (status 5) during allreduce, waiting for the input area's release" in str(outcome[0])
+    finally:
+        transport.close()
+
+
+def test_should_not_wait_for_a_release_from_a_sidecar_that_answers_when_its_input_area_is_free(tmp_path,
+                                                                                           monkeypatch):
+    transport = _doorbell_transport(tmp_path, monkeypatch, "answer")
+    try:
+        assert transport.allreduce(100) == 4242
+        transport.doorbell_spin_s = 0
+        transport.wait_input()
     finally:
         transport.close()
 

@@ -36,9 +36,12 @@ import java.util.Locale;
  * of the call) is posted straight from input offset i x messageBytes (its header written into the gap in front)
  * to the successor's output area at the same offset, and its result lands in our output area at that offset,
  * where it is checked in place and left: nothing is copied. Nothing writes the input area during a call, so a
- * retransmission carries the bytes the first transmission did. A placed call is done when every result has
- * arrived <i>and</i> every one of its own writes has been acknowledged, so that the caller may refill the input
- * area as soon as {@link #isDone()} without a late retransmission reading the next call's data.
+ * retransmission carries the bytes the first transmission did. A placed call's sums may be read once
+ * {@link #resultsDone()}; it is done when every result has arrived <i>and</i> every one of its own writes has been
+ * acknowledged ({@link #writesAcknowledged()}), so that the caller may refill the input area as soon as
+ * {@link #isDone()} without a late retransmission reading the next call's data. The two differ by the ACKs' way
+ * back from the successor through the appliance, a round trip of other processes' wake-ups: a caller that has other
+ * work (the sidecar answering its trainer) takes the sums at {@link #resultsDone()} and keeps polling.
  * <p>
  * If no result arrives for {@link NetReduceConfig#timeoutNs()} (appliance gone, ring removed from it, a rank
  * dead), or a queue pair fails, the call throws {@link AllReduceException}; it never hangs.
@@ -289,7 +292,26 @@ public final class NetReduceAllReduce implements AllReduce
     @Override
     public boolean isDone()
     {
-        return resultsReceived == callEnd && (areaMessages == 0 || sendsCompleted == callEnd);
+        return resultsDone() && (areaMessages == 0 || writesAcknowledged());
+    }
+
+    /**
+     * @return true once every result of the call is in place (checked), whether or not its own writes have been
+     * acknowledged yet: in placement mode the output area may be read, but the input area not yet refilled
+     * (see {@link #writesAcknowledged()}); keep polling until {@link #isDone()}.
+     */
+    public boolean resultsDone()
+    {
+        return resultsReceived == callEnd;
+    }
+
+    /**
+     * @return true once every write of the call has been acknowledged by the successor: nothing will read the input
+     * area for this call again, not even a retransmission.
+     */
+    public boolean writesAcknowledged()
+    {
+        return sendsCompleted == callEnd;
     }
 
     @Override

@@ -260,6 +260,46 @@ class NetReducePlacedAllReduceTest
         }
     }
 
+    @Test
+    void shouldHaveItsSumsInPlaceBeforeItsOwnWritesAreAcknowledgedAndBeDoneOnlyAfterBoth()
+    {
+        final int payload = 1024;
+        final int world = 3;
+        final NetReduceConfig config = new NetReduceConfig(RING, 8, 4, payload, 2_000_000_000L);
+        try (RingHarness ring = placedRing(world, r -> new RcConfig().pmtu(payload), config, AREA_MESSAGES))
+        {
+            applianceWithRing(ring, ElementType.FP32, config);
+            final int elements = 2 * config.dataBytesPerMessage() / 4;
+            final NetReduceAllReduce[] ops = beginFp32Call(ring, config, elements);
+            final boolean[] sawSumsBeforeAcks = new boolean[world];
+            for (int step = 0; step < 3_000_000 && !(ops[0].isDone() && ops[1].isDone() && ops[2].isDone()); step++)
+            {
+                ring.step(ops);
+                for (int r = 0; r < world; r++)
+                {
+                    assertThat(ops[r].isDone()).isEqualTo(ops[r].resultsDone() && ops[r].writesAcknowledged());
+                    if (ops[r].resultsDone() && !ops[r].writesAcknowledged())
+                    {
+                        // what the sidecar answers its trainer on: the sums, checked, in the output area
+                        sawSumsBeforeAcks[r] = true;
+                        final Tensor result = copyOut(ring.links[r], config, ElementType.FP32, elements);
+                        for (int i = 0; i < elements; i++)
+                        {
+                            assertThat(Arithmetic.get(result, i)).isEqualTo(Arithmetic.rankOrderSum(ElementType.FP32,
+                                world, (rank, index) -> TensorPattern.bits(ElementType.FP32, SEED, rank, 0, index), i));
+                        }
+                    }
+                }
+            }
+            for (int r = 0; r < world; r++)
+            {
+                assertThat(ops[r].isDone()).as("rank %d", r).isTrue();
+                assertThat(sawSumsBeforeAcks[r]).as("rank %d: sums in before its last ACK", r)
+                    .isEqualTo(ops[r].callsWaitingForAcks() == 1);
+            }
+        }
+    }
+
     private static byte[] dataParts(final UnsafeBuffer area, final NetReduceConfig config, final int messages)
     {
         final int data = config.dataBytesPerMessage();

@@ -11,7 +11,14 @@ import java.nio.ByteBuffer;
  * number with its complement beside it, and rings the sidecar's {@link Doorbell} (an eventfd the trainer made and the sidecar polls
  * with its port), so the request wakes the endpoint thread directly and needs no parsing; the sidecar answers by
  * writing the status and its own time, then the sequence number (a release store), and ringing the trainer's answer
- * eventfd. A failed call's error still goes over the socket as a JSON line, written before the answer, so the
+ * eventfd. A trainer that asked for it at {@code open} ({@code "inputRelease": true}) is answered as soon as the
+ * sums are in the output area, before the call's own writes have been acknowledged, and told separately when the
+ * input area is its own again: the sidecar writes the call's sequence into the released word (a release store)
+ * once nothing will read the input area for that call, not even a retransmission, and rings the answer eventfd again
+ * if that came after the answer. The trainer reads its sums meanwhile and refills the input area only after the
+ * released word holds the last call's sequence; a trainer that did not ask is answered when both are done, the
+ * released word written with the answer. A failed call's error still goes over the socket as a JSON line, written
+ * before the answer, so the
  * trainer reads it once it sees the failed status; the socket also tells a waiting trainer the sidecar died (end of
  * stream). Control ({@code open}, {@code connect}, {@code stats}, {@code close}) stays JSON.
  * <p>
@@ -22,6 +29,8 @@ import java.nio.ByteBuffer;
  *  12  u32  status: 0 ok, 1 failed (error line on the socket)
  *  16  u64  microseconds the call took in the sidecar
  *  24  u64  elements of the call                      written by the trainer first
+ *  32  u32  released sequence: the input area may be  written by the sidecar (release), before or after
+ *           refilled                                    the answer
  * </pre>
  * The complement is there because CPython's {@code struct} writes a word a byte at a time: a request word is taken
  * only once its two halves agree, so a word caught half-written is not a request. The trainer's stores become
@@ -38,6 +47,7 @@ final class CallPage
     static final int STATUS_OFFSET = 12;
     static final int MICROS_OFFSET = 16;
     static final int ELEMENTS_OFFSET = 24;
+    static final int RELEASED_SEQUENCE_OFFSET = 32;
     static final int STATUS_OK = 0;
     static final int STATUS_FAILED = 1;
 
@@ -75,13 +85,30 @@ final class CallPage
     }
 
     /**
-     * Answer the request taken last: status and time first, then the sequence (release), then the trainer's bell.
+     * Answer the request taken last: the released word if its input area is free already, status and time, then the
+     * sequence (release), then the trainer's bell.
+     *
+     * @param released whether nothing will read the call's input area any more (else {@link #release()} follows).
      */
-    void answer(final int status, final long micros)
+    void answer(final int status, final long micros, final boolean released)
     {
+        if (released)
+        {
+            page.putIntOrdered(RELEASED_SEQUENCE_OFFSET, pendingSequence);
+        }
         page.putLong(MICROS_OFFSET, micros);
         page.putInt(STATUS_OFFSET, status);
         page.putIntOrdered(ANSWER_SEQUENCE_OFFSET, pendingSequence);
+        answer.ring();
+    }
+
+    /**
+     * The call answered last (with {@code released} false) no longer needs its input area: write its sequence into
+     * the released word and ring the trainer's bell, which may be waiting to refill the area.
+     */
+    void release()
+    {
+        page.putIntOrdered(RELEASED_SEQUENCE_OFFSET, pendingSequence);
         answer.ring();
     }
 }

@@ -35,7 +35,8 @@ import java.util.concurrent.TimeUnit;
  * <p>
  * Requests: {@code open} (ring parameters and the shared file; answers this rank's connection info for the ring
  * neighbours and the areas' geometry), {@code connect} (the neighbours' info), {@code allreduce} (elements in the
- * input area; answered when the sum is in the output area or with the error), {@code stats}, {@code close}; the
+ * input area; answered when the sum is in the output area or with the error; on the call page, when the trainer asked
+ * for it, before the call's own writes are acknowledged, the input area released apart: {@link CallPage}), {@code stats}, {@code close}; the
  * loop, its dispatch and the mapping are {@link SidecarLoop}'s. The open may say how the window follows ECN marks
  * ({@code ecnWindow}, {@code ecnGain}, {@code ecnMinWindow}; {@link CongestionWindow}), and {@code stats} reports the window, alpha and the
  * marked results. One call runs at a time; requests queue in order.
@@ -101,7 +102,16 @@ final class Sidecar extends SidecarLoop
     @Override
     boolean callDone()
     {
-        return op.isDone();
+        return op.resultsDone();
+    }
+
+    /**
+     * The call's own writes are all acknowledged: until then a retransmission may read the input area.
+     */
+    @Override
+    boolean inputReleased()
+    {
+        return op.writesAcknowledged();
     }
 
     @Override

@@ -43,10 +43,15 @@ abstract class SidecarLoop
     private CallPage callPage;
     private long callStartNs;
     private boolean inCall;
+    /** The call in progress was answered (its sums are in) and waits only for its input area's release. */
+    private boolean answered;
     private boolean callByDoorbell;
+    /** The trainer asked at open to be answered at the sums and told of the input area's release apart. */
+    private boolean answerAtSums;
     private boolean closing;
     private long calls;
     private long failedCalls;
+    private long callsFailedAfterAnswer;
 
     SidecarLoop(final ControlChannel control)
     {
@@ -106,6 +111,15 @@ abstract class SidecarLoop
     abstract boolean callDone();
 
     /**
+     * @return whether nothing will read the input area for the call begun last any more, not even a retransmission
+     * (asked once {@link #callDone()}): until then the trainer must not refill it. Here: at once.
+     */
+    boolean inputReleased()
+    {
+        return true;
+    }
+
+    /**
      * {@code stats}: the protocol's counters, besides {@code calls} and {@code failedCalls}.
      */
     abstract void stats(ObjectNode reply);
@@ -162,34 +176,68 @@ abstract class SidecarLoop
         }
     }
 
+    /**
+     * Drive the call in progress. A doorbell call whose trainer asked for it is answered as soon as its sums are in,
+     * and its input area released apart once nothing will read it again; every other call is answered when both
+     * are done. Until the release the loop takes no other request.
+     */
     private int serveCall() throws IOException
     {
         try
         {
             final int work = pollCall();
-            if (callDone())
+            if (!answered && callDone())
             {
-                inCall = false;
-                calls++;
-                final long micros = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - callStartNs);
-                if (callByDoorbell)
+                final boolean released = inputReleased();
+                if (released || (callByDoorbell && answerAtSums))
                 {
-                    callPage.answer(CallPage.STATUS_OK, micros);
+                    answered = true;
+                    calls++;
+                    final long micros = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - callStartNs);
+                    if (callByDoorbell)
+                    {
+                        callPage.answer(CallPage.STATUS_OK, micros, released);
+                    }
+                    else
+                    {
+                        control.reply(Requests.text(Requests.ok().put("us", micros)));
+                    }
+                    if (released)
+                    {
+                        endCall();
+                        return work;
+                    }
                 }
-                else
-                {
-                    control.reply(Requests.text(Requests.ok().put("us", micros)));
-                }
+            }
+            if (answered && inputReleased())
+            {
+                callPage.release();
+                endCall();
             }
             return work;
         }
         catch (final CallFailedException ex)
         {
-            inCall = false;
+            if (answered)
+            {
+                // The sums were in and answered; what failed is the ring, while this call's own writes waited for
+                // their ACKs. Nothing resends from the input area now, and the next call fails with the reason.
+                callsFailedAfterAnswer++;
+                callPage.release();
+                endCall();
+                return 1;
+            }
+            endCall();
             failedCalls++;
             failCall(ex.getMessage());
             return 1;
         }
+    }
+
+    private void endCall()
+    {
+        inCall = false;
+        answered = false;
     }
 
     /**
@@ -227,7 +275,7 @@ abstract class SidecarLoop
         control.reply(Requests.error(message));
         if (callByDoorbell)
         {
-            callPage.answer(CallPage.STATUS_FAILED, 0);
+            callPage.answer(CallPage.STATUS_FAILED, 0, true);
         }
     }
 
@@ -244,7 +292,10 @@ abstract class SidecarLoop
                     final ObjectNode reply = open(request, Requests.ok());
                     if (request.has("doorbell"))
                     {
-                        reply.put("doorbell", openCallPage(Requests.longField(request, "doorbell", -1)));
+                        final boolean doorbell = openCallPage(Requests.longField(request, "doorbell", -1));
+                        reply.put("doorbell", doorbell);
+                        answerAtSums = doorbell && Requests.booleanField(request, "inputRelease", false);
+                        reply.put("inputRelease", answerAtSums);
                     }
                     control.reply(Requests.text(reply));
                 }
@@ -263,7 +314,8 @@ abstract class SidecarLoop
                 }
                 case "stats" ->
                 {
-                    final ObjectNode reply = Requests.ok().put("calls", calls).put("failedCalls", failedCalls);
+                    final ObjectNode reply = Requests.ok().put("calls", calls).put("failedCalls", failedCalls)
+                        .put("callsFailedAfterAnswer", callsFailedAfterAnswer);
                     stats(reply);
                     control.reply(Requests.text(reply));
                 }

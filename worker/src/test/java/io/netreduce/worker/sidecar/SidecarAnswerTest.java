@@ -1,0 +1,274 @@
+package io.netreduce.worker.sidecar;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netreduce.protocol.port.Doorbell;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.SleepingMillisIdleStrategy;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.channels.FileChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * When the loop answers a call on the call page and when it releases the call's input area: at the sums and apart
+ * for a trainer that asked ({@code "inputRelease": true}), at both for one that did not. The protocol under the loop
+ * is a stand-in whose sums, release and failure the test sets (what {@link Sidecar} takes from the ring's
+ * {@code resultsDone()} and {@code writesAcknowledged()}, pinned in the host's NetReducePlacedAllReduceTest); the
+ * socket, the page and the eventfds are real.
+ */
+class SidecarAnswerTest
+{
+    private static final int SHM_BYTES = 1 << 16;
+    private static final int PAGE = SHM_BYTES;
+
+    /** A protocol whose call state the test thread sets. */
+    private static final class StandIn extends SidecarLoop
+    {
+        volatile boolean sumsIn;
+        volatile boolean released;
+        volatile String failure;
+        volatile int begun;
+
+        StandIn(final ControlChannel control)
+        {
+            super(control);
+        }
+
+        @Override
+        IdleStrategy idleStrategy()
+        {
+            return new SleepingMillisIdleStrategy(1);
+        }
+
+        @Override
+        int doWork()
+        {
+            return 0;
+        }
+
+        @Override
+        ObjectNode open(final JsonNode request, final ObjectNode reply) throws IOException
+        {
+            mapShared(Path.of(Requests.textField(request, "shm", null)), SHM_BYTES);
+            return reply;
+        }
+
+        @Override
+        void connect(final JsonNode request)
+        {
+        }
+
+        @Override
+        void beginCall(final long elements)
+        {
+            begun++;
+        }
+
+        @Override
+        int pollCall() throws CallFailedException
+        {
+            final String reason = failure;
+            if (reason != null)
+            {
+                failure = null;
+                throw new CallFailedException(reason);
+            }
+            return 0;
+        }
+
+        @Override
+        boolean callDone()
+        {
+            return sumsIn;
+        }
+
+        @Override
+        boolean inputReleased()
+        {
+            return released;
+        }
+
+        @Override
+        void stats(final ObjectNode reply)
+        {
+        }
+    }
+
+    @TempDir
+    Path dir;
+
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private Doorbell doorbell;
+    private Doorbell answer;
+    private ControlChannel control;
+    private StandIn sidecar;
+    private CompletableFuture<Void> served;
+    private SocketChannel client;
+    private BufferedReader in;
+    private OutputStream out;
+    private UnsafeBuffer page;
+
+    private JsonNode start(final boolean inputRelease) throws Exception
+    {
+        doorbell = new Doorbell();
+        answer = new Doorbell();
+        final Path socket = dir.resolve("sidecar.sock");
+        control = new ControlChannel(socket, doorbell, answer);
+        final SidecarLines.Connection connection = SidecarLines.connect(control, socket, threads);
+        client = connection.client();
+        in = connection.in();
+        out = connection.out();
+        sidecar = new StandIn(control);
+        served = CompletableFuture.runAsync(() ->
+        {
+            try
+            {
+                sidecar.run();
+            }
+            catch (final IOException ex)
+            {
+                throw new IllegalStateException(ex);
+            }
+        }, threads);
+        final Path shm = dir.resolve("shm");
+        Files.write(shm, new byte[SHM_BYTES + 4096]);
+        try (FileChannel file = FileChannel.open(shm, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            page = new UnsafeBuffer(file.map(FileChannel.MapMode.READ_WRITE, PAGE, CallPage.LENGTH));
+        }
+        final JsonNode opened = ask("{\"op\":\"open\",\"shm\":\"" + shm + "\",\"doorbell\":" + PAGE +
+            ",\"inputRelease\":" + inputRelease + "}");
+        assertThat(opened.path("doorbell").asBoolean(false)).as(opened.toString()).isTrue();
+        assertThat(opened.path("inputRelease").asBoolean(!inputRelease)).as(opened.toString())
+            .isEqualTo(inputRelease);
+        answer.drain();
+        return opened;
+    }
+
+    @AfterEach
+    void stop() throws Exception
+    {
+        if (client != null)
+        {
+            client.close();
+            served.get(10, TimeUnit.SECONDS);
+            control.close();
+            doorbell.close();
+            answer.close();
+        }
+        threads.shutdownNow();
+    }
+
+    private JsonNode ask(final String line) throws Exception
+    {
+        return SidecarLines.ask(out, in, threads, line, 10);
+    }
+
+    private void post(final int sequence)
+    {
+        page.putLongVolatile(CallPage.ELEMENTS_OFFSET, 100);
+        page.putLongVolatile(CallPage.REQUEST_OFFSET, ((long)~sequence << 32) | (sequence & 0xFFFF_FFFFL));
+        doorbell.ring();
+    }
+
+    private void awaitWord(final int offset, final int value) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (page.getIntVolatile(offset) != value)
+        {
+            if (System.nanoTime() > deadline)
+            {
+                throw new AssertionError("word at " + offset + " never became " + value + ": " +
+                    page.getIntVolatile(offset));
+            }
+            Thread.sleep(1);
+        }
+    }
+
+    private int answered()
+    {
+        return page.getIntVolatile(CallPage.ANSWER_SEQUENCE_OFFSET);
+    }
+
+    private int released()
+    {
+        return page.getIntVolatile(CallPage.RELEASED_SEQUENCE_OFFSET);
+    }
+
+    @Test
+    void shouldAnswerAtTheSumsAndReleaseTheInputAreaApartWhenTheTrainerAskedForIt() throws Exception
+    {
+        start(true);
+        post(1);
+        Thread.sleep(50);
+        assertThat(answered()).isZero();
+        sidecar.sumsIn = true;
+        awaitWord(CallPage.ANSWER_SEQUENCE_OFFSET, 1);
+        assertThat(page.getInt(CallPage.STATUS_OFFSET)).isEqualTo(CallPage.STATUS_OK);
+        assertThat(answer.drain()).as("the answer's bell").isTrue();
+        Thread.sleep(50);
+        assertThat(released()).as("the input area, its writes not acknowledged").isZero();
+        // a call posted before the release (a trainer's mistake) waits: the loop takes nothing until then
+        post(2);
+        Thread.sleep(50);
+        assertThat(answered()).isEqualTo(1);
+
+        assertThat(sidecar.begun).isEqualTo(1);
+
+        sidecar.released = true;
+        awaitWord(CallPage.RELEASED_SEQUENCE_OFFSET, 1);
+        assertThat(answer.drain()).as("the release's bell").isTrue();
+        // now the second call is taken, its sums in and its input released at once: one answer, the release with it
+        awaitWord(CallPage.ANSWER_SEQUENCE_OFFSET, 2);
+        assertThat(released()).isEqualTo(2);
+        final JsonNode stats = ask("{\"op\":\"stats\"}");
+        assertThat(stats.path("calls").asInt()).as(stats.toString()).isEqualTo(2);
+        assertThat(stats.path("failedCalls").asInt()).isZero();
+    }
+
+    @Test
+    void shouldAnswerOnlyWhenTheInputAreaIsReleasedToATrainerThatDidNotAsk() throws Exception
+    {
+        start(false);
+        sidecar.sumsIn = true;
+        post(1);
+        Thread.sleep(100);
+        assertThat(answered()).as("sums in, writes not acknowledged").isZero();
+        sidecar.released = true;
+        awaitWord(CallPage.ANSWER_SEQUENCE_OFFSET, 1);
+        assertThat(released()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldReleaseTheInputAreaWhenTheRingFailsAfterTheAnswerAndCountIt() throws Exception
+    {
+        start(true);
+        sidecar.sumsIn = true;
+        post(1);
+        awaitWord(CallPage.ANSWER_SEQUENCE_OFFSET, 1);
+        assertThat(page.getInt(CallPage.STATUS_OFFSET)).isEqualTo(CallPage.STATUS_OK);
+        assertThat(released()).isZero();
+        sidecar.failure = "send of message 7 failed: RETRY_EXCEEDED";
+        awaitWord(CallPage.RELEASED_SEQUENCE_OFFSET, 1);
+        final JsonNode stats = ask("{\"op\":\"stats\"}");
+        assertThat(stats.path("calls").asInt()).as(stats.toString()).isEqualTo(1);
+        assertThat(stats.path("failedCalls").asInt()).isZero();
+        assertThat(stats.path("callsFailedAfterAnswer").asInt()).isEqualTo(1);
+    }
+}
