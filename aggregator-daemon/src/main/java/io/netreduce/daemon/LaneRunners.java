@@ -9,6 +9,7 @@ import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.agent.DataplaneLanes;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.agent.LaneSteering;
+import io.netreduce.dataplane.agent.PacketPathWarmUp;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.ClassicBpfProgram;
 import io.netreduce.protocol.port.LaneSteeringProgram;
@@ -47,6 +48,12 @@ final class LaneRunners
 {
     /** The dataplane's one logger, as before its parts had classes of their own: operators grep its name. */
     private static final Logger LOG = LoggerFactory.getLogger(PacketDataplane.class);
+    /**
+     * Made-up ring frames the dataplane runs through a private copy of its packet path before it serves
+     * ({@link PacketPathWarmUp}), so that a fresh daemon's first job does not pay the JIT: 65,536 (about a second
+     * of one core on the test bed), the JVM property {@code netreduce.warmUpFrames} to change it, 0 for none.
+     */
+    static final long WARM_UP_FRAMES = Long.getLong("netreduce.warmUpFrames", 65_536L);
 
     private final Function<PortConfig, PacketPort> portOpener;
     private final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener;
@@ -107,7 +114,8 @@ final class LaneRunners
             .cltEntries(settings.cltEntries())
             .cltForeignEntries(settings.cltForeignEntries())
             .cltForeignPerSource(settings.cltForeignPerSource())
-            .dropProbability(settings.dropProbability(), settings.dropSeed());
+            .dropProbability(settings.dropProbability(), settings.dropSeed())
+            .warmUpFrames(WARM_UP_FRAMES);
         if (portsOfLane0.size() == 2)
         {
             context.bumpInTheWire();
@@ -255,7 +263,15 @@ final class LaneRunners
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while the dataplane warmed up", ex);
         }
-        LOG.info("dataplane warmed up in {} ms", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs));
+        final PacketPathWarmUp.Report warmUp = lanes.agent(0).warmUp();
+        if (warmUp != null && !warmUp.clean())
+        {
+            // a bug, not the network's: the made-up traffic is valid ring traffic
+            LOG.warn("the packet path's warm-up was not clean: {}", warmUp);
+        }
+        LOG.info("dataplane warmed up in {} ms (the packet path: {} made-up frames in {} ms)",
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs), warmUp == null ? 0 : warmUp.frames(),
+            warmUp == null ? 0 : TimeUnit.NANOSECONDS.toMillis(warmUp.nanos()));
     }
 
     /**

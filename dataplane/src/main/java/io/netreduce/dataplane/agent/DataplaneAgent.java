@@ -38,6 +38,8 @@ public final class DataplaneAgent implements Agent
     private final LaneHandle handle;
     private final DataplaneProxy proxy;
     private final long foreignIdleNs;
+    private final long warmUpFrames;
+    private volatile PacketPathWarmUp.Report warmUp;
     private final AtomicCounter foreignExpired;
     private final AtomicCounter staleExpired;
     private long lastSweepNs;
@@ -60,6 +62,7 @@ public final class DataplaneAgent implements Agent
         this.handle = new LaneHandle(commands, counters, latency, foreignTags);
         this.proxy = new DataplaneProxy(List.of(handle), context.memoryBudget(), LaneSteering.NONE);
         this.foreignIdleNs = context.foreignIdleNs();
+        this.warmUpFrames = context.warmUpFrames();
         this.foreignExpired = counters.counter(DataplaneCounter.CLT_FOREIGN_EXPIRED);
         this.staleExpired = counters.counter(DataplaneCounter.CLT_STALE_EXPIRED);
     }
@@ -172,7 +175,8 @@ public final class DataplaneAgent implements Agent
     }
 
     /**
-     * On the agent's own thread, before the first duty cycle: compile the summation kernels.
+     * On the agent's own thread, before the first duty cycle: compile the summation kernels, then run the context's
+     * {@link DataplaneContext#warmUpFrames() warm-up frames} through a private copy of the packet path.
      */
     @Override
     public void onStart()
@@ -180,6 +184,7 @@ public final class DataplaneAgent implements Agent
         try
         {
             SumKernel.warmUp(WARM_UP_ITERATIONS);
+            warmUp = PacketPathWarmUp.run(warmUpFrames);
         }
         catch (final Throwable t)
         {
@@ -197,6 +202,14 @@ public final class DataplaneAgent implements Agent
     public CompletableFuture<Void> ready()
     {
         return ready;
+    }
+
+    /**
+     * @return what the packet path's warm-up did ({@link PacketPathWarmUp}), once {@link #ready()}; null before.
+     */
+    public PacketPathWarmUp.Report warmUp()
+    {
+        return warmUp;
     }
 
     @Override

@@ -53,6 +53,12 @@ public final class DataplaneContext
     public static final double DEFAULT_DROP_PROBABILITY = 0.0;
     /** Fault injection: the seed of the drop sequence, so a drill can be repeated. */
     public static final long DEFAULT_DROP_SEED = 1;
+    /**
+     * Made-up ring frames the agent runs through a private copy of its packet path when it starts, after the
+     * summation kernels ({@link PacketPathWarmUp}): none by default (tests, benchmarks); the daemon asks for
+     * {@code netreduce.warmUpFrames}, 65,536 unless set.
+     */
+    public static final long DEFAULT_WARM_UP_FRAMES = 0;
 
     private List<PacketPort> ports = List.of();
     private int[] peers;
@@ -69,6 +75,7 @@ public final class DataplaneContext
     private long dropSeed = DEFAULT_DROP_SEED;
     private long foreignIdleNs = DEFAULT_FOREIGN_IDLE_NS;
     private long abandonedRunNs = RingRuns.DEFAULT_ABANDONED_RUN_NS;
+    private long warmUpFrames = DEFAULT_WARM_UP_FRAMES;
 
     /**
      * The ports the agent polls, by index. Default peers: one-armed (every frame leaves on its own port).
@@ -226,6 +233,24 @@ public final class DataplaneContext
         return dropSeed;
     }
 
+    /**
+     * @param frames made-up ring frames to run through the packet path at start ({@link PacketPathWarmUp}; 0: none).
+     */
+    public DataplaneContext warmUpFrames(final long frames)
+    {
+        if (frames < 0)
+        {
+            throw new IllegalArgumentException("warmUpFrames must be at least 0: " + frames);
+        }
+        this.warmUpFrames = frames;
+        return this;
+    }
+
+    public long warmUpFrames()
+    {
+        return warmUpFrames;
+    }
+
     public DataplaneContext counters(final DataplaneCounters counters)
     {
         this.counters = counters;
@@ -327,6 +352,8 @@ public final class DataplaneContext
         copy.dropSeed = dropSeed + lane;
         copy.foreignIdleNs = foreignIdleNs;
         copy.abandonedRunNs = abandonedRunNs;
+        // The JIT's code is the process's: one lane warming the packet path warms it for all.
+        copy.warmUpFrames = lane == 0 ? warmUpFrames : 0;
         return copy;
     }
 

@@ -1,0 +1,308 @@
+package io.netreduce.dataplane.agent;
+
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.dataplane.ring.RingDefinition;
+import io.netreduce.dataplane.ring.RingMember;
+import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.port.FrameHandler;
+import io.netreduce.protocol.port.PacketPort;
+import io.netreduce.protocol.port.PortCounters;
+import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.writer.RoceFrameWriter;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.net.InetAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Runs the whole per-packet path on made-up ring traffic before the appliance serves, so that the JIT has compiled
+ * it when the first job's packets arrive: a private {@link DataplaneAgent} (its own tables, counters and a port in
+ * memory, nothing shared with the agent that serves) sums {@value #RANKS} ranks' messages, round after round, each
+ * round a ring of the next element type installed afresh, until it has taken the frames asked for.
+ * <p>
+ * Why: the JDK's ahead-of-time cache holds classes and profiles, not compiled code, so a fresh daemon ran its first
+ * job's first call interpreted and then in C1 while C2 compiled the path on the same cores: at W = 8, 64 MiB, 1
+ * Gbit/s on the 2-core bed the first call took 2.7-2.8 s against 2.1-2.3 s for the same ranks' first call on a daemon
+ * that had served one job before (steady calls 1.2-1.3 s). A daemon runs for weeks; paying this once at start, before
+ * it says it is ready, is cheaper for its users than paying it in the first job's first call.
+ * <p>
+ * Every frame is valid ring traffic (RDMA WRITE FIRST / MIDDLE / LAST WITH IMMEDIATE, the INA header, a correct
+ * ICRC), the ranks in step as workers under their window are, so every message is aggregated and every result sent:
+ * the report says whether that held (a warm-up that dropped frames warmed the drop path, and says so).
+ */
+public final class PacketPathWarmUp
+{
+    /** Ranks of the made-up ring. */
+    public static final int RANKS = 4;
+    /** Packets per message: a first, middle and last packet each. */
+    public static final int MSG_LEN = 4;
+    /** Payload bytes per packet (the common 4 KiB MTU's). */
+    public static final int PAYLOAD = 4096;
+    /** Messages per rank in one round: within the window's MsgID range, so no message waits on another. */
+    public static final int MESSAGES = 32;
+    /** Frames of one round. */
+    public static final int FRAMES_PER_ROUND = MESSAGES * MSG_LEN * RANKS;
+
+    private static final int WINDOW = 8;
+    private static final int RING_ID = 1;
+    private static final ElementType[] TYPES = ElementType.values();
+
+    /**
+     * What a warm-up did.
+     *
+     * @param frames       frames fed to the path.
+     * @param aggregations aggregations completed (one per packet position of a message).
+     * @param expected     aggregations the frames hold.
+     * @param results      result frames the path sent.
+     * @param drops        frames dropped or passed through (none expected).
+     * @param nanos        time taken.
+     */
+    public record Report(long frames, long aggregations, long expected, long results, long drops, long nanos)
+    {
+        /**
+         * @return whether every frame was summed and every result sent, as real ring traffic would be.
+         */
+        public boolean clean()
+        {
+            return aggregations == expected && drops == 0 && results == frames;
+        }
+    }
+
+    private PacketPathWarmUp()
+    {
+    }
+
+    /**
+     * A warm-up stops after this long even if it has not taken its frames: on a machine so slow that 65,536 frames
+     * take longer (a VM under emulation), the JIT would not have finished either, and the daemon's start must not
+     * wait for it.
+     */
+    public static final long DEFAULT_MAX_NANOS = 5_000_000_000L;
+
+    /**
+     * {@link #run(long, long)} within {@link #DEFAULT_MAX_NANOS}.
+     */
+    public static Report run(final long frames)
+    {
+        return run(frames, DEFAULT_MAX_NANOS);
+    }
+
+    /**
+     * Feed at least {@code frames} frames (whole rounds of {@link #FRAMES_PER_ROUND}) through a private agent on
+     * the calling thread, or as many rounds as start within {@code maxNanos}.
+     *
+     * @return what it did; no frames when {@code frames <= 0}.
+     */
+    public static Report run(final long frames, final long maxNanos)
+    {
+        final long startNs = System.nanoTime();
+        if (frames <= 0)
+        {
+            return new Report(0, 0, 0, 0, 0, 0);
+        }
+        final ReplayPort port = new ReplayPort();
+        final DataplaneCounters counters = new DataplaneCounters();
+        final DataplaneAgent agent = new DataplaneAgent(new DataplaneContext()
+            .ports(List.of(port))
+            .counters(counters)
+            .memoryBudget(64L << 20)
+            .cltEntries(64));
+        long fed = 0;
+        long expected = 0;
+        try
+        {
+            for (int round = 0; fed < frames && (round == 0 || System.nanoTime() - startNs < maxNanos); round++)
+            {
+                final RingDefinition ring = ring(TYPES[round % TYPES.length]);
+                port.load(ring);
+                apply(agent, agent.proxy().installRing(ring));
+                while (port.remaining() > 0)
+                {
+                    agent.doWork();
+                }
+                agent.doWork();
+                apply(agent, agent.proxy().removeRing(RING_ID));
+                fed += FRAMES_PER_ROUND;
+                expected += (long)MESSAGES * MSG_LEN;
+            }
+        }
+        finally
+        {
+            agent.onClose();
+        }
+        long drops = counters.get(DataplaneCounter.PASS_THROUGH) + counters.get(DataplaneCounter.TX_FULL);
+        for (final DataplaneCounter counter : DataplaneCounter.values())
+        {
+            if (counter.isDrop())
+            {
+                drops += counters.get(counter);
+            }
+        }
+        return new Report(fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected, port.results(), drops,
+            System.nanoTime() - startNs);
+    }
+
+    private static void apply(final DataplaneAgent agent, final CompletableFuture<?> reply)
+    {
+        while (!reply.isDone())
+        {
+            agent.doWork();
+        }
+        reply.join();
+    }
+
+    private static RingDefinition ring(final ElementType type)
+    {
+        final List<RingMember> members = new ArrayList<>(RANKS);
+        for (int r = 0; r < RANKS; r++)
+        {
+            members.add(new RingMember(r, InetAddress.ofLiteral("192.0.2." + (r + 1)))); // TEST-NET-1: no real host
+        }
+        return new RingDefinition(RING_ID, "warm-up", type, WINDOW, MSG_LEN, PAYLOAD, members);
+    }
+
+    /**
+     * Hands the round's frames to the agent from one direct buffer, as a receive ring would, and counts the result
+     * frames the agent writes into its transmit slot, which go nowhere.
+     */
+    private static final class ReplayPort implements PacketPort
+    {
+        private final RoceFrameWriter writer = new RoceFrameWriter();
+        private final UnsafeBuffer message = new UnsafeBuffer(new byte[MSG_LEN * PAYLOAD]);
+        private final UnsafeBuffer frames;
+        private final int stride;
+        private final UnsafeBuffer claim = new UnsafeBuffer(ByteBuffer.allocateDirect(16 * 1024));
+        private final PortCounters counters = new PortCounters();
+        private final int[] lengths = new int[FRAMES_PER_ROUND];
+        private int next = FRAMES_PER_ROUND;
+        private long results;
+
+        ReplayPort()
+        {
+            stride = (writer.frameLength(Opcode.RDMA_WRITE_FIRST, PAYLOAD) + 63) & ~63;
+            frames = new UnsafeBuffer(ByteBuffer.allocateDirect(stride * FRAMES_PER_ROUND));
+        }
+
+        /**
+         * Build the frames of every rank's messages of a round: rank r writes to rank r + 1, its PSNs from its own
+         * start, the messages interleaved packet by packet across the ranks.
+         */
+        void load(final RingDefinition ring)
+        {
+            for (int rank = 0; rank < RANKS; rank++)
+            {
+                final int successor = (rank + 1) % RANKS;
+                writer.ipv4(address(rank), address(successor)).macs(mac(rank), mac(successor))
+                    .destQp(0x100 + successor).udpSrcPort(0xC000 + rank);
+                final int firstPsn = 1000 * (rank + 1);
+                for (int m = 0; m < MESSAGES; m++)
+                {
+                    InaHeader.write(message, 0, ring.inetTag(), RING_ID, m & 0xFF, MSG_LEN, rank);
+                    for (int i = InaHeader.LENGTH; i < message.capacity(); i++)
+                    {
+                        // small finite values in every element type: no byte above 0x3F
+                        message.putByte(i, (byte)((i * 31 + m * 7 + rank) & 0x3F));
+                    }
+                    writer.reth(0x7F00_0000_0000L + (long)m * message.capacity(), 0x1234, message.capacity())
+                        .immediate(m & 0xFF);
+                    for (int p = 0; p < MSG_LEN; p++)
+                    {
+                        final int opcode = p == 0 ? Opcode.RDMA_WRITE_FIRST : p == MSG_LEN - 1 ?
+                            Opcode.RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode.RDMA_WRITE_MIDDLE;
+                        final int index = (m * MSG_LEN + p) * RANKS + rank;
+                        lengths[index] = writer.write(frames, index * stride, opcode, firstPsn + m * MSG_LEN + p,
+                            p == MSG_LEN - 1, message, p * PAYLOAD, PAYLOAD);
+                    }
+                }
+            }
+            next = 0;
+        }
+
+        int remaining()
+        {
+            return FRAMES_PER_ROUND - next;
+        }
+
+        long results()
+        {
+            return results;
+        }
+
+        private static int address(final int rank)
+        {
+            return (192 << 24) | (2 << 8) | (rank + 1);
+        }
+
+        private static long mac(final int rank)
+        {
+            return 0x02_00_00_00_00_00L | rank;
+        }
+
+        @Override
+        public String name()
+        {
+            return "warm-up";
+        }
+
+        @Override
+        public int receive(final FrameHandler handler, final int limit)
+        {
+            final int count = Math.min(limit, FRAMES_PER_ROUND - next);
+            for (int i = 0; i < count; i++)
+            {
+                handler.onFrame(frames, next * stride, lengths[next], 0);
+                next++;
+            }
+            return count;
+        }
+
+        @Override
+        public boolean send(final DirectBuffer buffer, final int offset, final int length)
+        {
+            results++;
+            return true;
+        }
+
+        @Override
+        public int tryClaim(final int length)
+        {
+            return 0;
+        }
+
+        @Override
+        public MutableDirectBuffer claimBuffer()
+        {
+            return claim;
+        }
+
+        @Override
+        public void commit()
+        {
+            results++;
+        }
+
+        @Override
+        public int flush()
+        {
+            return 0;
+        }
+
+        @Override
+        public PortCounters counters()
+        {
+            return counters;
+        }
+
+        @Override
+        public void close()
+        {
+        }
+    }
+}
