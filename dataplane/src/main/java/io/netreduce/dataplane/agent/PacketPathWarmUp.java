@@ -5,18 +5,12 @@ import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.protocol.port.FrameHandler;
-import io.netreduce.protocol.port.PacketPort;
-import io.netreduce.protocol.port.PortCounters;
 import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.Opcode;
 import io.netreduce.protocol.writer.RoceFrameWriter;
-import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.net.InetAddress;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -107,7 +101,8 @@ public final class PacketPathWarmUp
         {
             return new Report(0, 0, 0, 0, 0, 0);
         }
-        final ReplayPort port = new ReplayPort();
+        final RoundFrames round = new RoundFrames();
+        final ReplayPort port = round.port;
         final DataplaneCounters counters = new DataplaneCounters();
         final DataplaneAgent agent = new DataplaneAgent(new DataplaneContext()
             .ports(List.of(port))
@@ -118,10 +113,10 @@ public final class PacketPathWarmUp
         long expected = 0;
         try
         {
-            for (int round = 0; fed < frames && (round == 0 || System.nanoTime() - startNs < maxNanos); round++)
+            for (int rounds = 0; fed < frames && (rounds == 0 || System.nanoTime() - startNs < maxNanos); rounds++)
             {
-                final RingDefinition ring = ring(TYPES[round % TYPES.length]);
-                port.load(ring);
+                final RingDefinition ring = ring(TYPES[rounds % TYPES.length]);
+                round.load(ring);
                 apply(agent, agent.proxy().installRing(ring));
                 while (port.remaining() > 0)
                 {
@@ -145,7 +140,7 @@ public final class PacketPathWarmUp
                 drops += counters.get(counter);
             }
         }
-        return new Report(fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected, port.results(), drops,
+        return new Report(fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected, port.sent(), drops,
             System.nanoTime() - startNs);
     }
 
@@ -169,31 +164,20 @@ public final class PacketPathWarmUp
     }
 
     /**
-     * Hands the round's frames to the agent from one direct buffer, as a receive ring would, and counts the result
-     * frames the agent writes into its transmit slot, which go nowhere.
+     * Builds a round's frames into a {@link ReplayPort}: every rank's messages, rank r writing to rank r + 1 from its
+     * own first PSN, interleaved packet by packet across the ranks as workers in step under their window send them.
      */
-    private static final class ReplayPort implements PacketPort
+    private static final class RoundFrames
     {
         private final RoceFrameWriter writer = new RoceFrameWriter();
         private final UnsafeBuffer message = new UnsafeBuffer(new byte[MSG_LEN * PAYLOAD]);
-        private final UnsafeBuffer frames;
-        private final int stride;
-        private final UnsafeBuffer claim = new UnsafeBuffer(ByteBuffer.allocateDirect(16 * 1024));
-        private final PortCounters counters = new PortCounters();
-        private final int[] lengths = new int[FRAMES_PER_ROUND];
-        private int next = FRAMES_PER_ROUND;
-        private long results;
+        private final ReplayPort port;
 
-        ReplayPort()
+        RoundFrames()
         {
-            stride = (writer.frameLength(Opcode.RDMA_WRITE_FIRST, PAYLOAD) + 63) & ~63;
-            frames = new UnsafeBuffer(ByteBuffer.allocateDirect(stride * FRAMES_PER_ROUND));
+            port = new ReplayPort(FRAMES_PER_ROUND, writer.frameLength(Opcode.RDMA_WRITE_FIRST, PAYLOAD));
         }
 
-        /**
-         * Build the frames of every rank's messages of a round: rank r writes to rank r + 1, its PSNs from its own
-         * start, the messages interleaved packet by packet across the ranks.
-         */
         void load(final RingDefinition ring)
         {
             for (int rank = 0; rank < RANKS; rank++)
@@ -217,22 +201,12 @@ public final class PacketPathWarmUp
                         final int opcode = p == 0 ? Opcode.RDMA_WRITE_FIRST : p == MSG_LEN - 1 ?
                             Opcode.RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode.RDMA_WRITE_MIDDLE;
                         final int index = (m * MSG_LEN + p) * RANKS + rank;
-                        lengths[index] = writer.write(frames, index * stride, opcode, firstPsn + m * MSG_LEN + p,
-                            p == MSG_LEN - 1, message, p * PAYLOAD, PAYLOAD);
+                        port.length(index, writer.write(port.frames(), port.offset(index), opcode,
+                            firstPsn + m * MSG_LEN + p, p == MSG_LEN - 1, message, p * PAYLOAD, PAYLOAD));
                     }
                 }
             }
-            next = 0;
-        }
-
-        int remaining()
-        {
-            return FRAMES_PER_ROUND - next;
-        }
-
-        long results()
-        {
-            return results;
+            port.rewind(FRAMES_PER_ROUND);
         }
 
         private static int address(final int rank)
@@ -243,66 +217,6 @@ public final class PacketPathWarmUp
         private static long mac(final int rank)
         {
             return 0x02_00_00_00_00_00L | rank;
-        }
-
-        @Override
-        public String name()
-        {
-            return "warm-up";
-        }
-
-        @Override
-        public int receive(final FrameHandler handler, final int limit)
-        {
-            final int count = Math.min(limit, FRAMES_PER_ROUND - next);
-            for (int i = 0; i < count; i++)
-            {
-                handler.onFrame(frames, next * stride, lengths[next], 0);
-                next++;
-            }
-            return count;
-        }
-
-        @Override
-        public boolean send(final DirectBuffer buffer, final int offset, final int length)
-        {
-            results++;
-            return true;
-        }
-
-        @Override
-        public int tryClaim(final int length)
-        {
-            return 0;
-        }
-
-        @Override
-        public MutableDirectBuffer claimBuffer()
-        {
-            return claim;
-        }
-
-        @Override
-        public void commit()
-        {
-            results++;
-        }
-
-        @Override
-        public int flush()
-        {
-            return 0;
-        }
-
-        @Override
-        public PortCounters counters()
-        {
-            return counters;
-        }
-
-        @Override
-        public void close()
-        {
         }
     }
 }

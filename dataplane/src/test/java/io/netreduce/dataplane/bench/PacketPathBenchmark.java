@@ -5,21 +5,17 @@ import io.netreduce.dataplane.agent.DataplaneContext;
 import io.netreduce.dataplane.agent.DataplaneLanes;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.agent.LaneSteering;
+import io.netreduce.dataplane.agent.ReplayPort;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.dataplane.testing.RingWorker;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.PacketPort;
-import io.netreduce.protocol.port.PortCounters;
 import io.netreduce.protocol.support.Gradients;
 import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.RoceFrame;
-import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
-import org.agrona.concurrent.UnsafeBuffer;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -34,7 +30,6 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.infra.BenchmarkParams;
 
 import java.net.InetAddress;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -100,7 +95,7 @@ public class PacketPathBenchmark
             for (int lane = 0; lane < lanes; lane++)
             {
                 rings[lane] = ring(lane, payload);
-                ports[lane] = new ReplayPort(stream(rings[lane]));
+                ports[lane] = ReplayPort.of(stream(rings[lane]));
                 lanePorts.add(List.of(ports[lane]));
             }
             dataplane = new DataplaneLanes(new DataplaneContext().batchSize(BATCH), lanePorts, LaneSteering.NONE);
@@ -147,7 +142,7 @@ public class PacketPathBenchmark
         {
             apply(proxy.removeRing(config.ringId()));
             apply(proxy.installRing(config, index));
-            port.rewind();
+            rewind(port, FRAMES);
             completedBefore = agent.counters().get(DataplaneCounter.AGGREGATIONS_COMPLETED);
             dropsBefore = drops(agent.counters());
         }
@@ -160,14 +155,14 @@ public class PacketPathBenchmark
         {
             final long completed = agent.counters().get(DataplaneCounter.AGGREGATIONS_COMPLETED) - completedBefore;
             final long drops = drops(agent.counters()) - dropsBefore;
-            if (completed != (long)MESSAGES * MSG_LEN || drops != 0 || port.resultFrames() != FRAMES)
+            if (completed != (long)MESSAGES * MSG_LEN || drops != 0 || port.sent() != FRAMES)
             {
                 throw new IllegalStateException("lane " + index + ": the benchmark timed the wrong work: " +
                     completed + " aggregations (" + (long)MESSAGES * MSG_LEN + " expected), " + drops + " drops, " +
-                    port.resultFrames() + " result frames sent (" + FRAMES + " expected); counters " +
+                    port.sent() + " result frames sent (" + FRAMES + " expected); counters " +
                     agent.counters().snapshot());
             }
-            port.resetResults();
+            port.resetSent();
         }
 
         /**
@@ -257,129 +252,20 @@ public class PacketPathBenchmark
     }
 
     /**
-     * Hands over pre-built frames from one direct buffer, as a receive ring would, once per rewind; counts the
-     * result frames written into its transmit slot and discards them.
+     * The agent rewrote the InetTag of every first packet to the result tag in place (as it does in a receive
+     * ring); put the request tag back and hand the stream over again, so it is the one the workers sent.
      */
-    static final class ReplayPort implements PacketPort
+    private static void rewind(final ReplayPort port, final int frames)
     {
-        private final UnsafeBuffer frames;
-        private final int[] offsets;
-        private final int[] lengths;
-        private final PortCounters counters = new PortCounters();
-        private final UnsafeBuffer claim = new UnsafeBuffer(ByteBuffer.allocateDirect(16 * 1024));
-        private final RoceFrame frame = new RoceFrame();
-        private int next;
-        private long resultFrames;
-
-        ReplayPort(final List<byte[]> list)
+        final RoceFrame frame = new RoceFrame();
+        for (int i = 0; i < frames; i++)
         {
-            int total = 0;
-            for (final byte[] frame : list)
+            if (frame.wrap(port.frames(), port.offset(i), port.length(i)) == RoceFrame.OK &&
+                InaHeader.inetTag(port.frames(), frame.payloadOffset()) == InaHeader.RESULT_TAG)
             {
-                total += (frame.length + 63) & ~63;
+                InaHeader.inetTag(port.frames(), frame.payloadOffset(), InaHeader.INET_TAG);
             }
-            frames = new UnsafeBuffer(ByteBuffer.allocateDirect(total));
-            offsets = new int[list.size()];
-            lengths = new int[list.size()];
-            int offset = 0;
-            for (int i = 0; i < list.size(); i++)
-            {
-                frames.putBytes(offset, list.get(i));
-                offsets[i] = offset;
-                lengths[i] = list.get(i).length;
-                offset += (lengths[i] + 63) & ~63;
-            }
-            next = offsets.length;
         }
-
-        void rewind()
-        {
-            // The appliance rewrote the InetTag of every first packet to the result tag in place (as it does in
-            // a receive ring); put the request tag back so the stream is the one the workers sent.
-            for (int i = 0; i < offsets.length; i++)
-            {
-                if (frame.wrap(frames, offsets[i], lengths[i]) == RoceFrame.OK &&
-                    InaHeader.inetTag(frames, frame.payloadOffset()) == InaHeader.RESULT_TAG)
-                {
-                    InaHeader.inetTag(frames, frame.payloadOffset(), InaHeader.INET_TAG);
-                }
-            }
-            next = 0;
-        }
-
-        int remaining()
-        {
-            return offsets.length - next;
-        }
-
-        long resultFrames()
-        {
-            return resultFrames;
-        }
-
-        void resetResults()
-        {
-            resultFrames = 0;
-        }
-
-        @Override
-        public String name()
-        {
-            return "replay";
-        }
-
-        @Override
-        public int receive(final FrameHandler handler, final int limit)
-        {
-            final int count = Math.min(limit, offsets.length - next);
-            for (int i = 0; i < count; i++)
-            {
-                handler.onFrame(frames, offsets[next], lengths[next], 0);
-                next++;
-            }
-            return count;
-        }
-
-        @Override
-        public boolean send(final DirectBuffer buffer, final int offset, final int length)
-        {
-            resultFrames++;
-            return true;
-        }
-
-        @Override
-        public int tryClaim(final int length)
-        {
-            return 0;
-        }
-
-        @Override
-        public MutableDirectBuffer claimBuffer()
-        {
-            return claim;
-        }
-
-        @Override
-        public void commit()
-        {
-            resultFrames++;
-        }
-
-        @Override
-        public int flush()
-        {
-            return 0;
-        }
-
-        @Override
-        public PortCounters counters()
-        {
-            return counters;
-        }
-
-        @Override
-        public void close()
-        {
-        }
+        port.rewind(frames);
     }
 }
