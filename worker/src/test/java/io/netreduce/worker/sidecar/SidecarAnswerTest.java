@@ -2,7 +2,6 @@ package io.netreduce.worker.sidecar;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.netreduce.protocol.port.Doorbell;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -10,17 +9,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.nio.channels.FileChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -113,78 +104,44 @@ class SidecarAnswerTest
     @TempDir
     Path dir;
 
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private Doorbell doorbell;
-    private Doorbell answer;
-    private ControlChannel control;
+    private SidecarHarness harness;
     private StandIn sidecar;
-    private CompletableFuture<Void> served;
-    private SocketChannel client;
-    private BufferedReader in;
-    private OutputStream out;
     private UnsafeBuffer page;
 
     private JsonNode start(final boolean inputRelease) throws Exception
     {
-        doorbell = new Doorbell();
-        answer = new Doorbell();
-        final Path socket = dir.resolve("sidecar.sock");
-        control = new ControlChannel(socket, doorbell, answer);
-        final SidecarLines.Connection connection = SidecarLines.connect(control, socket, threads);
-        client = connection.client();
-        in = connection.in();
-        out = connection.out();
-        sidecar = new StandIn(control);
-        served = CompletableFuture.runAsync(() ->
-        {
-            try
-            {
-                sidecar.run();
-            }
-            catch (final IOException ex)
-            {
-                throw new IllegalStateException(ex);
-            }
-        }, threads);
+        harness = new SidecarHarness(dir.resolve("sidecar.sock"), true).serve(h -> sidecar = new StandIn(h.control));
         final Path shm = dir.resolve("shm");
         Files.write(shm, new byte[SHM_BYTES + 4096]);
-        try (FileChannel file = FileChannel.open(shm, StandardOpenOption.READ, StandardOpenOption.WRITE))
-        {
-            page = new UnsafeBuffer(file.map(FileChannel.MapMode.READ_WRITE, PAGE, CallPage.LENGTH));
-        }
+        page = SidecarHarness.mapPage(shm, PAGE);
         final JsonNode opened = ask("{\"op\":\"open\",\"shm\":\"" + shm + "\",\"doorbell\":" + PAGE +
             ",\"inputRelease\":" + inputRelease + "}");
         assertThat(opened.path("doorbell").asBoolean(false)).as(opened.toString()).isTrue();
         assertThat(opened.path("inputRelease").asBoolean(!inputRelease)).as(opened.toString())
             .isEqualTo(inputRelease);
-        answer.drain();
+        harness.answer.drain();
         return opened;
     }
 
     @AfterEach
     void stop() throws Exception
     {
-        if (client != null)
+        if (harness != null)
         {
-            client.close();
-            served.get(10, TimeUnit.SECONDS);
-            control.close();
-            doorbell.close();
-            answer.close();
+            harness.close();
         }
-        threads.shutdownNow();
     }
 
     private JsonNode ask(final String line) throws Exception
     {
-        return SidecarLines.ask(out, in, threads, line, 10);
+        return harness.ask(line);
     }
 
     private void post(final int sequence)
     {
         page.putLongVolatile(CallPage.ELEMENTS_OFFSET, 100);
         page.putLongVolatile(CallPage.REQUEST_OFFSET, ((long)~sequence << 32) | (sequence & 0xFFFF_FFFFL));
-        doorbell.ring();
+        harness.doorbell.ring();
     }
 
     private void awaitWord(final int offset, final int value) throws InterruptedException
@@ -221,7 +178,7 @@ class SidecarAnswerTest
         sidecar.sumsIn = true;
         awaitWord(CallPage.ANSWER_SEQUENCE_OFFSET, 1);
         assertThat(page.getInt(CallPage.STATUS_OFFSET)).isEqualTo(CallPage.STATUS_OK);
-        assertThat(answer.drain()).as("the answer's bell").isTrue();
+        assertThat(harness.answer.drain()).as("the answer's bell").isTrue();
         Thread.sleep(50);
         assertThat(released()).as("the input area, its writes not acknowledged").isZero();
         // a call posted before the release (a trainer's mistake) waits: the loop takes nothing until then
@@ -233,7 +190,7 @@ class SidecarAnswerTest
 
         sidecar.released = true;
         awaitWord(CallPage.RELEASED_SEQUENCE_OFFSET, 1);
-        assertThat(answer.drain()).as("the release's bell").isTrue();
+        assertThat(harness.answer.drain()).as("the release's bell").isTrue();
         // now the second call is taken, its sums in and its input released at once: one answer, the release with it
         awaitWord(CallPage.ANSWER_SEQUENCE_OFFSET, 2);
         assertThat(released()).isEqualTo(2);

@@ -1,27 +1,18 @@
 package io.netreduce.worker.sidecar;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.netreduce.host.rc.RcConfig;
-import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.Doorbell;
-import io.netreduce.protocol.port.MemoryPort;
-import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.BufferedReader;
-import java.io.OutputStream;
-import java.net.InetAddress;
 import java.nio.channels.FileChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -40,69 +31,36 @@ class SidecarDoorbellTest
     @TempDir
     Path dir;
 
-    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private SidecarHarness sidecar;
     private Doorbell doorbell;
     private Doorbell answer;
-    private ControlChannel control;
-    private CompletableFuture<Void> served;
-    private SocketChannel client;
     private BufferedReader in;
-    private OutputStream out;
     private Path shm;
     private UnsafeBuffer page;
 
     private void start(final boolean withAnswerBell) throws Exception
     {
-        final MemoryPort port = new MemoryPort("sidecar");
-        final RcEndpoint endpoint = new RcEndpoint(port, new RcConfig().pmtu(4096), SystemNanoClock.INSTANCE,
-            InetAddress.getByName("10.0.0.1"), 0x02_00_00_00_00_01L);
-        doorbell = new Doorbell();
-        answer = withAnswerBell ? new Doorbell() : null;
-        final Path socket = dir.resolve("sidecar.sock");
-        control = new ControlChannel(socket, doorbell, answer);
-        final SidecarLines.Connection connection = SidecarLines.connect(control, socket, threads);
-        client = connection.client();
-        in = connection.in();
-        out = connection.out();
-        served = CompletableFuture.runAsync(() ->
-        {
-            try
-            {
-                new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)).run();
-            }
-            catch (final Exception ex)
-            {
-                throw new IllegalStateException(ex);
-            }
-        }, threads);
+        sidecar = new SidecarHarness(dir.resolve("sidecar.sock"), withAnswerBell).serve(SidecarHarness::memorySidecar);
+        doorbell = sidecar.doorbell;
+        answer = sidecar.answer;
+        in = sidecar.in;
         shm = dir.resolve("shm");
         Files.write(shm, new byte[SHM_BYTES + 4096]);
-        try (FileChannel file = FileChannel.open(shm, StandardOpenOption.READ, StandardOpenOption.WRITE))
-        {
-            page = new UnsafeBuffer(file.map(FileChannel.MapMode.READ_WRITE, PAGE, CallPage.LENGTH));
-        }
+        page = SidecarHarness.mapPage(shm, PAGE);
     }
 
     @AfterEach
     void stop() throws Exception
     {
-        if (client != null)
+        if (sidecar != null)
         {
-            client.close();
-            served.get(10, TimeUnit.SECONDS);
-            control.close();
-            doorbell.close();
-            if (answer != null)
-            {
-                answer.close();
-            }
+            sidecar.close();
         }
-        threads.shutdownNow();
     }
 
     private JsonNode ask(final String line) throws Exception
     {
-        return SidecarLines.ask(out, in, threads, line, 10);
+        return sidecar.ask(line);
     }
 
     private String open(final String extra)
@@ -146,7 +104,7 @@ class SidecarDoorbellTest
             {
                 throw new IllegalStateException(ex);
             }
-        }, threads).get(10, TimeUnit.SECONDS);
+        }, sidecar.threads).get(10, TimeUnit.SECONDS);
         final JsonNode reply = SidecarLines.JSON.readTree(line);
         assertThat(reply.path("ok").asBoolean(true)).as(line).isFalse();
         return reply.path("error").asText();

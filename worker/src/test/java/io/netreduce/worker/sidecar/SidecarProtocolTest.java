@@ -1,27 +1,14 @@
 package io.netreduce.worker.sidecar;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.netreduce.host.rc.RcConfig;
-import io.netreduce.host.rc.RcEndpoint;
-import io.netreduce.protocol.port.Doorbell;
-import io.netreduce.protocol.port.MemoryPort;
-import org.agrona.concurrent.SystemNanoClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.BufferedReader;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -34,41 +21,15 @@ class SidecarProtocolTest
     @TempDir
     Path dir;
 
-    // Own threads: the common pool has one thread on a 2-core machine, and these tasks block.
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private Doorbell doorbell;
-    private ControlChannel control;
-    private CompletableFuture<Void> served;
-    private SocketChannel client;
-    private BufferedReader in;
-    private OutputStream out;
+    private SidecarHarness sidecar;
     private Path shm;
 
     @BeforeEach
     void start() throws Exception
     {
-        final MemoryPort port = new MemoryPort("sidecar");
-        final RcEndpoint endpoint = new RcEndpoint(port, new RcConfig().pmtu(4096), SystemNanoClock.INSTANCE,
-            InetAddress.getByName("10.0.0.1"), 0x02_00_00_00_00_01L);
-        doorbell = new Doorbell();
-        final Path socket = dir.resolve("sidecar.sock");
-        control = new ControlChannel(socket, doorbell);
-        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket))).isEqualTo("rw-------");
-        final SidecarLines.Connection connection = SidecarLines.connect(control, socket, threads);
-        client = connection.client();
-        in = connection.in();
-        out = connection.out();
-        served = CompletableFuture.runAsync(() ->
-        {
-            try
-            {
-                new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)).run();
-            }
-            catch (final Exception ex)
-            {
-                throw new IllegalStateException(ex);
-            }
-        }, threads);
+        sidecar = new SidecarHarness(dir.resolve("sidecar.sock"), false).serve(SidecarHarness::memorySidecar);
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(sidecar.socket)))
+            .isEqualTo("rw-------");
         shm = dir.resolve("shm");
         Files.write(shm, new byte[1 << 18]); // two areas of two 64 KiB messages
     }
@@ -76,16 +37,12 @@ class SidecarProtocolTest
     @AfterEach
     void stop() throws Exception
     {
-        client.close();
-        served.get(10, TimeUnit.SECONDS);
-        control.close();
-        doorbell.close();
-        threads.shutdownNow();
+        sidecar.close();
     }
 
     private JsonNode ask(final String line) throws Exception
     {
-        return SidecarLines.ask(out, in, threads, line, 10);
+        return sidecar.ask(line);
     }
 
     private String open(final String extra)
