@@ -5,8 +5,9 @@
 # timed; every result is checked exact). Prints rank 0's JSON lines, one per size and mode: median, p90 and the
 # Session path's parts; --out appends them to a CSV.
 #
-# Each line also has the CPU per call (the rank's process and its sidecar), and a last line the sidecar's CPU over
-# its life by kind of thread (the JIT's compilers, the endpoint, ...).
+# Each line also has the CPU per call (the rank's process and its sidecar), then a line with the sidecar's CPU over
+# its life by kind of thread (the JIT's compilers, the endpoint, ...), and after rank 0's lines one such line for each
+# other rank's sidecar ({"rank": R, "sidecar_thread_cpu_ms": ...}).
 #
 # usage: scripts/bench-session.sh [--workers W] [--bytes "B ..."] [--calls N] [--warmup N] [--jit N] [--rate RATE]
 #                                 [--modes "doorbell json gloo"] [--out CSV] [--label L] [--no-build] [--prefix P]
@@ -83,3 +84,5 @@ status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
 if [ "$status" -ne 0 ]; then tail -n 20 "$work"/rank*.log >&2; exit 1; fi
 grep '^{' "$work/rank0.log"
+# the other sidecars' CPU by kind of thread (their JIT), one line each
+for i in $(seq 1 $(( workers - 1 ))); do grep '^{"rank"' "$work/rank$i.log" || true; done
