@@ -171,6 +171,9 @@ def main() -> int:
     stats = session.stats()
     threads = sidecar_threads(session.transport._process.pid)
     session.close()
+    if args.rank != 0:
+        # every sidecar's JIT, for bench-session.sh to print after rank 0's lines: one sidecar is a small sample
+        print(json.dumps({"rank": args.rank, "sidecar_thread_cpu_ms": threads}))
     if args.rank == 0:
         for row in rows:
             print(json.dumps(row))

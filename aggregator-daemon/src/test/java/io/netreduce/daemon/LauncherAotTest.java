@@ -235,6 +235,23 @@ class LauncherAotTest
     }
 
     @Test
+    void shouldKeepTheEndpointsDutyCycleOutOfItsCallersForTheWorkerCommandsOnly() throws Exception
+    {
+        final String dontInline = "-XX:CompileCommand=dontinline,io.netreduce.host.rc.RcEndpoint::doWork";
+        assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).containsSubsequence(
+            "-XX:CompileCommand=quiet", dontInline);
+        assertThat(argsOf(Map.of(), "worker", "allreduce")).contains(dontInline);
+        assertThat(argsOf(Map.of(), "daemon")).doesNotContain(dontInline);
+        assertThat(argsOf(Map.of(), "ctl", "rings")).doesNotContain(dontInline);
+
+        // the real JVM takes it for a class it has not loaded, and says nothing
+        final Result result = run(JAVA_HOME, Map.of("NETREDUCE_AOT", "off"), "worker", "serve");
+        assertThat(result.status()).as(result.err()).isZero();
+        assertThat(result.out()).isEqualTo("worker serve\n");
+        assertThat(result.err()).doesNotContain("CompileCommand", "dontinline");
+    }
+
+    @Test
     void shouldRunTheSidecarOnTheSerialCollectorUnlessTheOptionsPickOne() throws Exception
     {
         assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).contains("-XX:+UseSerialGC");

@@ -134,7 +134,7 @@ final class TpacketV2RxRing implements RxRing
         else
         {
             slotInBlock = 0;
-            blockIndex = blockIndex + 1 == blockCount ? 0 : blockIndex + 1;
+            blockIndex = RingIndex.next(blockIndex, blockCount);
             slotOffset = blockIndex * blockSize;
         }
     }

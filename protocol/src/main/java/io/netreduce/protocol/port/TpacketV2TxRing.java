@@ -210,7 +210,7 @@ final class TpacketV2TxRing
         }
         slotLengths[slot] = length;
         slotFrames[slot] = 1;
-        head = slot + 1 == slotOffsets.length ? 0 : slot + 1;
+        head = RingIndex.next(slot, slotOffsets.length);
         pendingCount++;
     }
 
@@ -262,7 +262,7 @@ final class TpacketV2TxRing
             }
             taken += frames;
             pendingCount--;
-            pendingStart = slot + 1 == slotOffsets.length ? 0 : slot + 1;
+            pendingStart = RingIndex.next(slot, slotOffsets.length);
         }
 
         return taken;

@@ -118,6 +118,6 @@ final class TpacketV3RxRing implements RxRing
     {
         ring.putIntRelease(blockOffset + BLOCK_DESC_BLOCK_STATUS_OFFSET, TP_STATUS_KERNEL);
         blockHeld = false;
-        blockIndex = blockIndex + 1 == blockCount ? 0 : blockIndex + 1;
+        blockIndex = RingIndex.next(blockIndex, blockCount);
     }
 }

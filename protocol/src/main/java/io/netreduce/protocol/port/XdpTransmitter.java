@@ -145,7 +145,7 @@ final class XdpTransmitter
         slotDescriptors[slot] = descriptors;
         slotLengths[slot] = length;
         slotEnds[slot] = index;
-        head = slot + 1 == slotCount ? 0 : slot + 1;
+        head = RingIndex.next(slot, slotCount);
         slotsInUse++;
         untaken++;
     }
@@ -198,7 +198,7 @@ final class XdpTransmitter
             counters.onFrameTransmitted(slotLengths[slot]);
             taken++;
             untaken--;
-            untakenStart = slot + 1 == slotCount ? 0 : slot + 1;
+            untakenStart = RingIndex.next(slot, slotCount);
         }
         reapCompletions();
         return taken;
@@ -235,7 +235,7 @@ final class XdpTransmitter
                 break;
             }
             returned -= descriptors;
-            tail = tail + 1 == slotCount ? 0 : tail + 1;
+            tail = RingIndex.next(tail, slotCount);
             slotsInUse--;
         }
         tailCompleted = returned;
