@@ -201,9 +201,16 @@ def main(argv=None):
         stats = extra.get("stats") or {}
         if args.appliance_lost:
             if not stats.get("fallback_calls") or not stats.get("recoveries") or stats.get("broken"):
+                hint = ""
+                if stats.get("fallback_calls") and not stats.get("recoveries"):
+                    # the usual cause: the steps left after the kill took less time than the daemon was down plus
+                    # the sessions' recover_after, e.g. --kill-appliance 30:3 with the default 110 steps
+                    hint = ("; did the training end before the daemon came back? --kill-appliance STEP:DOWN needs "
+                            "more than DOWN + 2 s of steps after STEP (more --epochs)")
                 failures.append(f"netreduce rank {rank}: expected to fall back and come back to the appliance: "
                                 f"{stats.get('fallback_calls')} fallback calls, {stats.get('recoveries')} "
-                                f"recoveries, ended {'on the fallback' if stats.get('broken') else 'on the appliance'}")
+                                f"recoveries, ended {'on the fallback' if stats.get('broken') else 'on the appliance'}"
+                                f"{hint}")
         elif stats.get("fallback_calls") or stats.get("broken"):
             failures.append(f"netreduce rank {rank}: {stats.get('fallback_calls')} fallback calls ({stats.get('broken')})")
     retx = sum((e.get("stats") or {}).get("transport", {}).get("retransmittedPackets", 0) for e in nr["ranks"])
