@@ -186,12 +186,19 @@ abstract class SidecarLoop
         try
         {
             final int work = pollCall();
-            if (!answered && callDone())
+            if (answered)
+            {
+                if (inputReleased())
+                {
+                    callPage.release();
+                    endCall();
+                }
+            }
+            else if (callDone())
             {
                 final boolean released = inputReleased();
                 if (released || (callByDoorbell && answerAtSums))
                 {
-                    answered = true;
                     calls++;
                     final long micros = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - callStartNs);
                     if (callByDoorbell)
@@ -205,14 +212,12 @@ abstract class SidecarLoop
                     if (released)
                     {
                         endCall();
-                        return work;
+                    }
+                    else
+                    {
+                        answered = true; // its input area is released on a later turn
                     }
                 }
-            }
-            if (answered && inputReleased())
-            {
-                callPage.release();
-                endCall();
             }
             return work;
         }
