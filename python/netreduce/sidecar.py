@@ -248,18 +248,10 @@ class SidecarTransport:
         sums and its own writes (which a retransmission would read from the input area) are not acknowledged yet.
         The release usually comes while the caller reads the sums or computes; otherwise this spins for
         ``doorbell_spin_s``, then sleeps as :meth:`allreduce` does."""
-        if not self._release_apart:
-            return
-        page, sequence = self._page, self._sequence
-        released = _RELEASED.unpack_from(page, _RELEASED_OFFSET)
-        if released[0] != sequence and self.doorbell_spin_s:
-            until = time.perf_counter() + self.doorbell_spin_s
-            while released[0] != sequence and time.perf_counter() < until:
-                released = _RELEASED.unpack_from(page, _RELEASED_OFFSET)
-        if released[0] != sequence:
+        if self._release_apart:
             # Not under self._lock: the caller is the one thread that makes calls, and a control request from
             # another (stats) may go meanwhile; the sidecar answers it after the release.
-            self._wait_page(sequence, _RELEASED, _RELEASED_OFFSET, "the input area's release")
+            self._await_page(self._sequence, _RELEASED, _RELEASED_OFFSET, "the input area's release")
 
     def _ring_call(self, elements: int) -> int:
         """One call through the doorbell: post it on the call page, ring the sidecar, wait for the answer word
@@ -273,13 +265,7 @@ class SidecarTransport:
                 os.eventfd_write(self._bells[0], 1)
             except OSError as error:
                 raise TransportError(f"sidecar doorbell failed: {error}; sidecar log: {self.log_tail()}") from error
-            answered, status, micros = _ANSWER.unpack_from(page, _ANSWER_OFFSET)
-            if answered != sequence and self.doorbell_spin_s:
-                until = time.perf_counter() + self.doorbell_spin_s
-                while answered != sequence and time.perf_counter() < until:
-                    answered, status, micros = _ANSWER.unpack_from(page, _ANSWER_OFFSET)
-            if answered != sequence:
-                answered, status, micros = self._wait_page(sequence, _ANSWER, _ANSWER_OFFSET, "the answer")
+            _, status, micros = self._await_page(sequence, _ANSWER, _ANSWER_OFFSET, "the answer")
             if status != 0:
                 line = self._reader.readline()
                 if not line:
@@ -287,6 +273,19 @@ class SidecarTransport:
                                          f"{self.log_tail()}")
                 raise TransportError(f"sidecar allreduce: {json.loads(line).get('error')}")
             return micros
+
+    def _await_page(self, sequence: int, words: struct.Struct, offset: int, what: str):
+        """The page's ``words`` at ``offset`` once they begin with ``sequence``: read at once, then spinning for
+        ``doorbell_spin_s``, then sleeping in :meth:`_wait_page`."""
+        page = self._page
+        found = words.unpack_from(page, offset)
+        if found[0] != sequence and self.doorbell_spin_s:
+            until = time.perf_counter() + self.doorbell_spin_s
+            while found[0] != sequence and time.perf_counter() < until:
+                found = words.unpack_from(page, offset)
+        if found[0] != sequence:
+            found = self._wait_page(sequence, words, offset, what)
+        return found
 
     def _wait_page(self, sequence: int, words: struct.Struct, offset: int, what: str):
         """Sleep until the page's ``words`` at ``offset`` begin with ``sequence`` (the answer, or the released word);
@@ -334,8 +333,8 @@ class SidecarTransport:
                     raise TransportError(f"the sidecar exited (status {code}) during allreduce, waiting for {what}: "
                                          f"{self.log_tail()}")
                 if time.monotonic() > deadline:
-                    raise TransportError(f"the sidecar did not send {what} of an allreduce within {self._call_limit:.0f} s "
-                                         f"(alive, status unknown): {self.log_tail()}")
+                    raise TransportError(f"the sidecar did not send {what} of an allreduce within "
+                                         f"{self._call_limit:.0f} s (alive, status unknown): {self.log_tail()}")
 
     def stats(self) -> dict:
         return self._call({"op": "stats"})
