@@ -263,15 +263,16 @@ final class LaneRunners
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while the dataplane warmed up", ex);
         }
+        // set by lane 0's onStart before its ready() completed, which the loop above waited for
         final PacketPathWarmUp.Report warmUp = lanes.agent(0).warmUp();
-        if (warmUp != null && !warmUp.clean())
+        if (!warmUp.clean())
         {
             // a bug, not the network's: the made-up traffic is valid ring traffic
             LOG.warn("the packet path's warm-up was not clean: {}", warmUp);
         }
         LOG.info("dataplane warmed up in {} ms (the packet path: {} made-up frames in {} ms)",
-            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs), warmUp == null ? 0 : warmUp.frames(),
-            warmUp == null ? 0 : TimeUnit.NANOSECONDS.toMillis(warmUp.nanos()));
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs), warmUp.frames(),
+            TimeUnit.NANOSECONDS.toMillis(warmUp.nanos()));
     }
 
     /**

@@ -132,14 +132,8 @@ public final class PacketPathWarmUp
         {
             agent.onClose();
         }
-        long drops = counters.get(DataplaneCounter.PASS_THROUGH) + counters.get(DataplaneCounter.TX_FULL);
-        for (final DataplaneCounter counter : DataplaneCounter.values())
-        {
-            if (counter.isDrop())
-            {
-                drops += counters.get(counter);
-            }
-        }
+        final long drops = counters.drops() + counters.get(DataplaneCounter.PASS_THROUGH) +
+            counters.get(DataplaneCounter.TX_FULL);
         return new Report(fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected, port.sent(), drops,
             System.nanoTime() - startNs);
     }

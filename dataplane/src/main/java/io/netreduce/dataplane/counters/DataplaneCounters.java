@@ -67,6 +67,23 @@ public final class DataplaneCounters
     }
 
     /**
+     * @return the frames dropped, whatever the reason: the sum of every {@link DataplaneCounter#isDrop()} counter
+     * (any thread).
+     */
+    public long drops()
+    {
+        long drops = 0;
+        for (final DataplaneCounter counter : DataplaneCounter.values())
+        {
+            if (counter.isDrop())
+            {
+                drops += get(counter);
+            }
+        }
+        return drops;
+    }
+
+    /**
      * Allocate a counter for a ring (dataplane thread, on install); its key holds the ring id and the kind
      * (see {@link RingCounter}).
      */

@@ -240,15 +240,7 @@ public class PacketPathBenchmark
 
     private static long drops(final DataplaneCounters counters)
     {
-        long drops = 0;
-        for (final DataplaneCounter counter : DataplaneCounter.values())
-        {
-            if (counter.isDrop())
-            {
-                drops += counters.get(counter);
-            }
-        }
-        return drops + counters.get(DataplaneCounter.PASS_THROUGH) + counters.get(DataplaneCounter.TX_FULL);
+        return counters.drops() + counters.get(DataplaneCounter.PASS_THROUGH) + counters.get(DataplaneCounter.TX_FULL);
     }
 
     /**
