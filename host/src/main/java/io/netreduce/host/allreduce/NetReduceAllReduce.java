@@ -532,7 +532,9 @@ public final class NetReduceAllReduce implements AllReduce
 
     /**
      * @return the time placed calls spent, after their last result, waiting for their own writes' ACKs (the
-     * successor's, through the appliance): what answering at the last result would save.
+     * successor's, through the appliance): what a caller waiting for {@link #isDone()} waits beyond
+     * {@link #resultsDone()} (the sidecar answers at the latter, and its trainer waits for this only when it refills
+     * the input area before the ACKs are in).
      */
     public long ackWaitNs()
     {
