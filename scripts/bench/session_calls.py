@@ -174,7 +174,7 @@ def main() -> int:
     if args.rank != 0:
         # every sidecar's JIT, for bench-session.sh to print after rank 0's lines: one sidecar is a small sample
         print(json.dumps({"rank": args.rank, "sidecar_thread_cpu_ms": threads}))
-    if args.rank == 0:
+    else:
         for row in rows:
             print(json.dumps(row))
         print(json.dumps({"sidecar_thread_cpu_ms": threads}))
