@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -254,6 +255,11 @@ def scenario_unaggregated(args, out):
     session = session_of(args, appliance=None, ring_id=9, timeout=5.0)
     try:
         mine = torch.full((10_000,), float(args.rank + 1))
+        if args.rank == 1:
+            # Rank 0's message is waiting here, unaggregated, before this rank calls: the case where this rank
+            # must still send its own (its sidecar fails the call and goes on) so that rank 0 fails for the same
+            # reason and not by timeout. Without the pause it happens only sometimes.
+            time.sleep(0.5)
         try:
             netreduce.allreduce_(mine, session)
             out["raised"] = None

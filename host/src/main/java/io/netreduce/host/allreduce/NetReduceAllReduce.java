@@ -278,11 +278,12 @@ public final class NetReduceAllReduce implements AllReduce
         callEnd = posted + messages;
         lastProgressNs = link.clock().nanoTime();
         calls++;
-        // The call's first window goes out before anything that arrived is looked at: if that is a neighbour's
-        // message passed through unaggregated (the ring not installed), this rank fails on it, and its own messages,
-        // already sent, let its successor fail for the same reason at once instead of when its call times out.
+        // The call's first window is posted, and nothing that arrived is looked at until the caller's next endpoint
+        // duty cycle has sent it (begin, then doWork, then poll): if what arrived is a neighbour's message passed
+        // through unaggregated (the ring not installed), this rank fails on it in that poll, with its own messages
+        // already on the wire, so its successor fails for the same reason at once instead of when its call times
+        // out. (A poll here found it before the window was sent; a driver that ended on the failure never sent it.)
         postMessages();
-        poll();
     }
 
     /**

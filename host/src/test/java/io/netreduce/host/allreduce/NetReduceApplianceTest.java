@@ -177,12 +177,16 @@ class NetReduceApplianceTest
             }
             assertThat(ops[0].isDone()).isFalse();
 
-            assertThatThrownBy(() -> ops[1].begin(tensors[1]))
+            // Rank 1's call posts its message; the duty cycle after it sends it, and only then does its poll look
+            // at what had arrived and fail.
+            ops[1].begin(tensors[1]);
+            assertThat(ops[1].messagesPosted()).isEqualTo(1);
+            assertThatThrownBy(() -> ring.step(new NetReduceAllReduce[] {ops[1]}))
                 .isInstanceOf(AllReduceException.class)
                 .hasMessageContaining("arrived unaggregated");
-            // Rank 1 sent its own message before it failed, so rank 0 fails for the same reason now, not when its
-            // call times out waiting for a result from rank 1.
-            assertThat(ops[1].messagesPosted()).isEqualTo(1);
+            // Sent before it failed (a process that ends on the failure has sent it), so rank 0 fails for the same
+            // reason now, not when its call times out waiting for a result from rank 1.
+            assertThat(ring.links[1].sendQp().counters().packetsSent()).isPositive();
             assertThatThrownBy(() ->
             {
                 for (int i = 0; i < 100_000; i++)

@@ -203,7 +203,7 @@ final class Sidecar extends SidecarLoop
     }
 
     @Override
-    void beginCall(final long elements)
+    void beginCall(final long elements) throws CallFailedException
     {
         if (op == null)
         {
@@ -217,7 +217,18 @@ final class Sidecar extends SidecarLoop
                 " elements do not fit the input area: it holds " + areaMessages + " messages of " + dataBytes +
                 " data bytes (" + areaMessages * dataBytes / elementType.size() + " elements)");
         }
-        op.beginPlaced((int)messages);
+        try
+        {
+            op.beginPlaced((int)messages);
+        }
+        catch (final AllReduceException ex)
+        {
+            // A neighbour's message that came through unaggregated before this call (the ring not installed, or the
+            // traffic bypassing the appliance): this call's first window is posted, and the loop's next duty cycle
+            // sends it, so the neighbour fails for the same reason. Thrown out of the loop, it ended the sidecar
+            // before that, and the neighbour waited for its timeout.
+            throw new CallFailedException(ex.getMessage());
+        }
     }
 
     @Override

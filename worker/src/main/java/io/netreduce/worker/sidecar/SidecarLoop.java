@@ -94,8 +94,13 @@ abstract class SidecarLoop
     /**
      * {@code allreduce} of the first {@code elements} values (from a JSON request or the call doorbell): check it and
      * start the call (its first packets may go out).
+     *
+     * @throws CallFailedException if the call failed as it began (what had arrived before it says the ring is not
+     *                             aggregated, say): answered like a failure while it runs, and the loop keeps driving
+     *                             the endpoint, so the call's own first messages still go out and the neighbours fail
+     *                             for the same reason rather than by timeout.
      */
-    abstract void beginCall(long elements);
+    abstract void beginCall(long elements) throws CallFailedException;
 
     /**
      * Drive the call begun last, after {@link #doWork}.
@@ -268,6 +273,11 @@ abstract class SidecarLoop
         {
             failCall(ex.getMessage());
         }
+        catch (final CallFailedException ex)
+        {
+            failedCalls++;
+            failCall(ex.getMessage());
+        }
         return true;
     }
 
@@ -336,6 +346,11 @@ abstract class SidecarLoop
         catch (final IllegalArgumentException | IllegalStateException ex)
         {
             control.reply(Requests.error(ex.getMessage()));
+        }
+        catch (final CallFailedException ex)
+        {
+            failedCalls++;
+            failCall(ex.getMessage());
         }
         catch (final IOException ex)
         {
