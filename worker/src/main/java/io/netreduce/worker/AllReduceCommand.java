@@ -12,6 +12,7 @@ import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.ParallelAllReduce;
 import io.netreduce.host.allreduce.RingAllReduce;
+import io.netreduce.host.allreduce.RingWarmUp;
 import io.netreduce.host.allreduce.RingLink;
 import io.netreduce.host.rc.Bootstrap;
 import io.netreduce.host.rc.ConnectionInfo;
@@ -185,6 +186,13 @@ public final class AllReduceCommand implements Callable<Integer>
         {
             System.err.println("allreduce: " + ex.getMessage());
             return 2;
+        }
+        if (netreduce && options.warmUpFrames > 0)
+        {
+            // Before the port opens and the neighbours connect: nothing of the ring waits on it but the bootstrap.
+            final RingWarmUp.Report warmUp = RingWarmUp.runOnce(rc, options.window, options.msgLen, elementType, 0,
+                options.warmUpFrames);
+            System.err.println("allreduce: rank " + rank + " warm-up: " + warmUp);
         }
         final List<String> hosts = PeerHosts.resolve(options.peers, world);
         final int sendBytes = netreduce ? nr.regionBytes() : RingAllReduce.sendRegionBytes(options.size, world);

@@ -2,6 +2,7 @@ package io.netreduce.worker;
 
 import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.allreduce.RingAllReduce;
+import io.netreduce.host.allreduce.RingWarmUp;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -192,6 +193,13 @@ final class AllReduceOptions
         "briefly, then block in poll(2) until a frame or the next RC timer; leaves shared cores to others) or " +
         "yield (spin with Thread.yield) (default ${DEFAULT-VALUE}).")
     String idleMode = "poll";
+
+    @Option(names = "--warm-up-frames", description = "netreduce: before the ring is connected, run the worker's " +
+        "per-packet path in memory (two ranks of a ring over RC on memory ports, this run's window, MsgLen, PMTU and " +
+        "element type) for this many frames, at most 5 s, so that the JIT has compiled it before the first call " +
+        "instead of during it; 0 for none (default ${DEFAULT-VALUE}; the JVM property netreduce.endpointWarmUpFrames " +
+        "sets the default).")
+    long warmUpFrames = Long.getLong("netreduce.endpointWarmUpFrames", RingWarmUp.DEFAULT_FRAMES);
 
     @Option(names = "--local-workers", description = "Parallel NetReduce (paper §3.4): this process is host --rank " +
         "of --world hosts with n local workers (GPUs), local worker i being the host's rank in ring --ring-id + i; " +

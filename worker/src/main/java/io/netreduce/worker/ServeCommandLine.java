@@ -132,6 +132,7 @@ final class ServeCommandLine
                 case "--doorbell-fd" -> command.doorbellFd = Integer.parseInt(value);
                 case "--answer-fd" -> command.answerFd = Integer.parseInt(value);
                 case "--accept-timeout" -> command.acceptTimeoutSeconds = Integer.parseInt(value);
+                case "--warm-up-frames" -> command.warmUpFrames = Long.parseLong(value);
                 default ->
                 {
                     return false;

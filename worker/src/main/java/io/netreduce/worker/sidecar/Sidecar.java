@@ -8,6 +8,7 @@ import io.netreduce.host.allreduce.CongestionWindow;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
 import io.netreduce.host.allreduce.RingLink;
+import io.netreduce.host.allreduce.RingWarmUp;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.EndpointIdleStrategy;
 import io.netreduce.host.rc.RcEndpoint;
@@ -45,11 +46,17 @@ import java.util.concurrent.TimeUnit;
  */
 final class Sidecar extends SidecarLoop
 {
+    /** Warm-up duty cycles per idle turn: short enough that a request waits for at most a few of them. */
+    private static final int WARM_UP_TURNS = 4;
+
     private final RcEndpoint endpoint;
     private final IdleStrategy idle;
     private final CongestionControl defaults;
+    private final long warmUpFrames;
 
     private RingLink link;
+    private RingWarmUp warmUp;
+    private RingWarmUp.Report warmedUp;
     private NetReduceAllReduce op;
     private NetReduceConfig opConfig;
     private ElementType elementType;
@@ -57,21 +64,24 @@ final class Sidecar extends SidecarLoop
 
     Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle)
     {
-        this(endpoint, control, idle, CongestionControl.DEFAULT);
+        this(endpoint, control, idle, CongestionControl.DEFAULT, 0);
     }
 
     /**
      * @param defaults congestion control for an open that does not say ({@code ecnWindow}, {@code ecnGain},
      *                 {@code ecnMinWindow}); {@code worker serve} gives {@link CongestionControl#DEFAULT}, having no
      *                 options of its own for them.
+     * @param warmUpFrames frames of a {@link RingWarmUp} run once the ring is connected, while no call has come
+     *                     ({@code worker serve --warm-up-frames}); 0 for none.
      */
     Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle,
-        final CongestionControl defaults)
+        final CongestionControl defaults, final long warmUpFrames)
     {
         super(control);
         this.endpoint = endpoint;
         this.idle = idle;
         this.defaults = defaults;
+        this.warmUpFrames = warmUpFrames;
     }
 
     @Override
@@ -190,6 +200,45 @@ final class Sidecar extends SidecarLoop
         final ConnectionInfo predecessor = ConnectionInfo.parse(Requests.textField(request, "predecessor", null));
         link.connect(successor, predecessor);
         op = NetReduceAllReduce.placed(link, opConfig, areaMessages);
+        if (warmUpFrames > 0)
+        {
+            // Between the connect and the first call the trainer builds its model and runs its first backward pass:
+            // the ring's path is compiled meanwhile, on a ring in memory of this ring's shape, and stops at the
+            // first call whatever it has done.
+            warmUp = new RingWarmUp(endpoint.config(), opConfig.window(), opConfig.msgLen(), elementType,
+                Math.min(areaMessages, 2 * opConfig.window()));
+        }
+    }
+
+    @Override
+    int idleWork()
+    {
+        final RingWarmUp running = warmUp;
+        if (running == null)
+        {
+            return 0;
+        }
+        int work = 0;
+        for (int i = 0; i < WARM_UP_TURNS; i++)
+        {
+            work += running.doWork();
+        }
+        final RingWarmUp.Report report = running.report();
+        if (work == 0 || report.frames() >= warmUpFrames || report.nanos() > RingWarmUp.DEFAULT_MAX_NANOS)
+        {
+            endWarmUp();
+        }
+        return Math.max(work, 1);
+    }
+
+    private void endWarmUp()
+    {
+        if (warmUp != null)
+        {
+            warmedUp = warmUp.report();
+            warmUp.close();
+            warmUp = null;
+        }
     }
 
     @Override
@@ -205,6 +254,7 @@ final class Sidecar extends SidecarLoop
     @Override
     void beginCall(final long elements) throws CallFailedException
     {
+        endWarmUp();
         if (op == null)
         {
             throw new IllegalStateException("allreduce before connect");
@@ -253,6 +303,14 @@ final class Sidecar extends SidecarLoop
                 .put("acksSent", link.receiveQp().counters().acksSent() + send.acksSent())
                 .put("callsWaitingForAcks", op.callsWaitingForAcks())
                 .put("ackWaitUs", op.ackWaitNs() / 1_000);
+        }
+        final RingWarmUp.Report warm = warmUp != null ? warmUp.report() : warmedUp;
+        if (warm != null)
+        {
+            reply.put("warmUpFrames", warm.frames())
+                .put("warmUpCalls", warm.calls())
+                .put("warmUpMs", warm.nanos() / 1_000_000)
+                .put("warmingUp", warmUp != null);
         }
         if (idle instanceof EndpointIdleStrategy endpointIdle)
         {

@@ -103,6 +103,17 @@ abstract class SidecarLoop
     abstract void beginCall(long elements) throws CallFailedException;
 
     /**
+     * Work for a turn with no request and no call (a warm-up): the loop blocks only when this returns 0, and takes
+     * every request before it, so keep each turn's share short.
+     *
+     * @return the work done; 0 (the default) when there is none.
+     */
+    int idleWork()
+    {
+        return 0;
+    }
+
+    /**
      * Drive the call begun last, after {@link #doWork}.
      *
      * @return the work done.
@@ -167,6 +178,10 @@ abstract class SidecarLoop
                     else if (control.isClosed())
                     {
                         break;
+                    }
+                    else
+                    {
+                        work += idleWork();
                     }
                 }
                 idle.idle(work);

@@ -1,5 +1,6 @@
 package io.netreduce.worker.sidecar;
 
+import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.PacketPort;
@@ -41,8 +42,19 @@ public final class SidecarRunner
     public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Doorbell answerBell,
         final Path socket, final int acceptTimeoutSeconds) throws IOException
     {
+        return run(endpoint, doorbell, answerBell, socket, acceptTimeoutSeconds, 0);
+    }
+
+    /**
+     * @param warmUpFrames frames of the warm-up run between the ring's connect and its first call (0: none).
+     * @return the process exit status, as {@link #run(RcEndpoint, Doorbell, Path, int)}'s.
+     */
+    public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Doorbell answerBell,
+        final Path socket, final int acceptTimeoutSeconds, final long warmUpFrames) throws IOException
+    {
         return run(doorbell, answerBell, socket, acceptTimeoutSeconds,
-            control -> new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell)));
+            control -> new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell), CongestionControl.DEFAULT,
+                warmUpFrames));
     }
 
     /**

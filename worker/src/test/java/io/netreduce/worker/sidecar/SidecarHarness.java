@@ -1,6 +1,7 @@
 package io.netreduce.worker.sidecar;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.Doorbell;
@@ -77,11 +78,20 @@ final class SidecarHarness implements AutoCloseable
      */
     static Sidecar memorySidecar(final SidecarHarness harness)
     {
+        return memorySidecar(harness, 0);
+    }
+
+    /**
+     * The same, running a warm-up of {@code warmUpFrames} frames between its connect and its first call.
+     */
+    static Sidecar memorySidecar(final SidecarHarness harness, final long warmUpFrames)
+    {
         try
         {
             final RcEndpoint endpoint = new RcEndpoint(new MemoryPort("sidecar"), new RcConfig().pmtu(4096),
                 SystemNanoClock.INSTANCE, InetAddress.getByName("10.0.0.1"), 0x02_00_00_00_00_01L);
-            return new Sidecar(endpoint, harness.control, endpoint.idleStrategy(harness.doorbell));
+            return new Sidecar(endpoint, harness.control, endpoint.idleStrategy(harness.doorbell),
+                CongestionControl.DEFAULT, warmUpFrames);
         }
         catch (final IOException ex)
         {
