@@ -187,13 +187,6 @@ public final class AllReduceCommand implements Callable<Integer>
             System.err.println("allreduce: " + ex.getMessage());
             return 2;
         }
-        if (netreduce && options.warmUpFrames > 0)
-        {
-            // Before the port opens and the neighbours connect: nothing of the ring waits on it but the bootstrap.
-            final RingWarmUp.Report warmUp = RingWarmUp.runOnce(rc, options.window, options.msgLen, elementType, 0,
-                options.warmUpFrames);
-            System.err.println("allreduce: rank " + rank + " warm-up: " + warmUp);
-        }
         final List<String> hosts = PeerHosts.resolve(options.peers, world);
         final int sendBytes = netreduce ? nr.regionBytes() : RingAllReduce.sendRegionBytes(options.size, world);
         final int receiveBytes = netreduce ? nr.regionBytes() : RingAllReduce.receiveRegionBytes(options.size, world);
@@ -202,6 +195,13 @@ public final class AllReduceCommand implements Callable<Integer>
             .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
             .withSegmentationOffload(options.segmentationOffload)
             .withTxSocketBuffer(transmitSocketBuffer(rc, Math.max(options.localWorkers, options.trees)));
+        if (netreduce && options.warmUpFrames > 0)
+        {
+            // Before the port opens and the neighbours connect: nothing of the ring waits on it but the bootstrap.
+            final RingWarmUp.Report warmUp = RingWarmUp.runOnce(portConfig.withInterfaceName("lo"), rc,
+                options.window, options.msgLen, elementType, 0, options.warmUpFrames);
+            System.err.println("allreduce: rank " + rank + " warm-up: " + warmUp);
+        }
         try (AfPacketPort packetPort = AfPacketPort.open(portConfig))
         {
             final InetAddress localIp =
