@@ -7,6 +7,7 @@ import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.port.PacketPort;
+import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.InaHeader;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -22,8 +23,8 @@ import java.util.SplittableRandom;
 
 /**
  * Runs a worker's per-packet path before its ring's first call, so that the JIT has compiled it when the first call's
- * packets go: two ranks of a ring, each an {@link RcEndpoint} on a port of its own, call a {@link NetReduceAllReduce}
- * over RC, call after call, until the frames asked for have passed.
+ * packets go: the ranks of a small ring, each an {@link RcEndpoint} on a port of its own, call a
+ * {@link NetReduceAllReduce} over RC, call after call, until the packets asked for have passed.
  * <p>
  * Why: the JDK's ahead-of-time cache holds classes and profiles, not compiled code, so a fresh worker ran its first
  * call interpreted and in C1 while C2 compiled the path on the same cores: at W = 8, 64 MiB on the 2-core bed each
@@ -31,14 +32,21 @@ import java.util.SplittableRandom;
  * Paid before the ring is connected (or, in a sidecar, while the trainer builds its model), the compile costs the
  * worker's start instead.
  * <p>
- * The ports: AF_PACKET ports on the loopback interface where the worker may open them ({@link #open}), with the
- * worker's own port settings (rings, segmentation offload), so that the port's code is compiled too (the transmit
- * ring, the segmentation offload's batches and their splitting on arrival: a third of what the JIT still compiled in
- * the first call with memory ports) and every call site sees the port class it will see; otherwise, or by request,
- * {@link MemoryPort}s wired to each other. Each rank has a random locally administered MAC and takes only frames to
- * it; the kernel's own stack drops them (not addressed to the interface), so nothing else on the host sees them.
+ * The ports: {@value #LOOPBACK_RANKS} AF_PACKET ports on the loopback interface where the worker may open them
+ * ({@link #open}), with the worker's own port settings (rings, segmentation offload), so that the port's code is
+ * compiled too (the transmit ring, the segmentation offload's batches and their splitting on arrival) and every call
+ * site sees the port class it will see; otherwise {@value #MEMORY_RANKS} {@link MemoryPort}s wired to each other. Each
+ * rank has a random locally administered MAC and takes only frames to it; the kernel's own stack drops them (not
+ * addressed to the interface), so nothing else on the host takes them.
  * <p>
- * There is no appliance between the two: each rank's ring takes its messages' own tag for the result tag
+ * Compiled code is only as good as the profile it was compiled from: a branch the warm-up never took is compiled as
+ * a trap, and the first call that takes it throws the method back to the interpreter and has it compiled again, in
+ * the first call. So the warm-up takes the branches a real ring takes: three ranks (a rank's successor is not its
+ * predecessor, so its requests and its ACKs go to two destinations), frames that are not RoCE (ARP, TCP) among the
+ * ring's as on a real interface, and {@value #ROUNDS} rounds, each on new endpoints and ports, so that what an
+ * endpoint does once at its start (caches filled, first buffers) is not compiled away.
+ * <p>
+ * There is no appliance between the ranks: each rank's ring takes its messages' own tag for the result tag
  * ({@link NetReduceConfig#marksResults()} false), so a rank takes its predecessor's message, arrived by RDMA WRITE WITH
  * IMMEDIATE, for the call's result. Everything else is what a real call runs: the same RC requester and responder
  * (segmentation into the PMTU, ICRC both ways, ACKs, completions), the same all-reduce in the same mode (slot mode's
@@ -49,124 +57,138 @@ import java.util.SplittableRandom;
  */
 public final class RingWarmUp implements AutoCloseable
 {
-    /** Frames a warm-up takes by default: about what C2 needed on the bed to compile the per-packet path. */
+    /** Packets a warm-up takes by default: about what C2 needed on the bed to compile the per-packet path. */
     public static final long DEFAULT_FRAMES = 65_536;
     /** Most time a warm-up takes by default, whatever it has done by then. */
     public static final long DEFAULT_MAX_NANOS = 5_000_000_000L;
+    /** Rounds the packets are spread over, each on new endpoints. */
+    public static final int ROUNDS = 4;
+    /** Ranks of the ring on the loopback interface. */
+    public static final int LOOPBACK_RANKS = 3;
+    /** Ranks of the ring on memory ports (a wired pair). */
+    public static final int MEMORY_RANKS = 2;
 
-    private static final int RANKS = 2;
     private static final int RING_ID = 1;
     private static final int IFF_UP = 0x1;
+    /** Duty cycles between two rounds of frames that are not RoCE. */
+    private static final int STRAY_INTERVAL = 64;
+    private static final int STRAY_LENGTH = 60;
 
     /**
      * What a warm-up did.
      *
-     * @param frames  packets the two ranks sent (requests and ACKs).
-     * @param calls   all-reduce calls completed on each rank.
+     * @param frames  packets the ranks' queue pairs sent (requests and ACKs).
+     * @param resent  packets of those that were retransmissions (none expected: a port that lost packets).
+     * @param calls   all-reduce calls completed on every rank.
      * @param nanos   time taken.
      * @param failure why it stopped early, or null.
      * @param where   what carried it: an interface's name, or memory (and why).
      */
-    public record Report(long frames, long calls, long nanos, String failure, String where)
+    public record Report(long frames, long resent, long calls, long nanos, String failure, String where)
     {
         @Override
         public String toString()
         {
-            return String.format(Locale.ROOT, "%d frames, %d calls in %.0f ms on %s%s", frames, calls, nanos / 1e6,
-                where, failure == null ? "" : "; stopped: " + failure);
+            return String.format(Locale.ROOT, "%d packets (%d resent), %d calls in %.0f ms on %s%s", frames, resent,
+                calls, nanos / 1e6, where, failure == null ? "" : "; stopped: " + failure);
         }
     }
 
+    /**
+     * Opens one round's ports.
+     */
+    @FunctionalInterface
+    public interface Ports
+    {
+        PacketPort[] open();
+    }
+
     private final PacketPort[] ports;
-    private final RcEndpoint[] endpoints = new RcEndpoint[RANKS];
-    private final RingLink[] links = new RingLink[RANKS];
-    private final NetReduceAllReduce[] ops = new NetReduceAllReduce[RANKS];
-    private final Tensor[] tensors = new Tensor[RANKS];
+    private final RcConfig config;
+    private final NetReduceConfig ring;
+    private final ElementType type;
     private final int areaMessages;
+    private final long framesPerRound;
     private final long startNs;
+    private final SplittableRandom random = new SplittableRandom(System.nanoTime());
+    private final UnsafeBuffer stray = new UnsafeBuffer(ByteBuffer.allocateDirect(STRAY_LENGTH));
     private String where;
+    private Round round;
+    private long framesBefore;
     private long calls;
+    private long turns;
+    private long resent;
     private String failure;
 
     /**
-     * @param ports        the two ranks' ports, closed with the warm-up.
-     * @param where        what the ports are, for the report.
-     * @param rc           the worker's RC settings: the warm-up's endpoints take its PMTU, window and queue depths.
-     * @param window       the ring's window (messages).
-     * @param msgLen       the ring's MsgLen (packets per message).
-     * @param type         the element type the calls carry (slot mode copies it; placement mode only sends it).
-     * @param areaMessages messages per call in placement mode (as {@link NetReduceAllReduce#beginPlaced}), or 0 for
-     *                     slot mode, each call a tensor of twice the window's messages.
+     * @param portSource     opens the ports (2 or more: the ring's ranks), closed with the warm-up.
+     * @param where          what the ports are, for the report.
+     * @param rc             the worker's RC settings: the warm-up's endpoints take its PMTU, window and queue depths.
+     * @param window         the ring's window (messages).
+     * @param msgLen         the ring's MsgLen (packets per message).
+     * @param type           the element type the calls carry (slot mode copies it; placement mode only sends it).
+     * @param areaMessages   messages per call in placement mode (as {@link NetReduceAllReduce#beginPlaced}), or 0 for
+     *                       slot mode, each call a tensor of twice the window's messages.
+     * @param framesPerRound packets of a round before the next round's new endpoints and ports.
      */
-    public RingWarmUp(final PacketPort[] ports, final String where, final RcConfig rc, final int window,
-        final int msgLen, final ElementType type, final int areaMessages)
+    public RingWarmUp(final Ports portSource, final String where, final RcConfig rc, final int window,
+        final int msgLen, final ElementType type, final int areaMessages, final long framesPerRound)
     {
-        if (ports.length != RANKS)
-        {
-            throw new IllegalArgumentException("a warm-up takes " + RANKS + " ports: " + ports.length);
-        }
-        this.ports = ports.clone();
+        this.startNs = System.nanoTime();
+        this.ports = portSource.open();
         this.where = where;
-        this.areaMessages = areaMessages;
-        final RcConfig config = new RcConfig()
+        this.config = new RcConfig()
             .pmtu(rc.pmtu())
             .maxOutstandingPackets(rc.maxOutstandingPackets())
             .ackRequestInterval(rc.ackRequestInterval())
             .sendQueueDepth(rc.sendQueueDepth())
             .receiveQueueDepth(rc.receiveQueueDepth())
             .ackCoalescePackets(rc.ackCoalescePackets())
-            .ackCoalesceDelayNs(rc.ackCoalesceDelayNs())
-            .psnSeed(1);
-        final NetReduceConfig ring = new NetReduceConfig(RING_ID, window, msgLen, rc.pmtu(), 10_000_000_000L,
-            InaHeader.INET_TAG, InaHeader.INET_TAG);
-        final int messages = areaMessages > 0 ? areaMessages : 2 * window;
-        final int regionBytes = areaMessages > 0 ? areaMessages * ring.messageBytes() : ring.regionBytes();
-        // a random locally administered unicast MAC per warm-up: two at once on one interface take only their own
-        final long mac = (new SplittableRandom(System.nanoTime()).nextLong() & 0xFCFF_FFFF_FFFCL) | 0x0200_0000_0000L;
-        for (int r = 0; r < RANKS; r++)
+            .ackCoalesceDelayNs(rc.ackCoalesceDelayNs());
+        this.ring = new NetReduceConfig(RING_ID, window, msgLen, rc.pmtu(), 10_000_000_000L, InaHeader.INET_TAG,
+            InaHeader.INET_TAG);
+        this.type = type;
+        this.areaMessages = areaMessages;
+        this.framesPerRound = Math.max(1, framesPerRound);
+        try
         {
-            endpoints[r] = new RcEndpoint(this.ports[r], config, SystemNanoClock.INSTANCE, address(r), mac + r);
-            links[r] = new RingLink(endpoints[r], SystemNanoClock.INSTANCE, r, RANKS, regionBytes, regionBytes);
+            this.round = new Round(ports);
         }
-        for (int r = 0; r < RANKS; r++)
+        catch (final RuntimeException ex)
         {
-            final int other = 1 - r;
-            links[r].connect(links[other].receiveInfo(), links[other].sendInfo());
+            closeAll(ports);
+            throw ex;
         }
-        for (int r = 0; r < RANKS; r++)
-        {
-            ops[r] = areaMessages > 0 ? NetReduceAllReduce.placed(links[r], ring, areaMessages) :
-                new NetReduceAllReduce(links[r], ring);
-            if (areaMessages == 0)
-            {
-                final int elements = messages * ring.dataBytesPerMessage() / type.size();
-                tensors[r] = new Tensor(type, new UnsafeBuffer(ByteBuffer.allocateDirect(elements * type.size())),
-                    0, elements);
-            }
-        }
-        startNs = System.nanoTime();
     }
 
     /**
-     * A warm-up on two {@link MemoryPort}s wired to each other.
+     * A warm-up on {@value #MEMORY_RANKS} {@link MemoryPort}s wired to each other, {@code frames} packets in
+     * {@value #ROUNDS} rounds.
      */
     public static RingWarmUp inMemory(final RcConfig rc, final int window, final int msgLen, final ElementType type,
-        final int areaMessages)
+        final int areaMessages, final long frames)
+    {
+        return new RingWarmUp(RingWarmUp::memoryPorts, "memory", rc, window, msgLen, type, areaMessages,
+            frames / ROUNDS);
+    }
+
+    private static PacketPort[] memoryPorts()
     {
         final MemoryPort a = new MemoryPort("warm-up-0", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 1024, 1 << 23);
         final MemoryPort b = new MemoryPort("warm-up-1", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 1024, 1 << 23);
         MemoryPort.wire(a, b);
-        return new RingWarmUp(new PacketPort[] {a, b}, "memory", rc, window, msgLen, type, areaMessages);
+        return new PacketPort[] {a, b};
     }
 
     /**
-     * A warm-up on two AF_PACKET ports of {@code loopback} (the worker's own port settings on the loopback
-     * interface) when that interface is up and the ports open; otherwise {@link #inMemory}, the report saying why.
+     * A warm-up of {@code frames} packets on {@value #LOOPBACK_RANKS} AF_PACKET ports of {@code loopback} (the worker's
+     * own port settings on the loopback interface) when that interface is up and the ports open; otherwise
+     * {@link #inMemory}, the report saying why.
      *
      * @param loopback the ports' settings, or null for memory ports.
      */
     public static RingWarmUp open(final AfPacketConfiguration loopback, final RcConfig rc, final int window,
-        final int msgLen, final ElementType type, final int areaMessages)
+        final int msgLen, final ElementType type, final int areaMessages, final long frames)
     {
         String why = "asked for";
         if (loopback != null)
@@ -174,31 +196,49 @@ public final class RingWarmUp implements AutoCloseable
             why = interfaceDown(loopback.interfaceName());
             if (why == null)
             {
-                final PacketPort[] ports = new PacketPort[RANKS];
                 try
                 {
-                    for (int r = 0; r < RANKS; r++)
-                    {
-                        ports[r] = AfPacketPort.open(loopback);
-                    }
-                    return new RingWarmUp(ports, loopback.interfaceName(), rc, window, msgLen, type, areaMessages);
+                    return new RingWarmUp(() -> afPacketPorts(loopback), loopback.interfaceName(), rc, window, msgLen,
+                        type, areaMessages, frames / ROUNDS);
                 }
                 catch (final RuntimeException ex)
                 {
-                    for (final PacketPort port : ports)
-                    {
-                        if (port != null)
-                        {
-                            port.close();
-                        }
-                    }
                     why = loopback.interfaceName() + ": " + ex.getMessage();
                 }
             }
         }
-        final RingWarmUp warmUp = inMemory(rc, window, msgLen, type, areaMessages);
+        final RingWarmUp warmUp = inMemory(rc, window, msgLen, type, areaMessages, frames);
         warmUp.where = "memory (" + why + ")";
         return warmUp;
+    }
+
+    private static PacketPort[] afPacketPorts(final AfPacketConfiguration configuration)
+    {
+        final PacketPort[] ports = new PacketPort[LOOPBACK_RANKS];
+        try
+        {
+            for (int r = 0; r < ports.length; r++)
+            {
+                ports[r] = AfPacketPort.open(configuration);
+            }
+            return ports;
+        }
+        catch (final RuntimeException ex)
+        {
+            closeAll(ports);
+            throw ex;
+        }
+    }
+
+    private static void closeAll(final PacketPort[] ports)
+    {
+        for (final PacketPort port : ports)
+        {
+            if (port != null)
+            {
+                port.close();
+            }
+        }
     }
 
     /**
@@ -230,9 +270,10 @@ public final class RingWarmUp implements AutoCloseable
     }
 
     /**
-     * One duty cycle of both ranks, beginning their next calls once both have finished the last.
+     * One duty cycle of every rank, beginning their next calls once all have finished the last, and the next round
+     * once this one has sent its packets.
      *
-     * @return work done (0 when idle or stopped).
+     * @return work done (0 when stopped).
      */
     public int doWork()
     {
@@ -242,34 +283,18 @@ public final class RingWarmUp implements AutoCloseable
         }
         try
         {
-            if (ops[0].isDone() && ops[1].isDone())
+            if (round.idle() && round.frames() >= framesPerRound)
             {
-                for (int r = 0; r < RANKS; r++)
-                {
-                    if (areaMessages > 0)
-                    {
-                        ops[r].beginPlaced(areaMessages);
-                    }
-                    else
-                    {
-                        ops[r].begin(tensors[r]);
-                    }
-                }
+                framesBefore += round.frames();
+                resent += round.resent();
+                round = null;
+                round = new Round(ports);
             }
-            int work = 0;
-            for (int r = 0; r < RANKS; r++)
+            if ((++turns & (STRAY_INTERVAL - 1)) == 0)
             {
-                work += endpoints[r].doWork();
+                round.sendStrays();
             }
-            for (int r = 0; r < RANKS; r++)
-            {
-                work += ops[r].poll();
-            }
-            if (ops[0].isDone() && ops[1].isDone())
-            {
-                calls++;
-            }
-            return work;
+            return round.doWork();
         }
         catch (final RuntimeException ex)
         {
@@ -279,20 +304,15 @@ public final class RingWarmUp implements AutoCloseable
     }
 
     /**
-     * @return packets the two ranks' queue pairs have sent so far (requests and ACKs).
+     * @return packets the ranks' queue pairs have sent so far, every round.
      */
     public long frames()
     {
-        long frames = 0;
-        for (final RingLink link : links)
-        {
-            frames += link.sendQp().counters().packetsSent() + link.receiveQp().counters().packetsSent();
-        }
-        return frames;
+        return framesBefore + (round != null ? round.frames() : 0);
     }
 
     /**
-     * Run until {@code frames} frames have passed or {@code maxNanos} have gone, whichever comes first.
+     * Run until {@code frames} packets have passed or {@code maxNanos} have gone, whichever comes first.
      */
     public Report run(final long frames, final long maxNanos)
     {
@@ -305,16 +325,17 @@ public final class RingWarmUp implements AutoCloseable
     }
 
     /**
-     * @return what it has done so far.
+     * @return what it has done so far (since it began to open its ports).
      */
     public Report report()
     {
-        return new Report(frames(), calls, System.nanoTime() - startNs, failure, where);
+        return new Report(frames(), resent + (round != null ? round.resent() : 0), calls,
+            System.nanoTime() - startNs, failure, where);
     }
 
     /**
-     * Run a warm-up of {@code frames} frames (at most {@link #DEFAULT_MAX_NANOS}) on {@link #open}'s ports and release
-     * it; 0 frames runs none.
+     * Run a warm-up of {@code frames} packets (at most {@link #DEFAULT_MAX_NANOS}) on {@link #open}'s ports and
+     * release it; 0 frames runs none.
      *
      * @return what it did, or null if it ran none.
      */
@@ -325,21 +346,178 @@ public final class RingWarmUp implements AutoCloseable
         {
             return null;
         }
-        try (RingWarmUp warmUp = open(loopback, rc, window, msgLen, type, areaMessages))
+        final RingWarmUp warmUp = open(loopback, rc, window, msgLen, type, areaMessages, frames);
+        try
         {
-            return warmUp.run(frames, DEFAULT_MAX_NANOS);
+            warmUp.run(frames, DEFAULT_MAX_NANOS);
         }
+        finally
+        {
+            warmUp.close();
+        }
+        return warmUp.report(); // the time with the ports' opening and closing
     }
 
     @Override
     public void close()
     {
-        for (final RcEndpoint endpoint : endpoints)
+        if (round != null)
         {
-            if (endpoint != null)
+            framesBefore += round.frames();
+            resent += round.resent();
+            round = null;
+        }
+        closeAll(ports);
+    }
+
+    /**
+     * One round: a ring of one rank per port, on endpoints of its own (left to the collector at the round's end: an
+     * endpoint's close would close its port, which the next round takes).
+     */
+    private final class Round
+    {
+        private final PacketPort[] ports;
+        private final long[] macs;
+        private final RcEndpoint[] endpoints;
+        private final RingLink[] links;
+        private final NetReduceAllReduce[] ops;
+        private final Tensor[] tensors;
+
+        Round(final PacketPort[] ports)
+        {
+            final int ranks = ports.length;
+            this.ports = ports;
+            macs = new long[ranks];
+            endpoints = new RcEndpoint[ranks];
+            links = new RingLink[ranks];
+            ops = new NetReduceAllReduce[ranks];
+            tensors = new Tensor[ranks];
+            final int messages = areaMessages > 0 ? areaMessages : 2 * ring.window();
+            final int regionBytes = areaMessages > 0 ? areaMessages * ring.messageBytes() : ring.regionBytes();
+            // random locally administered unicast MACs: two warm-ups at once on one interface take only their own
+            final long base = random.nextLong() & 0xFCFF_FFFF_FF00L | 0x0200_0000_0000L;
+            for (int r = 0; r < ranks; r++)
             {
-                endpoint.close();
+                macs[r] = base + r;
+                endpoints[r] = new RcEndpoint(ports[r], config.psnSeed(random.nextLong()),
+                    SystemNanoClock.INSTANCE, address(r), macs[r]);
+                links[r] = new RingLink(endpoints[r], SystemNanoClock.INSTANCE, r, ranks, regionBytes,
+                    regionBytes);
             }
+            for (int r = 0; r < ranks; r++)
+            {
+                links[r].connect(links[(r + 1) % ranks].receiveInfo(), links[(r + ranks - 1) % ranks].sendInfo());
+            }
+            for (int r = 0; r < ranks; r++)
+            {
+                ops[r] = areaMessages > 0 ? NetReduceAllReduce.placed(links[r], ring, areaMessages) :
+                    new NetReduceAllReduce(links[r], ring);
+                if (areaMessages == 0)
+                {
+                    final int elements = messages * ring.dataBytesPerMessage() / type.size();
+                    tensors[r] = new Tensor(type,
+                        new UnsafeBuffer(ByteBuffer.allocateDirect(elements * type.size())), 0, elements);
+                }
+            }
+        }
+
+        boolean idle()
+        {
+            for (final NetReduceAllReduce op : ops)
+            {
+                if (!op.isDone())
+                {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        int doWork()
+        {
+            if (idle())
+            {
+                for (int r = 0; r < ops.length; r++)
+                {
+                    if (areaMessages > 0)
+                    {
+                        ops[r].beginPlaced(areaMessages);
+                    }
+                    else
+                    {
+                        ops[r].begin(tensors[r]);
+                    }
+                }
+            }
+            int work = 0;
+            for (final RcEndpoint endpoint : endpoints)
+            {
+                work += endpoint.doWork();
+            }
+            for (final NetReduceAllReduce op : ops)
+            {
+                work += op.poll();
+            }
+            if (idle())
+            {
+                calls++;
+            }
+            return work;
+        }
+
+        /**
+         * Each rank sends its successor an ARP frame and an IPv4 frame that is not UDP, as a real interface carries
+         * among the ring's: the endpoints count them and let them be.
+         */
+        void sendStrays()
+        {
+            for (int r = 0; r < ports.length; r++)
+            {
+                final long to = macs[(r + 1) % ports.length];
+                stray.setMemory(0, STRAY_LENGTH, (byte)0);
+                ethernet(to, macs[r], EthernetHeader.ETHER_TYPE_ARP);
+                ports[r].send(stray, 0, STRAY_LENGTH);
+                ethernet(to, macs[r], EthernetHeader.ETHER_TYPE_IPV4);
+                stray.putByte(EthernetHeader.LENGTH, (byte)0x45);
+                stray.putShort(EthernetHeader.LENGTH + 2, (short)(STRAY_LENGTH - EthernetHeader.LENGTH),
+                    java.nio.ByteOrder.BIG_ENDIAN);
+                stray.putByte(EthernetHeader.LENGTH + 8, (byte)64);
+                stray.putByte(EthernetHeader.LENGTH + 9, (byte)6); // TCP
+                ports[r].send(stray, 0, STRAY_LENGTH);
+            }
+        }
+
+        private void ethernet(final long to, final long from, final int etherType)
+        {
+            EthernetHeader.dstMac(stray, 0, to);
+            EthernetHeader.srcMac(stray, 0, from);
+            EthernetHeader.etherType(stray, 0, etherType);
+        }
+
+        long frames()
+        {
+            long frames = 0;
+            for (final RingLink link : links)
+            {
+                if (link != null)
+                {
+                    frames += link.sendQp().counters().packetsSent() + link.receiveQp().counters().packetsSent();
+                }
+            }
+            return frames;
+        }
+
+        long resent()
+        {
+            long resent = 0;
+            for (final RingLink link : links)
+            {
+                if (link != null)
+                {
+                    resent += link.sendQp().counters().retransmittedPackets();
+                }
+            }
+            return resent;
         }
     }
 }

@@ -211,7 +211,7 @@ final class Sidecar extends SidecarLoop
             // the ring's path is compiled meanwhile, on a ring in memory of this ring's shape, and stops at the
             // first call whatever it has done.
             warmUp = RingWarmUp.open(warmUpPorts, endpoint.config(), opConfig.window(), opConfig.msgLen(),
-                elementType, Math.min(areaMessages, 2 * opConfig.window()));
+                elementType, Math.min(areaMessages, 2 * opConfig.window()), warmUpFrames);
         }
     }
 
