@@ -198,8 +198,8 @@ public final class AllReduceCommand implements Callable<Integer>
         if (netreduce && options.warmUpFrames > 0)
         {
             // Before the port opens and the neighbours connect: nothing of the ring waits on it but the bootstrap.
-            final RingWarmUp.Report warmUp = RingWarmUp.runOnce(portConfig.withInterfaceName("lo"), rc,
-                options.window, options.msgLen, elementType, 0, options.warmUpFrames);
+            final RingWarmUp.Report warmUp = RingWarmUp.runOnce(rc, options.window, options.msgLen, elementType, 0,
+                options.warmUpFrames);
             System.err.println("allreduce: rank " + rank + " warm-up: " + warmUp);
         }
         try (AfPacketPort packetPort = AfPacketPort.open(portConfig))

@@ -195,11 +195,10 @@ final class AllReduceOptions
     String idleMode = "poll";
 
     @Option(names = "--warm-up-frames", description = "netreduce: before the ring is connected, run the worker's " +
-        "per-packet path (two ranks of a ring over RC, this run's window, MsgLen, PMTU and element type, on AF_PACKET " +
-        "ports of the loopback interface with this port's settings, or in memory where lo is down or cannot take " +
-        "them) for this many packets, at most 5 s, so that the JIT has compiled it before the first call instead of " +
-        "during it; 0 for none (default ${DEFAULT-VALUE}; the JVM property netreduce.endpointWarmUpFrames sets the " +
-        "default).")
+        "per-packet path in memory (two ranks of a ring over RC on memory ports, this run's window, MsgLen, PMTU and " +
+        "element type) for this many packets, at most 5 s, so that the JIT has compiled it before the first call " +
+        "instead of during it; 0 for none (default ${DEFAULT-VALUE}; the JVM property " +
+        "netreduce.endpointWarmUpFrames sets the default).")
     long warmUpFrames = Long.getLong("netreduce.endpointWarmUpFrames", RingWarmUp.DEFAULT_FRAMES);
 
     @Option(names = "--local-workers", description = "Parallel NetReduce (paper §3.4): this process is host --rank " +

@@ -103,11 +103,10 @@ public final class ServeCommand implements Callable<Integer>
     Integer answerFd;
 
     @Option(names = "--warm-up-frames", description = "Once the ring is connected and until its first call, run " +
-        "the ring's per-packet path (two ranks over RC, the ring's window, MsgLen, PMTU and element type, on AF_PACKET " +
-        "ports of the loopback interface with this port's settings, or in memory where lo cannot take them) for " +
-        "this many packets, at most 5 s, so that the JIT compiles it while the trainer builds its model rather than " +
-        "during its first calls; stops at the first call; 0 for none (default ${DEFAULT-VALUE}; the JVM property " +
-        "netreduce.endpointWarmUpFrames sets the default).")
+        "the ring's per-packet path in memory (two ranks over RC on memory ports, the ring's window, MsgLen, PMTU " +
+        "and element type) for this many packets, at most 5 s, so that the JIT compiles it while the trainer builds " +
+        "its model rather than during its first calls; stops at the first call; 0 for none (default " +
+        "${DEFAULT-VALUE}; the JVM property netreduce.endpointWarmUpFrames sets the default).")
     long warmUpFrames = Long.getLong("netreduce.endpointWarmUpFrames", RingWarmUp.DEFAULT_FRAMES);
 
     @Option(names = "--accept-timeout", description = "Seconds to wait for the trainer to connect (default " +
@@ -150,8 +149,7 @@ public final class ServeCommand implements Callable<Integer>
             final RcEndpoint endpoint = new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                 ConnectionInfo.macFromBytes(port.macAddress()));
             EndpointNice.apply(endpointNice, "serve", System.err); // the runner drives the endpoint on this thread
-            return SidecarRunner.run(endpoint, doorbell, answer, socket, acceptTimeoutSeconds, warmUpFrames,
-                portConfig.withInterfaceName("lo"));
+            return SidecarRunner.run(endpoint, doorbell, answer, socket, acceptTimeoutSeconds, warmUpFrames);
         }
         catch (final IllegalArgumentException ex)
         {

@@ -3,8 +3,6 @@ package io.netreduce.host.allreduce;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.protocol.port.AfPacketConfiguration;
-import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.EthernetHeader;
@@ -12,12 +10,9 @@ import io.netreduce.protocol.wire.InaHeader;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Locale;
 import java.util.SplittableRandom;
 
@@ -32,19 +27,16 @@ import java.util.SplittableRandom;
  * Paid before the ring is connected (or, in a sidecar, while the trainer builds its model), the compile costs the
  * worker's start instead.
  * <p>
- * The ports: {@value #LOOPBACK_RANKS} AF_PACKET ports on the loopback interface where the worker may open them
- * ({@link #open}), with the worker's own port settings (rings, segmentation offload), so that the port's code is
- * compiled too (the transmit ring, the segmentation offload's batches and their splitting on arrival) and every call
- * site sees the port class it will see; otherwise {@value #MEMORY_RANKS} {@link MemoryPort}s wired to each other. Each
- * rank has a random locally administered MAC and takes only frames to it; the kernel's own stack drops them (not
- * addressed to the interface), so nothing else on the host takes them.
+ * The ports are {@link MemoryPort}s wired to each other: the port's own code (the AF_PACKET rings, the segmentation
+ * offload's batches and their splitting) still compiles in the first call. AF_PACKET ports on the loopback interface
+ * would compile it too, and did, but opening them (two sockets each, with their rings) took 2-6 s per worker with
+ * eight workers starting at once on the bed's two cores (about 50 ms a port alone), longer than all it saved.
  * <p>
  * Compiled code is only as good as the profile it was compiled from: a branch the warm-up never took is compiled as
  * a trap, and the first call that takes it throws the method back to the interpreter and has it compiled again, in
- * the first call. So the warm-up takes the branches a real ring takes: three ranks (a rank's successor is not its
- * predecessor, so its requests and its ACKs go to two destinations), frames that are not RoCE (ARP, TCP) among the
- * ring's as on a real interface, and {@value #ROUNDS} rounds, each on new endpoints and ports, so that what an
- * endpoint does once at its start (caches filled, first buffers) is not compiled away.
+ * the first call. So the warm-up takes the branches a real ring takes where it can: frames that are not RoCE (ARP,
+ * TCP) among the ring's, as a real interface carries, and {@value #ROUNDS} rounds, each on new endpoints, so that
+ * what an endpoint does once at its start (caches filled, first buffers) is not compiled away.
  * <p>
  * There is no appliance between the ranks: each rank's ring takes its messages' own tag for the result tag
  * ({@link NetReduceConfig#marksResults()} false), so a rank takes its predecessor's message, arrived by RDMA WRITE WITH
@@ -63,13 +55,10 @@ public final class RingWarmUp implements AutoCloseable
     public static final long DEFAULT_MAX_NANOS = 5_000_000_000L;
     /** Rounds the packets are spread over, each on new endpoints. */
     public static final int ROUNDS = 4;
-    /** Ranks of the ring on the loopback interface. */
-    public static final int LOOPBACK_RANKS = 3;
-    /** Ranks of the ring on memory ports (a wired pair). */
-    public static final int MEMORY_RANKS = 2;
+    /** Ranks of the ring: a wired pair of memory ports. */
+    public static final int RANKS = 2;
 
     private static final int RING_ID = 1;
-    private static final int IFF_UP = 0x1;
     /** Duty cycles between two rounds of frames that are not RoCE. */
     private static final int STRAY_INTERVAL = 64;
     private static final int STRAY_LENGTH = 60;
@@ -82,15 +71,14 @@ public final class RingWarmUp implements AutoCloseable
      * @param calls   all-reduce calls completed on every rank.
      * @param nanos   time taken.
      * @param failure why it stopped early, or null.
-     * @param where   what carried it: an interface's name, or memory (and why).
      */
-    public record Report(long frames, long resent, long calls, long nanos, String failure, String where)
+    public record Report(long frames, long resent, long calls, long nanos, String failure)
     {
         @Override
         public String toString()
         {
-            return String.format(Locale.ROOT, "%d packets (%d resent), %d calls in %.0f ms on %s%s", frames, resent,
-                calls, nanos / 1e6, where, failure == null ? "" : "; stopped: " + failure);
+            return String.format(Locale.ROOT, "%d packets (%d resent), %d calls in %.0f ms%s", frames, resent, calls,
+                nanos / 1e6, failure == null ? "" : "; stopped: " + failure);
         }
     }
 
@@ -112,7 +100,6 @@ public final class RingWarmUp implements AutoCloseable
     private final long startNs;
     private final SplittableRandom random = new SplittableRandom(System.nanoTime());
     private final UnsafeBuffer stray = new UnsafeBuffer(ByteBuffer.allocateDirect(STRAY_LENGTH));
-    private String where;
     private Round round;
     private long framesBefore;
     private long calls;
@@ -122,7 +109,6 @@ public final class RingWarmUp implements AutoCloseable
 
     /**
      * @param portSource     opens the ports (2 or more: the ring's ranks), closed with the warm-up.
-     * @param where          what the ports are, for the report.
      * @param rc             the worker's RC settings: the warm-up's endpoints take its PMTU, window and queue depths.
      * @param window         the ring's window (messages).
      * @param msgLen         the ring's MsgLen (packets per message).
@@ -131,12 +117,11 @@ public final class RingWarmUp implements AutoCloseable
      *                       slot mode, each call a tensor of twice the window's messages.
      * @param framesPerRound packets of a round before the next round's new endpoints and ports.
      */
-    public RingWarmUp(final Ports portSource, final String where, final RcConfig rc, final int window,
+    public RingWarmUp(final Ports portSource, final RcConfig rc, final int window,
         final int msgLen, final ElementType type, final int areaMessages, final long framesPerRound)
     {
         this.startNs = System.nanoTime();
         this.ports = portSource.open();
-        this.where = where;
         this.config = new RcConfig()
             .pmtu(rc.pmtu())
             .maxOutstandingPackets(rc.maxOutstandingPackets())
@@ -162,13 +147,13 @@ public final class RingWarmUp implements AutoCloseable
     }
 
     /**
-     * A warm-up on {@value #MEMORY_RANKS} {@link MemoryPort}s wired to each other, {@code frames} packets in
-     * {@value #ROUNDS} rounds.
+     * A warm-up on {@value #RANKS} {@link MemoryPort}s wired to each other, {@code frames} packets in {@value #ROUNDS}
+     * rounds.
      */
     public static RingWarmUp inMemory(final RcConfig rc, final int window, final int msgLen, final ElementType type,
         final int areaMessages, final long frames)
     {
-        return new RingWarmUp(RingWarmUp::memoryPorts, "memory", rc, window, msgLen, type, areaMessages,
+        return new RingWarmUp(RingWarmUp::memoryPorts, rc, window, msgLen, type, areaMessages,
             frames / ROUNDS);
     }
 
@@ -180,56 +165,6 @@ public final class RingWarmUp implements AutoCloseable
         return new PacketPort[] {a, b};
     }
 
-    /**
-     * A warm-up of {@code frames} packets on {@value #LOOPBACK_RANKS} AF_PACKET ports of {@code loopback} (the worker's
-     * own port settings on the loopback interface) when that interface is up and the ports open; otherwise
-     * {@link #inMemory}, the report saying why.
-     *
-     * @param loopback the ports' settings, or null for memory ports.
-     */
-    public static RingWarmUp open(final AfPacketConfiguration loopback, final RcConfig rc, final int window,
-        final int msgLen, final ElementType type, final int areaMessages, final long frames)
-    {
-        String why = "asked for";
-        if (loopback != null)
-        {
-            why = interfaceDown(loopback.interfaceName());
-            if (why == null)
-            {
-                try
-                {
-                    return new RingWarmUp(() -> afPacketPorts(loopback), loopback.interfaceName(), rc, window, msgLen,
-                        type, areaMessages, frames / ROUNDS);
-                }
-                catch (final RuntimeException ex)
-                {
-                    why = loopback.interfaceName() + ": " + ex.getMessage();
-                }
-            }
-        }
-        final RingWarmUp warmUp = inMemory(rc, window, msgLen, type, areaMessages, frames);
-        warmUp.where = "memory (" + why + ")";
-        return warmUp;
-    }
-
-    private static PacketPort[] afPacketPorts(final AfPacketConfiguration configuration)
-    {
-        final PacketPort[] ports = new PacketPort[LOOPBACK_RANKS];
-        try
-        {
-            for (int r = 0; r < ports.length; r++)
-            {
-                ports[r] = AfPacketPort.open(configuration);
-            }
-            return ports;
-        }
-        catch (final RuntimeException ex)
-        {
-            closeAll(ports);
-            throw ex;
-        }
-    }
-
     private static void closeAll(final PacketPort[] ports)
     {
         for (final PacketPort port : ports)
@@ -238,22 +173,6 @@ public final class RingWarmUp implements AutoCloseable
             {
                 port.close();
             }
-        }
-    }
-
-    /**
-     * @return why {@code name} cannot carry the warm-up (absent or down), or null if it is up.
-     */
-    private static String interfaceDown(final String name)
-    {
-        try
-        {
-            final int flags = Integer.decode(Files.readString(Path.of("/sys/class/net", name, "flags")).trim());
-            return (flags & IFF_UP) != 0 ? null : name + " is down";
-        }
-        catch (final IOException | RuntimeException ex)
-        {
-            return name + ": " + ex.getMessage();
         }
     }
 
@@ -330,23 +249,23 @@ public final class RingWarmUp implements AutoCloseable
     public Report report()
     {
         return new Report(frames(), resent + (round != null ? round.resent() : 0), calls,
-            System.nanoTime() - startNs, failure, where);
+            System.nanoTime() - startNs, failure);
     }
 
     /**
-     * Run a warm-up of {@code frames} packets (at most {@link #DEFAULT_MAX_NANOS}) on {@link #open}'s ports and
-     * release it; 0 frames runs none.
+     * Run a warm-up of {@code frames} packets (at most {@link #DEFAULT_MAX_NANOS}) {@link #inMemory} and release it;
+     * 0 frames runs none.
      *
      * @return what it did, or null if it ran none.
      */
-    public static Report runOnce(final AfPacketConfiguration loopback, final RcConfig rc, final int window,
-        final int msgLen, final ElementType type, final int areaMessages, final long frames)
+    public static Report runOnce(final RcConfig rc, final int window, final int msgLen, final ElementType type,
+        final int areaMessages, final long frames)
     {
         if (frames <= 0)
         {
             return null;
         }
-        final RingWarmUp warmUp = open(loopback, rc, window, msgLen, type, areaMessages, frames);
+        final RingWarmUp warmUp = inMemory(rc, window, msgLen, type, areaMessages, frames);
         try
         {
             warmUp.run(frames, DEFAULT_MAX_NANOS);
@@ -355,7 +274,7 @@ public final class RingWarmUp implements AutoCloseable
         {
             warmUp.close();
         }
-        return warmUp.report(); // the time with the ports' opening and closing
+        return warmUp.report();
     }
 
     @Override

@@ -154,15 +154,6 @@ public record AfPacketConfiguration(
     }
 
     /**
-     * @return this configuration on another interface (a worker's warm-up takes its port's settings to {@code lo}).
-     */
-    public AfPacketConfiguration withInterfaceName(final String name)
-    {
-        return new AfPacketConfiguration(name, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
-    }
-
-    /**
      * @return this configuration with the receive ring layout {@code version}.
      */
     public AfPacketConfiguration withRxRingVersion(final RxRingVersion version)

@@ -12,7 +12,6 @@ import io.netreduce.host.allreduce.RingWarmUp;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.EndpointIdleStrategy;
 import io.netreduce.host.rc.RcEndpoint;
-import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.wire.InaHeader;
 import org.agrona.concurrent.IdleStrategy;
@@ -54,7 +53,6 @@ final class Sidecar extends SidecarLoop
     private final IdleStrategy idle;
     private final CongestionControl defaults;
     private final long warmUpFrames;
-    private final AfPacketConfiguration warmUpPorts;
 
     private RingLink link;
     private RingWarmUp warmUp;
@@ -66,7 +64,7 @@ final class Sidecar extends SidecarLoop
 
     Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle)
     {
-        this(endpoint, control, idle, CongestionControl.DEFAULT, 0, null);
+        this(endpoint, control, idle, CongestionControl.DEFAULT, 0);
     }
 
     /**
@@ -75,18 +73,15 @@ final class Sidecar extends SidecarLoop
      *                 options of its own for them.
      * @param warmUpFrames frames of a {@link RingWarmUp} run once the ring is connected, while no call has come
      *                     ({@code worker serve --warm-up-frames}); 0 for none.
-     * @param warmUpPorts  the warm-up's AF_PACKET settings (the sidecar's port's, on the loopback interface), or
-     *                     null for memory ports.
      */
     Sidecar(final RcEndpoint endpoint, final ControlChannel control, final IdleStrategy idle,
-        final CongestionControl defaults, final long warmUpFrames, final AfPacketConfiguration warmUpPorts)
+        final CongestionControl defaults, final long warmUpFrames)
     {
         super(control);
         this.endpoint = endpoint;
         this.idle = idle;
         this.defaults = defaults;
         this.warmUpFrames = warmUpFrames;
-        this.warmUpPorts = warmUpPorts;
     }
 
     @Override
@@ -210,7 +205,7 @@ final class Sidecar extends SidecarLoop
             // Between the connect and the first call the trainer builds its model and runs its first backward pass:
             // the ring's path is compiled meanwhile, on a ring in memory of this ring's shape, and stops at the
             // first call whatever it has done.
-            warmUp = RingWarmUp.open(warmUpPorts, endpoint.config(), opConfig.window(), opConfig.msgLen(),
+            warmUp = RingWarmUp.inMemory(endpoint.config(), opConfig.window(), opConfig.msgLen(),
                 elementType, Math.min(areaMessages, 2 * opConfig.window()), warmUpFrames);
         }
     }
@@ -315,8 +310,8 @@ final class Sidecar extends SidecarLoop
             reply.put("warmUpFrames", warm.frames())
                 .put("warmUpCalls", warm.calls())
                 .put("warmUpMs", warm.nanos() / 1_000_000)
-                .put("warmingUp", warmUp != null)
-                .put("warmUpOn", warm.where());
+                .put("warmUpResent", warm.resent())
+                .put("warmingUp", warmUp != null);
             if (warm.failure() != null)
             {
                 reply.put("warmUpFailure", warm.failure());

@@ -2,7 +2,6 @@ package io.netreduce.worker.sidecar;
 
 import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.rc.RcEndpoint;
-import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortPoller;
@@ -43,21 +42,19 @@ public final class SidecarRunner
     public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Doorbell answerBell,
         final Path socket, final int acceptTimeoutSeconds) throws IOException
     {
-        return run(endpoint, doorbell, answerBell, socket, acceptTimeoutSeconds, 0, null);
+        return run(endpoint, doorbell, answerBell, socket, acceptTimeoutSeconds, 0);
     }
 
     /**
      * @param warmUpFrames frames of the warm-up run between the ring's connect and its first call (0: none).
-     * @param warmUpPorts  the warm-up's AF_PACKET settings (on the loopback interface), or null for memory ports.
      * @return the process exit status, as {@link #run(RcEndpoint, Doorbell, Path, int)}'s.
      */
     public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Doorbell answerBell,
-        final Path socket, final int acceptTimeoutSeconds, final long warmUpFrames,
-        final AfPacketConfiguration warmUpPorts) throws IOException
+        final Path socket, final int acceptTimeoutSeconds, final long warmUpFrames) throws IOException
     {
         return run(doorbell, answerBell, socket, acceptTimeoutSeconds,
             control -> new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell), CongestionControl.DEFAULT,
-                warmUpFrames, warmUpPorts));
+                warmUpFrames));
     }
 
     /**

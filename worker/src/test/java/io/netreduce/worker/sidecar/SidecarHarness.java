@@ -91,7 +91,7 @@ final class SidecarHarness implements AutoCloseable
             final RcEndpoint endpoint = new RcEndpoint(new MemoryPort("sidecar"), new RcConfig().pmtu(4096),
                 SystemNanoClock.INSTANCE, InetAddress.getByName("10.0.0.1"), 0x02_00_00_00_00_01L);
             return new Sidecar(endpoint, harness.control, endpoint.idleStrategy(harness.doorbell),
-                CongestionControl.DEFAULT, warmUpFrames, null);
+                CongestionControl.DEFAULT, warmUpFrames);
         }
         catch (final IOException ex)
         {
