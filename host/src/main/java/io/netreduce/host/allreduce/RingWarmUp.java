@@ -49,8 +49,12 @@ import java.util.SplittableRandom;
  */
 public final class RingWarmUp implements AutoCloseable
 {
-    /** Packets a warm-up takes by default: about what C2 needed on the bed to compile the per-packet path. */
-    public static final long DEFAULT_FRAMES = 65_536;
+    /**
+     * Packets a warm-up takes by default: on the bed (W = 8, eight workers starting at once on two cores) 16,384 took
+     * as much off the first call as 65,536 (1569 against 1570 ms, medians of 3; none: 2139) in 1.2-1.5 s of each
+     * worker's start against 3.0-3.5 s.
+     */
+    public static final long DEFAULT_FRAMES = 16_384;
     /** Most time a warm-up takes by default, whatever it has done by then. */
     public static final long DEFAULT_MAX_NANOS = 5_000_000_000L;
     /** Rounds the packets are spread over, each on new endpoints. */
@@ -109,7 +113,8 @@ public final class RingWarmUp implements AutoCloseable
 
     /**
      * @param portSource     opens the ports (2 or more: the ring's ranks), closed with the warm-up.
-     * @param rc             the worker's RC settings: the warm-up's endpoints take its PMTU, window and queue depths.
+     * @param rc             the worker's RC settings: the warm-up's endpoints take its PMTU, window, queue depths and
+     *                       retransmission timeouts.
      * @param window         the ring's window (messages).
      * @param msgLen         the ring's MsgLen (packets per message).
      * @param type           the element type the calls carry (slot mode copies it; placement mode only sends it).
@@ -129,7 +134,11 @@ public final class RingWarmUp implements AutoCloseable
             .sendQueueDepth(rc.sendQueueDepth())
             .receiveQueueDepth(rc.receiveQueueDepth())
             .ackCoalescePackets(rc.ackCoalescePackets())
-            .ackCoalesceDelayNs(rc.ackCoalesceDelayNs());
+            .ackCoalesceDelayNs(rc.ackCoalesceDelayNs())
+            // the worker's timeouts: on shared cores a shorter one fires while a rank waits for the CPU, and the
+            // warm-up then compiles go-back-N instead of the path a clean call takes
+            .retransmitTimeoutNs(rc.retransmitTimeoutNs())
+            .maxRetransmitTimeoutNs(Math.max(rc.retransmitTimeoutNs(), rc.maxRetransmitTimeoutNs()));
         this.ring = new NetReduceConfig(RING_ID, window, msgLen, rc.pmtu(), 10_000_000_000L, InaHeader.INET_TAG,
             InaHeader.INET_TAG);
         this.type = type;

@@ -55,6 +55,7 @@ final class Sidecar extends SidecarLoop
     private final long warmUpFrames;
 
     private RingLink link;
+    private boolean warmUpPending;
     private RingWarmUp warmUp;
     private RingWarmUp.Report warmedUp;
     private NetReduceAllReduce op;
@@ -200,19 +201,24 @@ final class Sidecar extends SidecarLoop
         final ConnectionInfo predecessor = ConnectionInfo.parse(Requests.textField(request, "predecessor", null));
         link.connect(successor, predecessor);
         op = NetReduceAllReduce.placed(link, opConfig, areaMessages);
-        if (warmUpFrames > 0)
-        {
-            // Between the connect and the first call the trainer builds its model and runs its first backward pass:
-            // the ring's path is compiled meanwhile, on a ring in memory of this ring's shape, and stops at the
-            // first call whatever it has done.
-            warmUp = RingWarmUp.inMemory(endpoint.config(), opConfig.window(), opConfig.msgLen(),
-                elementType, Math.min(areaMessages, 2 * opConfig.window()), warmUpFrames);
-        }
+        warmUpPending = warmUpFrames > 0;
     }
 
+    /**
+     * Between the connect and the first call the trainer builds its model and runs its first backward pass: the
+     * ring's path is compiled meanwhile, on a ring in memory of this ring's shape, made on the first idle turn (not in
+     * the connect, whose reply the trainer waits for) and stopped at the first call whatever it has done.
+     */
     @Override
     int idleWork()
     {
+        if (warmUpPending)
+        {
+            warmUpPending = false;
+            warmUp = RingWarmUp.inMemory(endpoint.config(), opConfig.window(), opConfig.msgLen(), elementType,
+                Math.min(areaMessages, 2 * opConfig.window()), warmUpFrames);
+            return 1;
+        }
         final RingWarmUp running = warmUp;
         if (running == null)
         {
@@ -233,6 +239,7 @@ final class Sidecar extends SidecarLoop
 
     private void endWarmUp()
     {
+        warmUpPending = false;
         if (warmUp != null)
         {
             warmedUp = warmUp.report();
