@@ -181,10 +181,12 @@ def main() -> int:
         print(json.dumps({"retransmitted_packets": stats["transport"].get("retransmittedPackets"),
                           "timeouts": stats["transport"].get("timeouts"), "calls": stats["calls"],
                           "fallback_calls": stats["fallback_calls"]}))
-        # how the sidecar's loop waited over its life (all calls, warm-up and the other modes' idle time included)
+        # how the sidecar's loop waited over its life (all calls, warm-up and the other modes' idle time included),
+        # and what its own warm-up did before the first call (worker serve --warm-up-frames)
         print(json.dumps({k: stats["transport"].get(k) for k in ("acksSent", "idleBlocks", "idleYields",
                                                                    "expeditedAcks", "callsWaitingForAcks",
-                                                                   "ackWaitUs")}))
+                                                                   "ackWaitUs", "warmUpFrames", "warmUpCalls",
+                                                                   "warmUpMs")}))
         if args.csv:
             fields = ["label", "bytes", "world", "mode", "calls", "median_ms", "p90_ms", "min_ms", "trainer_cpu_ms", "sidecar_cpu_ms"] + PARTS
             new = not os.path.exists(args.csv)

@@ -1,5 +1,6 @@
 package io.netreduce.worker;
 
+import io.netreduce.host.allreduce.RingWarmUp;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
@@ -104,10 +105,9 @@ public final class ServeCommand implements Callable<Integer>
     @Option(names = "--warm-up-frames", description = "Once the ring is connected and until its first call, run " +
         "the ring's per-packet path in memory (two ranks over RC on memory ports, the ring's window, MsgLen, PMTU " +
         "and element type) for this many packets, at most 5 s, so that the JIT compiles it while the trainer builds " +
-        "its model rather than during its first calls; stops at the first call. Off by default: on the 2-core bed, " +
-        "whose trainers call at once, it made the first calls slower, not faster (docs/operations.md); " +
-        "${DEFAULT-VALUE} unless the JVM property netreduce.sidecarWarmUpFrames says otherwise.")
-    long warmUpFrames = Long.getLong("netreduce.sidecarWarmUpFrames", 0);
+        "its model rather than during its first calls; stops at the first call; 0 for none (default " +
+        "${DEFAULT-VALUE}; the JVM property netreduce.sidecarWarmUpFrames sets the default).")
+    long warmUpFrames = Long.getLong("netreduce.sidecarWarmUpFrames", RingWarmUp.DEFAULT_FRAMES);
 
     @Option(names = "--accept-timeout", description = "Seconds to wait for the trainer to connect (default " +
         "${DEFAULT-VALUE}).")
