@@ -72,17 +72,20 @@ public final class RingWarmUp implements AutoCloseable
      *
      * @param frames  packets the ranks' queue pairs sent (requests and ACKs).
      * @param resent  packets of those that were retransmissions (none expected: a port that lost packets).
+     * @param rounds  rounds begun, each on new endpoints.
+     * @param strays  frames that were not RoCE (the ARP and TCP frames sent among the ring's), counted and let be.
      * @param calls   all-reduce calls completed on every rank.
      * @param nanos   time taken.
      * @param failure why it stopped early, or null.
      */
-    public record Report(long frames, long resent, long calls, long nanos, String failure)
+    public record Report(long frames, long resent, long rounds, long strays, long calls, long nanos, String failure)
     {
         @Override
         public String toString()
         {
-            return String.format(Locale.ROOT, "%d packets (%d resent), %d calls in %.0f ms%s", frames, resent, calls,
-                nanos / 1e6, failure == null ? "" : "; stopped: " + failure);
+            return String.format(Locale.ROOT, "%d packets (%d resent), %d calls in %d rounds, %d stray frames, in " +
+                "%.0f ms%s", frames, resent, calls, rounds, strays, nanos / 1e6,
+                failure == null ? "" : "; stopped: " + failure);
         }
     }
 
@@ -109,6 +112,8 @@ public final class RingWarmUp implements AutoCloseable
     private long calls;
     private long turns;
     private long resent;
+    private long strays;
+    private long rounds;
     private String failure;
 
     /**
@@ -215,6 +220,7 @@ public final class RingWarmUp implements AutoCloseable
             {
                 framesBefore += round.frames();
                 resent += round.resent();
+                strays += round.strays();
                 round = null;
                 round = new Round(ports);
             }
@@ -257,8 +263,8 @@ public final class RingWarmUp implements AutoCloseable
      */
     public Report report()
     {
-        return new Report(frames(), resent + (round != null ? round.resent() : 0), calls,
-            System.nanoTime() - startNs, failure);
+        return new Report(frames(), resent + (round != null ? round.resent() : 0), rounds,
+            strays + (round != null ? round.strays() : 0), calls, System.nanoTime() - startNs, failure);
     }
 
     /**
@@ -293,6 +299,7 @@ public final class RingWarmUp implements AutoCloseable
         {
             framesBefore += round.frames();
             resent += round.resent();
+            strays += round.strays();
             round = null;
         }
         closeAll(ports);
@@ -313,6 +320,7 @@ public final class RingWarmUp implements AutoCloseable
 
         Round(final PacketPort[] ports)
         {
+            rounds++;
             final int ranks = ports.length;
             this.ports = ports;
             macs = new long[ranks];
@@ -433,6 +441,19 @@ public final class RingWarmUp implements AutoCloseable
                 }
             }
             return frames;
+        }
+
+        long strays()
+        {
+            long strays = 0;
+            for (final RcEndpoint endpoint : endpoints)
+            {
+                if (endpoint != null)
+                {
+                    strays += endpoint.notRoce() + endpoint.malformed();
+                }
+            }
+            return strays;
         }
 
         long resent()

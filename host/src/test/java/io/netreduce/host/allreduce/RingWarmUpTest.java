@@ -35,4 +35,17 @@ class RingWarmUpTest
     {
         assertThat(RingWarmUp.runOnce(new RcConfig(), 8, 4, ElementType.FP32, 0, 0)).isNull();
     }
+
+    @Test
+    void shouldSpreadItsPacketsOverRoundsOnNewEndpointsWithFramesThatAreNotRoceAmongThem()
+    {
+        final RingWarmUp.Report report = RingWarmUp.runOnce(new RcConfig().pmtu(4096), 8, 4, ElementType.FP32, 0,
+            16_384);
+
+        assertThat(report.failure()).as(report.toString()).isNull();
+        assertThat(report.rounds()).as(report.toString()).isEqualTo(RingWarmUp.ROUNDS);
+        // the ARP and TCP frames reached the endpoints, which counted them and went on
+        assertThat(report.strays()).as(report.toString()).isPositive();
+        assertThat(report.calls()).isPositive();
+    }
 }
