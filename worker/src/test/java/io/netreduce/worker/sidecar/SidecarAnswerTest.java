@@ -186,7 +186,7 @@ class SidecarAnswerTest
         sidecar.sumsIn = true;
         awaitWord(CallPage.ANSWER_SEQUENCE_OFFSET, 1);
         assertThat(page.getInt(CallPage.STATUS_OFFSET)).isEqualTo(CallPage.STATUS_OK);
-        assertThat(harness.answer.drain()).as("the answer's bell").isTrue();
+        assertThat(SidecarHarness.awaitBell(harness.answer)).as("the answer's bell").isTrue();
         Thread.sleep(50);
         assertThat(released()).as("the input area, its writes not acknowledged").isZero();
         // a call posted before the release (a trainer's mistake) waits: the loop takes nothing until then
@@ -198,7 +198,7 @@ class SidecarAnswerTest
 
         sidecar.released = true;
         awaitWord(CallPage.RELEASED_SEQUENCE_OFFSET, 1);
-        assertThat(harness.answer.drain()).as("the release's bell").isTrue();
+        assertThat(SidecarHarness.awaitBell(harness.answer)).as("the release's bell").isTrue();
         // now the second call is taken, its sums in and its input released at once: one answer, the release with it
         awaitWord(CallPage.ANSWER_SEQUENCE_OFFSET, 2);
         assertThat(released()).isEqualTo(2);

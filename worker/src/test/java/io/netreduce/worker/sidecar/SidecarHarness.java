@@ -99,6 +99,24 @@ final class SidecarHarness implements AutoCloseable
         }
     }
 
+    /**
+     * @return whether {@code bell} rang within 10 s (drained). The loop writes a page word before it rings, so a test
+     * that has seen the word may look before the ring.
+     */
+    static boolean awaitBell(final Doorbell bell) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!bell.drain())
+        {
+            if (System.nanoTime() > deadline)
+            {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+        return true;
+    }
+
     JsonNode ask(final String line) throws Exception
     {
         return SidecarLines.ask(out, in, threads, line, 10);
