@@ -7,6 +7,7 @@ import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.InaHeader;
+import io.netreduce.protocol.wire.Ipv4Header;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -66,6 +67,7 @@ public final class RingWarmUp implements AutoCloseable
     /** Duty cycles between two rounds of frames that are not RoCE. */
     private static final int STRAY_INTERVAL = 64;
     private static final int STRAY_LENGTH = 60;
+    private static final int PROTOCOL_TCP = 6;
 
     /**
      * What a warm-up did.
@@ -89,15 +91,6 @@ public final class RingWarmUp implements AutoCloseable
         }
     }
 
-    /**
-     * Opens one round's ports.
-     */
-    @FunctionalInterface
-    public interface Ports
-    {
-        PacketPort[] open();
-    }
-
     private final PacketPort[] ports;
     private final RcConfig config;
     private final NetReduceConfig ring;
@@ -117,7 +110,6 @@ public final class RingWarmUp implements AutoCloseable
     private String failure;
 
     /**
-     * @param portSource     opens the ports (2 or more: the ring's ranks), closed with the warm-up.
      * @param rc             the worker's RC settings: the warm-up's endpoints take its PMTU, window, queue depths and
      *                       retransmission timeouts.
      * @param window         the ring's window (messages).
@@ -125,13 +117,13 @@ public final class RingWarmUp implements AutoCloseable
      * @param type           the element type the calls carry (slot mode copies it; placement mode only sends it).
      * @param areaMessages   messages per call in placement mode (as {@link NetReduceAllReduce#beginPlaced}), or 0 for
      *                       slot mode, each call a tensor of twice the window's messages.
-     * @param framesPerRound packets of a round before the next round's new endpoints and ports.
+     * @param framesPerRound packets of a round before the next round's new endpoints.
      */
-    public RingWarmUp(final Ports portSource, final RcConfig rc, final int window,
-        final int msgLen, final ElementType type, final int areaMessages, final long framesPerRound)
+    private RingWarmUp(final RcConfig rc, final int window, final int msgLen, final ElementType type,
+        final int areaMessages, final long framesPerRound)
     {
         this.startNs = System.nanoTime();
-        this.ports = portSource.open();
+        this.ports = memoryPorts();
         this.config = new RcConfig()
             .pmtu(rc.pmtu())
             .maxOutstandingPackets(rc.maxOutstandingPackets())
@@ -151,7 +143,7 @@ public final class RingWarmUp implements AutoCloseable
         this.framesPerRound = Math.max(1, framesPerRound);
         try
         {
-            this.round = new Round(ports);
+            this.round = new Round();
         }
         catch (final RuntimeException ex)
         {
@@ -167,8 +159,7 @@ public final class RingWarmUp implements AutoCloseable
     public static RingWarmUp inMemory(final RcConfig rc, final int window, final int msgLen, final ElementType type,
         final int areaMessages, final long frames)
     {
-        return new RingWarmUp(RingWarmUp::memoryPorts, rc, window, msgLen, type, areaMessages,
-            frames / ROUNDS);
+        return new RingWarmUp(rc, window, msgLen, type, areaMessages, frames / ROUNDS);
     }
 
     private static PacketPort[] memoryPorts()
@@ -183,10 +174,7 @@ public final class RingWarmUp implements AutoCloseable
     {
         for (final PacketPort port : ports)
         {
-            if (port != null)
-            {
-                port.close();
-            }
+            port.close();
         }
     }
 
@@ -218,11 +206,8 @@ public final class RingWarmUp implements AutoCloseable
         {
             if (round.idle() && round.frames() >= framesPerRound)
             {
-                framesBefore += round.frames();
-                resent += round.resent();
-                strays += round.strays();
-                round = null;
-                round = new Round(ports);
+                retireRound();
+                round = new Round();
             }
             if ((++turns & (STRAY_INTERVAL - 1)) == 0)
             {
@@ -246,12 +231,20 @@ public final class RingWarmUp implements AutoCloseable
     }
 
     /**
-     * Run until {@code frames} packets have passed or {@code maxNanos} have gone, whichever comes first.
+     * @return whether the warm-up is over: stopped by a failure, {@code frames} packets passed, or {@code maxNanos}
+     * gone since it began.
+     */
+    public boolean finished(final long frames, final long maxNanos)
+    {
+        return failure != null || frames() >= frames || System.nanoTime() - startNs >= maxNanos;
+    }
+
+    /**
+     * Run until {@link #finished}.
      */
     public Report run(final long frames, final long maxNanos)
     {
-        final long deadline = startNs + maxNanos;
-        while (failure == null && frames() < frames && System.nanoTime() - deadline < 0)
+        while (!finished(frames, maxNanos))
         {
             doWork();
         }
@@ -297,12 +290,21 @@ public final class RingWarmUp implements AutoCloseable
     {
         if (round != null)
         {
-            framesBefore += round.frames();
-            resent += round.resent();
-            strays += round.strays();
-            round = null;
+            retireRound();
         }
         closeAll(ports);
+    }
+
+    /**
+     * Add the current round's counts to the finished rounds' and drop it (null until the next one is made, so that
+     * a round that fails to be made is not counted twice).
+     */
+    private void retireRound()
+    {
+        framesBefore += round.frames();
+        resent += round.resent();
+        strays += round.strays();
+        round = null;
     }
 
     /**
@@ -311,18 +313,16 @@ public final class RingWarmUp implements AutoCloseable
      */
     private final class Round
     {
-        private final PacketPort[] ports;
         private final long[] macs;
         private final RcEndpoint[] endpoints;
         private final RingLink[] links;
         private final NetReduceAllReduce[] ops;
         private final Tensor[] tensors;
 
-        Round(final PacketPort[] ports)
+        Round()
         {
             rounds++;
             final int ranks = ports.length;
-            this.ports = ports;
             macs = new long[ranks];
             endpoints = new RcEndpoint[ranks];
             links = new RingLink[ranks];
@@ -330,7 +330,8 @@ public final class RingWarmUp implements AutoCloseable
             tensors = new Tensor[ranks];
             final int messages = areaMessages > 0 ? areaMessages : 2 * ring.window();
             final int regionBytes = areaMessages > 0 ? areaMessages * ring.messageBytes() : ring.regionBytes();
-            // random locally administered unicast MACs: two warm-ups at once on one interface take only their own
+            // new locally administered unicast MACs each round: what the last round left in the ports (late ACKs,
+            // retransmissions) is addressed to none of this round's endpoints
             final long base = random.nextLong() & 0xFCFF_FFFF_FF00L | 0x0200_0000_0000L;
             for (int r = 0; r < ranks; r++)
             {
@@ -414,11 +415,8 @@ public final class RingWarmUp implements AutoCloseable
                 ethernet(to, macs[r], EthernetHeader.ETHER_TYPE_ARP);
                 ports[r].send(stray, 0, STRAY_LENGTH);
                 ethernet(to, macs[r], EthernetHeader.ETHER_TYPE_IPV4);
-                stray.putByte(EthernetHeader.LENGTH, (byte)0x45);
-                stray.putShort(EthernetHeader.LENGTH + 2, (short)(STRAY_LENGTH - EthernetHeader.LENGTH),
-                    java.nio.ByteOrder.BIG_ENDIAN);
-                stray.putByte(EthernetHeader.LENGTH + 8, (byte)64);
-                stray.putByte(EthernetHeader.LENGTH + 9, (byte)6); // TCP
+                Ipv4Header.write(stray, EthernetHeader.LENGTH, 0, STRAY_LENGTH - EthernetHeader.LENGTH, 0, 64,
+                    PROTOCOL_TCP, 0, 0);
                 ports[r].send(stray, 0, STRAY_LENGTH);
             }
         }
@@ -435,10 +433,7 @@ public final class RingWarmUp implements AutoCloseable
             long frames = 0;
             for (final RingLink link : links)
             {
-                if (link != null)
-                {
-                    frames += link.sendQp().counters().packetsSent() + link.receiveQp().counters().packetsSent();
-                }
+                frames += link.sendQp().counters().packetsSent() + link.receiveQp().counters().packetsSent();
             }
             return frames;
         }
@@ -448,10 +443,7 @@ public final class RingWarmUp implements AutoCloseable
             long strays = 0;
             for (final RcEndpoint endpoint : endpoints)
             {
-                if (endpoint != null)
-                {
-                    strays += endpoint.notRoce() + endpoint.malformed();
-                }
+                strays += endpoint.notRoce() + endpoint.malformed();
             }
             return strays;
         }
@@ -461,10 +453,7 @@ public final class RingWarmUp implements AutoCloseable
             long resent = 0;
             for (final RingLink link : links)
             {
-                if (link != null)
-                {
-                    resent += link.sendQp().counters().retransmittedPackets();
-                }
+                resent += link.sendQp().counters().retransmittedPackets();
             }
             return resent;
         }

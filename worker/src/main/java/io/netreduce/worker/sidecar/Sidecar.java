@@ -229,8 +229,7 @@ final class Sidecar extends SidecarLoop
         {
             work += running.doWork();
         }
-        final RingWarmUp.Report report = running.report();
-        if (work == 0 || report.frames() >= warmUpFrames || report.nanos() > RingWarmUp.DEFAULT_MAX_NANOS)
+        if (running.finished(warmUpFrames, RingWarmUp.DEFAULT_MAX_NANOS))
         {
             endWarmUp();
         }

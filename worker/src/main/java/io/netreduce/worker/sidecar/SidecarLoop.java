@@ -253,8 +253,7 @@ abstract class SidecarLoop
                 return 1;
             }
             endCall();
-            failedCalls++;
-            failCall(ex.getMessage());
+            callFailed(ex.getMessage());
             return 1;
         }
     }
@@ -290,10 +289,18 @@ abstract class SidecarLoop
         }
         catch (final CallFailedException ex)
         {
-            failedCalls++;
-            failCall(ex.getMessage());
+            callFailed(ex.getMessage());
         }
         return true;
+    }
+
+    /**
+     * A call that began and failed: counted in {@code failedCalls} and answered with the reason ({@link #failCall}).
+     */
+    private void callFailed(final String message) throws IOException
+    {
+        failedCalls++;
+        failCall(message);
     }
 
     /**
@@ -364,8 +371,7 @@ abstract class SidecarLoop
         }
         catch (final CallFailedException ex)
         {
-            failedCalls++;
-            failCall(ex.getMessage());
+            callFailed(ex.getMessage());
         }
         catch (final IOException ex)
         {
