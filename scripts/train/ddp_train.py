@@ -35,6 +35,12 @@ import os
 import sys
 import time
 
+# W ranks share the machine, so each trainer computes on one thread (torch.set_num_threads(1) below). That does not
+# reach the OpenBLAS of Debian's torch: its own worker thread spins in sched_yield between matrix products, all the
+# time in a training loop (one such thread costs a rank about ten times the CPU of its products). Set before torch
+# loads OpenBLAS; a value the caller gave wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 SUPPORTED_MODES = ("netreduce", "gloo", "reference")
 
 
@@ -201,6 +207,7 @@ def run_rank(args):
     setup_s = time.perf_counter() - t_start
 
     losses, step_ms, tx_bytes, posted_bytes, epochs_done, paths = [], [], [], [], [], []
+    step_end_unix = []  # this rank's wall clock at each step's end: lines the steps up with outside CPU samples
     fallen = 0
     permutation, epoch = None, -1
     posted = session.stats()["transport"].get("bytesPosted", 0) if session else 0
@@ -220,6 +227,7 @@ def run_rank(args):
         tx1 = read_tx(args.dev)
         losses.append(loss.item())
         step_ms.append((t1 - t0) * 1e3)
+        step_end_unix.append(time.time())
         tx_bytes.append(tx1 - tx0 if tx0 >= 0 and tx1 >= 0 else -1)
         if session is not None:
             stats_now = session.stats()
@@ -260,7 +268,7 @@ def run_rank(args):
             "model": model_name(args.model, args.hidden), "parameters": grad_bytes // 4, "grad_bytes": grad_bytes,
             "train_samples": len(y_train), "test_samples": len(y_test), "torch": torch.__version__,
             "loss": [sum(rank[i] for rank in all_losses) / args.world for i in range(len(steps))],
-            "loss_per_rank": all_losses, "step_ms": all_ms, "tx_bytes": all_tx, "rdma_bytes_posted": all_posted,
+            "loss_per_rank": all_losses, "step_ms": all_ms, "step_end_unix": step_end_unix, "tx_bytes": all_tx, "rdma_bytes_posted": all_posted,
             "epochs": epochs_done, "final": epochs_done[-1], "paths": paths,
             "params_identical": len({x["params_sha1"] for x in extras}) == 1,
             "ranks": extras,

@@ -38,6 +38,12 @@ import os
 import sys
 import time
 
+# W ranks share the machine, so each trainer computes on one thread (torch.set_num_threads(1) below). That does not
+# reach the OpenBLAS of Debian's torch: its own worker thread spins in sched_yield between matrix products, all the
+# time in a training loop (one such thread costs a rank about ten times the CPU of its products). Set before torch
+# loads OpenBLAS; a value the caller gave wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))  # netreduce, if not installed
 
@@ -131,11 +137,19 @@ def load(args):
                      zipf=args.zipf, seed=args.seed)
 
 
+_PERMUTATIONS = {}
+
+
 def step_indices(args, step, rank):
     import torch
 
-    permutation = torch.randperm(args.steps * args.world * args.batch,
-                                 generator=torch.Generator().manual_seed(args.seed * 1000 + 1))
+    # One permutation of every sample the run draws, made once: drawing 10^5-10^6 numbers every step cost each rank
+    # an eighth of its CPU.
+    key = (args.steps * args.world * args.batch, args.seed)
+    permutation = _PERMUTATIONS.get(key)
+    if permutation is None:
+        permutation = _PERMUTATIONS[key] = torch.randperm(key[0], generator=torch.Generator().manual_seed(
+            args.seed * 1000 + 1))
     start = (step * args.world + rank) * args.batch
     return permutation[start:start + args.batch]
 
@@ -224,6 +238,7 @@ def run_rank(args):
     setup_s = time.perf_counter() - t_start
 
     losses, step_ms, sparse_ms, tx_bytes, posted_bytes, per_step, evals = [], [], [], [], [], [], []
+    step_end_unix = []  # this rank's wall clock at each step's end: lines the steps up with outside CPU samples
     posted = session.stats()["transport"].get("bytesPosted", 0) if session else 0
     train_start = time.perf_counter()
     for step in range(args.steps):
@@ -242,6 +257,7 @@ def run_rank(args):
         tx1 = read_tx(args.dev)
         losses.append(loss.item())
         step_ms.append((t3 - t0) * 1e3)
+        step_end_unix.append(time.time())
         sparse_ms.append((t2 - t1) * 1e3)
         tx_bytes.append(tx1 - tx0 if tx0 >= 0 and tx1 >= 0 else -1)
         if session is not None:
@@ -283,7 +299,7 @@ def run_rank(args):
             "test_samples": data.n_test, "torch": torch.__version__, "settings": vars(args),
             "loss": [sum(rank[i] for rank in all_losses) / args.world for i in range(args.steps)],
             "loss_per_rank": all_losses, "step_ms": all_ms, "sparse_ms": all_sparse_ms, "tx_bytes": all_tx,
-            "rdma_bytes_posted": all_posted, "epochs": evals, "final": evals[-1],
+            "rdma_bytes_posted": all_posted, "step_end_unix": step_end_unix, "epochs": evals, "final": evals[-1],
             "params_identical": len({x["params_sha1"] for x in extras}) == 1, "ranks": extras,
         }
         tmp = args.out + ".tmp"
