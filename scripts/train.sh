@@ -140,6 +140,7 @@ netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 work="$(mktemp -d /tmp/netreduce-train.XXXXXX)"
 api="unix:$work/api.sock"
 daemon_pid=""
+sampler_pid=""
 rank_pids=()
 
 cleanup() {
@@ -156,6 +157,7 @@ cleanup() {
   for pid in "${rank_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${rank_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   for f in "${shm_files[@]}"; do rm -f "$f"; done
+  [ -z "$sampler_pid" ] || kill "$sampler_pid" 2>/dev/null || true
   if [ -n "$daemon_pid" ]; then
     kill "$daemon_pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
@@ -163,8 +165,9 @@ cleanup() {
   fi
   bash scripts/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
   if [ "$status" -ne 0 ] && [ -d "$work" ]; then
+    rm -rf /tmp/netreduce-train-logs  # only this run's: an earlier run's files would read as this one's
     mkdir -p /tmp/netreduce-train-logs
-    cp "$work"/*.log "$work"/*.json "$work"/*.yaml /tmp/netreduce-train-logs/ 2>/dev/null || true
+    cp "$work"/*.log "$work"/*.json "$work"/*.yaml "$work"/*.txt "$work"/*.jsonl /tmp/netreduce-train-logs/ 2>/dev/null || true
     echo "train: logs kept in /tmp/netreduce-train-logs" >&2
   fi
   rm -rf "$work"
@@ -244,6 +247,7 @@ run_mode() { # mode port [name [args...]]: W ranks of the trainer, one per worke
   fi
   start_ns="$(date +%s%N)"
   busy0="$(busy_ticks)"; app0="$(daemon_ticks)"
+  "$NETREDUCE_PYTHON" scripts/bench/cpu_by_component.py record "$work/$name-cpu.jsonl" & sampler_pid=$!
   rank_pids=()
   for i in $(seq 0 $(( workers - 1 ))); do
     timeout --signal=TERM --kill-after=10 "$timeout" \
@@ -260,8 +264,20 @@ run_mode() { # mode port [name [args...]]: W ranks of the trainer, one per worke
     wait "${rank_pids[$i]}" || { echo "train: $name rank $i failed (exit $?)" >&2; failed=1; }
   done
   rank_pids=()
+  kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true
   local wall_ms=$(( ($(date +%s%N) - start_ns) / 1000000 )) hz; hz="$(getconf CLK_TCK)"
   echo "$name: $workers ranks done in $wall_ms ms (wall, with start-up); CPU busy $(( ($(busy_ticks) - busy0) * 1000 / hz )) ms of $(( wall_ms * $(nproc) )) available, of which the appliance $(( ($(daemon_ticks) - app0) * 1000 / hz )) ms" | tee "$work/$name-cpu.txt"
+  # Whose CPU each step took (trainers, sidecars' endpoints and JIT, the appliance's lanes and JIT), over the timed
+  # steps (after the warm-up the comparison leaves out) and over all of them.
+  if [ -s "$work/$name.json" ]; then
+    local skip="$warmup"
+    [ -n "$skip" ] || skip="$("$NETREDUCE_PYTHON" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(20 if sys.argv[2] == "dlrm" else min(r["steps_per_epoch"], r["steps"] - 1))' "$work/$name.json" "$model")"
+    { echo "$name, after the first $skip steps:"
+      "$NETREDUCE_PYTHON" scripts/bench/cpu_by_component.py report "$work/$name-cpu.jsonl" --results "$work/$name.json" --skip "$skip"
+      echo "$name, every step:"
+      "$NETREDUCE_PYTHON" scripts/bench/cpu_by_component.py report "$work/$name-cpu.jsonl" --results "$work/$name.json" --skip 0
+    } 2>&1 | tee -a "$work/$name-cpu.txt"
+  fi
   if [ "$failed" -ne 0 ] || [ ! -s "$work/$name.json" ]; then
     for i in $(seq 0 $(( workers - 1 ))); do
       printf -- '-- %s rank %d\n' "$name" "$i" >&2
@@ -357,6 +373,6 @@ step "reference: the same training in one process, gradients summed in fixed fp3
 
 step "comparison"
 mkdir -p "$results" "$(dirname "$plot")"
-cp "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" "$results/"
+cp "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" "$work"/*-cpu.txt "$results/"
 "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" \
   ${warmup:+--warmup "$warmup"} --plot "$plot" --rate "${rate:-unshaped}" ${kill_step:+--appliance-lost}

@@ -54,6 +54,7 @@ public final class Daemon implements AutoCloseable
         this.dataplane = dataplane;
         final PrometheusRegistry registry = new PrometheusRegistry();
         final ControlPlaneMetrics controlPlaneMetrics = new ControlPlaneMetrics(registry);
+        LateClasses.load(); // before the dataplane's warm-up compiles the packet path (see LateClasses)
         dataplane.start(config);
         appliance = new ConfiguredAppliance(config, source, dataplane.installer(), options, new ReloadObserver()
         {

@@ -252,6 +252,22 @@ class LauncherAotTest
     }
 
     @Test
+    void shouldLetTheSidecarsC2InlineLessAndTheOptionsSetItBack() throws Exception
+    {
+        final String inline = "-XX:FreqInlineSize=50";
+        assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).contains(inline);
+        assertThat(argsOf(Map.of(), "worker", "allreduce")).doesNotContain(inline);
+        assertThat(argsOf(Map.of(), "daemon")).doesNotContain(inline);
+        // the user's options come later, and the JVM takes the last of a flag
+        assertThat(argsOf(Map.of("NETREDUCE_JAVA_OPTS", "-XX:FreqInlineSize=325"), "worker", "serve"))
+            .containsSubsequence(inline, "-XX:FreqInlineSize=325");
+
+        final Result result = run(JAVA_HOME, Map.of("NETREDUCE_AOT", "off"), "worker", "serve");
+        assertThat(result.status()).as(result.err()).isZero();
+        assertThat(result.out()).isEqualTo("worker serve\n");
+    }
+
+    @Test
     void shouldRunTheSidecarOnTheSerialCollectorUnlessTheOptionsPickOne() throws Exception
     {
         assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).contains("-XX:+UseSerialGC");
