@@ -5,6 +5,7 @@ import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortCounters;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
+import io.netreduce.protocol.port.AfPacketPort;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
@@ -18,10 +19,14 @@ import java.util.List;
  */
 public final class ReplayPort implements PacketPort
 {
+    // The frames and the claim slot are views as a real port's rings are (AfPacketPort.ringView: the warm-up's
+    // compiled code then holds for real frames); these fields keep their memory alive.
+    private final ByteBuffer framesMemory;
     private final UnsafeBuffer frames;
     private final int stride;
     private final int[] lengths;
-    private final UnsafeBuffer claim = new UnsafeBuffer(ByteBuffer.allocateDirect(16 * 1024));
+    private final ByteBuffer claimMemory = ByteBuffer.allocateDirect(16 * 1024);
+    private final UnsafeBuffer claim = AfPacketPort.ringView(claimMemory);
     private final PortCounters counters = new PortCounters();
     private int loaded;
     private int next;
@@ -34,7 +39,8 @@ public final class ReplayPort implements PacketPort
     public ReplayPort(final int capacity, final int stride)
     {
         this.stride = (stride + 63) & ~63;
-        this.frames = new UnsafeBuffer(ByteBuffer.allocateDirect(this.stride * capacity));
+        this.framesMemory = ByteBuffer.allocateDirect(this.stride * capacity);
+        this.frames = AfPacketPort.ringView(framesMemory);
         this.lengths = new int[capacity];
     }
 

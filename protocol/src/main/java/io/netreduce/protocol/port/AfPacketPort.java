@@ -100,6 +100,22 @@ public final class AfPacketPort implements PollablePort
     }
 
     /**
+     * A view of {@code directMemory} made as {@link #ringBuffer} makes a ring's, for the ports that stand in for this
+     * one on made-up traffic (a memory port, the daemon's warm-up): C2 compiles the frames' path (the ICRC's
+     * {@link java.util.zip.CRC32} on the buffer and its memory session) for the buffer classes it has seen, and code
+     * compiled on plain direct buffers was thrown away at the first frame from a real ring (a compile log of the
+     * daemon on the bed, 2026-11-26: {@code class_check} traps in {@code Icrc.update} and {@code CRC32.update}).
+     * The view does not keep {@code directMemory} alive: the caller holds it as long as the view is used.
+     *
+     * @param directMemory a direct buffer.
+     * @return a view of its whole capacity.
+     */
+    public static UnsafeBuffer ringView(final java.nio.ByteBuffer directMemory)
+    {
+        return ringBuffer(MemorySegment.ofBuffer(directMemory).address(), directMemory.capacity());
+    }
+
+    /**
      * Open a port on {@code configuration.interfaceName()} in the calling thread's network namespace.
      *
      * @throws PortException naming the failed step and its errno text: no such interface, no CAP_NET_RAW (EPERM),

@@ -40,6 +40,9 @@ public final class MemoryPort implements PacketPort
     private final String name;
     private final int maxFrameLength;
     private final PortCounters counters = new PortCounters();
+    private final ByteBuffer inboundMemory;
+    private final ByteBuffer outboundMemory;
+    private final ByteBuffer txMemory;
     private final ManyToOneRingBuffer inbound;
     private final ManyToOneRingBuffer outbound;
     private final UnsafeBuffer txSlots;
@@ -80,9 +83,14 @@ public final class MemoryPort implements PacketPort
         }
         this.name = name;
         this.maxFrameLength = maxFrameLength;
-        this.inbound = newQueue(queueCapacity);
-        this.outbound = newQueue(queueCapacity);
-        this.txSlots = new UnsafeBuffer(ByteBuffer.allocateDirect(txSlots * maxFrameLength));
+        // Views as a real port's rings are (AfPacketPort.ringView), so that code compiled while a memory port runs
+        // (the workers' warm-up) holds for real frames; the memory fields keep their memory alive.
+        this.inboundMemory = ByteBuffer.allocateDirect(queueCapacity + RingBufferDescriptor.TRAILER_LENGTH);
+        this.outboundMemory = ByteBuffer.allocateDirect(queueCapacity + RingBufferDescriptor.TRAILER_LENGTH);
+        this.txMemory = ByteBuffer.allocateDirect(txSlots * maxFrameLength);
+        this.inbound = new ManyToOneRingBuffer(AfPacketPort.ringView(inboundMemory));
+        this.outbound = new ManyToOneRingBuffer(AfPacketPort.ringView(outboundMemory));
+        this.txSlots = AfPacketPort.ringView(txMemory);
         this.txLengths = new int[txSlots];
     }
 
@@ -280,12 +288,6 @@ public final class MemoryPort implements PacketPort
     {
         counters.onFrameReceived(length);
         currentHandler.onFrame(buffer, index, length, type - FLAGS_TYPE_BIAS);
-    }
-
-    private static ManyToOneRingBuffer newQueue(final int capacity)
-    {
-        return new ManyToOneRingBuffer(
-            new UnsafeBuffer(ByteBuffer.allocateDirect(capacity + RingBufferDescriptor.TRAILER_LENGTH)));
     }
 
     @Override
