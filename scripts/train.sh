@@ -12,8 +12,9 @@
 #      `netreduce worker serve` sidecar through netreduce.Session), then W ranks of --mode gloo (DDP's own
 #      all-reduce over the same gloo process group), then the same training simulated in one process with the
 #      gradients summed in several fixed fp32 orders (the reassociation reference, no network),
-#   5. prints loss per step for both modes, time per step (median, p90; warm-up steps left out), bytes each
-#      worker's eth0 sent per step, final test accuracies, and checks that the loss curves agree within the
+#   5. prints loss per step for both modes, time per step (median, p90; warm-up steps left out), each mode's CPU
+#      per step by component (trainers, sidecars' endpoints and JIT, the appliance's lanes and JIT:
+#      scripts/bench/cpu_by_component.py), bytes each worker's eth0 sent per step, final test accuracies, and checks that the loss curves agree within the
 #      tolerance fp32 reassociation allows (scripts/train/compare.py says how it is derived) and that the final
 #      accuracies are equal; plots loss, the difference against the tolerance, accuracy and step time to a PNG,
 #   6. tears everything down (on success, failure or interrupt).
@@ -242,7 +243,7 @@ run_mode() { # mode port [name [args...]]: W ranks of the trainer, one per worke
   local mode="$1" port="$2" name="${3:-$1}" failed=0 start_ns busy0 app0 killing=0
   local extra=("${@:4}")
   if [ "$mode" = netreduce ] && [ -n "$kill_step" ]; then
-    extra+=(--fallback --recover-after 2 --timeout 3 --progress "$work/progress")
+    extra+=(--fallback --recover-after 2 --timeout 3 --progress "$work/progress" --stats-every-step)
     killing=1
   fi
   start_ns="$(date +%s%N)"

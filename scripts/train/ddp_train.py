@@ -75,6 +75,10 @@ def parse_args(argv=None):
     ap.add_argument("--recover-after", type=float, default=30.0,
                     help="with --fallback: seconds on gloo before trying the appliance again")
     ap.add_argument("--progress", help="rank 0 writes the index of each step it finished to this file")
+    ap.add_argument("--stats-every-step", action="store_true",
+                    help="netreduce: ask the sidecar for its counters after every step (each step's RDMA bytes "
+                         "posted); otherwise once before the first step and once after the last (a JSON request "
+                         "per step costs each sidecar and trainer CPU that gloo's runs do not pay)")
     # reference
     ap.add_argument("--orders", default="",
                     help="reference mode: summation orders, e.g. '0123,3210,(01)(23)' (default: rank order, "
@@ -230,13 +234,13 @@ def run_rank(args):
         step_end_unix.append(time.time())
         tx_bytes.append(tx1 - tx0 if tx0 >= 0 and tx1 >= 0 else -1)
         if session is not None:
-            stats_now = session.stats()
-            now = stats_now["transport"].get("bytesPosted", posted)
-            posted_bytes.append(now - posted if now >= posted else now)  # a fresh transport counts from 0
-            posted = now
+            if args.stats_every_step:
+                now = session.stats()["transport"].get("bytesPosted", posted)
+                posted_bytes.append(now - posted if now >= posted else now)  # a fresh transport counts from 0
+                posted = now
             # Which way this step's buckets went: through the appliance, or (some or all) through gloo.
-            paths.append("fallback" if stats_now["fallback_calls"] > fallen else "appliance")
-            fallen = stats_now["fallback_calls"]
+            paths.append("fallback" if session.fallback_calls > fallen else "appliance")
+            fallen = session.fallback_calls
         if args.progress and args.rank == 0:
             with open(args.progress, "w", encoding="utf-8") as f:
                 f.write(f"{index}\n")
@@ -255,9 +259,13 @@ def run_rank(args):
     all_losses = gather(losses, torch.float64)
     all_ms = gather(step_ms, torch.float64)
     all_tx = gather(tx_bytes, torch.int64)
-    all_posted = gather(posted_bytes, torch.int64) if session is not None else None
+    all_posted = gather(posted_bytes, torch.int64) if session is not None and args.stats_every_step else None
+    posted_total = None
+    if session is not None and not args.stats_every_step:
+        posted_total = stats["transport"].get("bytesPosted", posted) - posted
     extras = [None] * args.world
     dist.all_gather_object(extras, {"params_sha1": parameter_digest(model), "stats": stats,
+                                    "rdma_bytes_posted_total": posted_total,
                                     "setup_s": setup_s, "train_s": train_s, "final": epochs_done[-1]})
     if session is not None:
         session.close()
@@ -402,4 +410,11 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Leave without the interpreter's teardown. With torch 1.13's gloo it can deadlock: destroying DDP's reducer
+    # joins a process-group thread that is freeing a tensor and waits for the GIL the main thread holds, while the
+    # store's thread spins on the closed socket of rank 0, which has exited (seen twice on the bed: a rank at 100 %
+    # CPU, its results written, until train.sh's timeout killed it). Everything is written and closed by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status or 0)

@@ -54,8 +54,11 @@ def summary(run, warmup):
     if run.get("sparse_ms"):
         out["sparse_ms"] = statistics.median(slowest(run, "sparse_ms")[timed])
     posted = per_worker(run, "rdma_bytes_posted")
+    totals = [r.get("rdma_bytes_posted_total") for r in run.get("ranks", []) if r]
     if posted:
         out["posted"] = statistics.median(posted[timed])
+    elif totals and None not in totals:
+        out["posted"] = statistics.fmean(totals) / run["steps"]  # read before the first step and after the last
     sparse = (run["ranks"][0] or {}).get("sparse")
     if sparse:
         steps = run["ranks"][0]["sparse_per_step"][timed]

@@ -73,6 +73,10 @@ def parse_args(argv=None):
     ap.add_argument("--eval-every", type=int, default=20)
     ap.add_argument("--out")
     ap.add_argument("--label", default="", help="a name for this run (e.g. the hot budget), kept in the JSON")
+    ap.add_argument("--stats-every-step", action="store_true",
+                    help="netreduce: ask the sidecar for its counters after every step (each step's RDMA bytes "
+                         "posted); otherwise once before the first step and once after the last (a JSON request "
+                         "per step costs each sidecar and trainer CPU that gloo's runs do not pay)")
     # netreduce
     ap.add_argument("--api")
     ap.add_argument("--netreduce")
@@ -261,9 +265,10 @@ def run_rank(args):
         sparse_ms.append((t2 - t1) * 1e3)
         tx_bytes.append(tx1 - tx0 if tx0 >= 0 and tx1 >= 0 else -1)
         if session is not None:
-            now = session.stats()["transport"].get("bytesPosted", 0)
-            posted_bytes.append(now - posted)
-            posted = now
+            if args.stats_every_step:
+                now = session.stats()["transport"].get("bytesPosted", 0)
+                posted_bytes.append(now - posted)
+                posted = now
             per_step.append(reducer.last)
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             evals.append({"epoch": len(evals), "step": step, **evaluate(model, data)})
@@ -282,9 +287,13 @@ def run_rank(args):
     all_ms = gather(step_ms, torch.float64)
     all_sparse_ms = gather(sparse_ms, torch.float64)
     all_tx = gather(tx_bytes, torch.int64)
-    all_posted = gather(posted_bytes, torch.int64) if session is not None else None
+    all_posted = gather(posted_bytes, torch.int64) if session is not None and args.stats_every_step else None
+    posted_total = None
+    if session is not None and not args.stats_every_step:
+        posted_total = stats["transport"].get("bytesPosted", 0) - posted
     extras = [None] * args.world
     dist.all_gather_object(extras, {"params_sha1": parameter_digest(model), "stats": stats, "sparse": sparse_stats,
+                                    "rdma_bytes_posted_total": posted_total,
                                     "sparse_per_step": per_step, "setup_s": setup_s, "train_s": train_s,
                                     "final": evals[-1]})
     if session is not None:
@@ -394,4 +403,11 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Leave without the interpreter's teardown. With torch 1.13's gloo it can deadlock: destroying DDP's reducer
+    # joins a process-group thread that is freeing a tensor and waits for the GIL the main thread holds, while the
+    # store's thread spins on the closed socket of rank 0, which has exited (seen twice on the bed: a rank at 100 %
+    # CPU, its results written, until train.sh's timeout killed it). Everything is written and closed by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status or 0)
