@@ -252,6 +252,16 @@ class LauncherAotTest
     }
 
     @Test
+    void shouldKeepTheTransmitFlushOutOfTheDutyCyclesOfTheDaemonAndTheWorkers() throws Exception
+    {
+        final String flush = "-XX:CompileCommand=dontinline,io.netreduce.protocol.port.TpacketV2TxRing::flush";
+        assertThat(argsOf(Map.of(), "daemon")).contains(flush);
+        assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).contains(flush);
+        assertThat(argsOf(Map.of(), "worker", "allreduce")).contains(flush);
+        assertThat(argsOf(Map.of(), "ctl", "rings")).doesNotContain(flush);
+    }
+
+    @Test
     void shouldLetTheSidecarsC2InlineLessAndTheOptionsSetItBack() throws Exception
     {
         final String inline = "-XX:FreqInlineSize=50";
