@@ -78,6 +78,19 @@ def bytes_per_worker(run, key):
     return [sum(rank[t] for rank in per_rank) / len(per_rank) for t in range(run["steps"])]
 
 
+def rdma_posted_per_step(run, timed):
+    """RDMA payload each worker posted per step, and how it was taken: the median over the timed steps where the
+    sidecars were asked after every step (``--stats-every-step``), else the mean over every step of the counts read
+    before the first step and after the last; (None, None) in a run with neither (gloo)."""
+    posted = bytes_per_worker(run, "rdma_bytes_posted")
+    if posted:
+        return statistics.median(posted[timed]), "median over the timed steps"
+    totals = [r.get("rdma_bytes_posted_total") for r in run.get("ranks", []) if r]
+    if totals and None not in totals:
+        return statistics.fmean(totals) / run["steps"], "read before the first and after the last step; mean over every step"
+    return None, None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("netreduce")
@@ -105,7 +118,6 @@ def main(argv=None):
     exact_vs_rank_order = nr["loss"] == rank_order["loss"]
     ms_nr, ms_gl = step_time(nr), step_time(gl)
     tx_nr, tx_gl = bytes_per_worker(nr, "tx_bytes"), bytes_per_worker(gl, "tx_bytes")
-    posted = bytes_per_worker(nr, "rdma_bytes_posted")
 
     print(f"loss per step (mean over {world} ranks), step time (slowest rank), bytes each worker's eth0 sent "
           f"(mean over ranks); eps = 2^-23")
@@ -153,14 +165,10 @@ def main(argv=None):
           f"tx bytes: /sys/class/net/eth0/statistics/tx_bytes deltas around each step, frames with headers, median "
           f"over steps; a ring all-reduce sends 2(W-1)/W = {2 * (world - 1) / world:.2f} x the gradient plus "
           f"headers, NetReduce 1 x plus headers")
-    totals = [r.get("rdma_bytes_posted_total") for r in nr.get("ranks", []) if r]
-    if posted:
-        print(f"netreduce RDMA payload posted per worker per step (sidecar's bytesPosted): "
-              f"{statistics.median(posted[timed]):.0f} = {statistics.median(posted[timed]) / grad:.3f} x gradient")
-    elif totals and None not in totals:
-        mean = statistics.fmean(totals) / steps
-        print(f"netreduce RDMA payload posted per worker per step (sidecar's bytesPosted, read before the first and "
-              f"after the last step; mean over every step): {mean:.0f} = {mean / grad:.3f} x gradient")
+    posted, how = rdma_posted_per_step(nr, timed)
+    if posted is not None:
+        print(f"netreduce RDMA payload posted per worker per step (sidecar's bytesPosted, {how}): "
+              f"{posted:.0f} = {posted / grad:.3f} x gradient")
     speed = s_gl["median"] / s_nr["median"] if s_nr["median"] else float("nan")
     print(f"median step time: netreduce {s_nr['median']:.1f} ms, gloo {s_gl['median']:.1f} ms "
           f"(gloo / netreduce = {speed:.2f})")

@@ -44,6 +44,26 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 SUPPORTED_MODES = ("netreduce", "gloo", "reference")
 
 
+def add_stats_every_step(ap):
+    """The trainers' --stats-every-step (this script's and dlrm_train.py's)."""
+    ap.add_argument("--stats-every-step", action="store_true",
+                    help="netreduce: ask the sidecar for its counters after every step (each step's RDMA bytes "
+                         "posted); otherwise once before the first step and once after the last (a JSON request "
+                         "per step costs each sidecar and trainer CPU that gloo's runs do not pay)")
+
+
+def exit_without_teardown(status):
+    """Leave the process at once, while the DDP module is still referenced. With torch 1.13's gloo, freeing it can
+    deadlock: the reducer's destructor joins a process-group thread that is freeing a tensor and waits for the GIL the
+    main thread holds, while the store's thread spins on the closed socket of rank 0, which has exited (gdb on a rank
+    hung at 100 % CPU with its results written, until train.sh's timeout killed it: about one run in ten). The DDP
+    module is freed when the function holding it returns, so call this from that function, once everything is
+    written and closed."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status or 0)
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=SUPPORTED_MODES, required=True)
@@ -75,10 +95,7 @@ def parse_args(argv=None):
     ap.add_argument("--recover-after", type=float, default=30.0,
                     help="with --fallback: seconds on gloo before trying the appliance again")
     ap.add_argument("--progress", help="rank 0 writes the index of each step it finished to this file")
-    ap.add_argument("--stats-every-step", action="store_true",
-                    help="netreduce: ask the sidecar for its counters after every step (each step's RDMA bytes "
-                         "posted); otherwise once before the first step and once after the last (a JSON request "
-                         "per step costs each sidecar and trainer CPU that gloo's runs do not pay)")
+    add_stats_every_step(ap)
     # reference
     ap.add_argument("--orders", default="",
                     help="reference mode: summation orders, e.g. '0123,3210,(01)(23)' (default: rank order, "
@@ -289,11 +306,12 @@ def run_rank(args):
     # train.sh run (1 in about 6) was seen never to exit after rank 0 had finished and gone.
     dist.barrier()
     dist.destroy_process_group()
+    status = 0
     if session is not None and stats and (stats.get("fallback_calls") or stats.get("broken")) and not args.fallback:
         print(f"ddp_train: rank {args.rank}: {stats.get('fallback_calls')} calls fell back to gloo "
               f"({stats.get('broken')})", file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    exit_without_teardown(status)  # here, with `ddp` still alive
 
 
 # -- reference: the W ranks in one process, summed in fixed orders --------------------------------------------------
@@ -410,11 +428,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    status = main()
-    # Leave without the interpreter's teardown. With torch 1.13's gloo it can deadlock: destroying DDP's reducer
-    # joins a process-group thread that is freeing a tensor and waits for the GIL the main thread holds, while the
-    # store's thread spins on the closed socket of rank 0, which has exited (seen twice on the bed: a rank at 100 %
-    # CPU, its results written, until train.sh's timeout killed it). Everything is written and closed by now.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status or 0)
+    sys.exit(main())

@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from compare import EPS, MARGIN, envelope, percentile, rel  # noqa: E402
+from compare import EPS, MARGIN, envelope, percentile, rdma_posted_per_step, rel  # noqa: E402
 
 
 def load(path):
@@ -53,12 +53,9 @@ def summary(run, warmup):
            "setup": max(r["setup_s"] for r in run["ranks"]), "train": max(r["train_s"] for r in run["ranks"])}
     if run.get("sparse_ms"):
         out["sparse_ms"] = statistics.median(slowest(run, "sparse_ms")[timed])
-    posted = per_worker(run, "rdma_bytes_posted")
-    totals = [r.get("rdma_bytes_posted_total") for r in run.get("ranks", []) if r]
-    if posted:
-        out["posted"] = statistics.median(posted[timed])
-    elif totals and None not in totals:
-        out["posted"] = statistics.fmean(totals) / run["steps"]  # read before the first step and after the last
+    posted, _ = rdma_posted_per_step(run, timed)
+    if posted is not None:
+        out["posted"] = posted
     sparse = (run["ranks"][0] or {}).get("sparse")
     if sparse:
         steps = run["ranks"][0]["sparse_per_step"][timed]

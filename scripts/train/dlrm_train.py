@@ -38,17 +38,13 @@ import os
 import sys
 import time
 
-# W ranks share the machine, so each trainer computes on one thread (torch.set_num_threads(1) below). That does not
-# reach the OpenBLAS of Debian's torch: its own worker thread spins in sched_yield between matrix products, all the
-# time in a training loop (one such thread costs a rank about ten times the CPU of its products). Set before torch
-# loads OpenBLAS; a value the caller gave wins.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))  # netreduce, if not installed
 
 from clicks import DENSE_FEATURES, ClickData  # noqa: E402
-from ddp_train import default_orders, order_name, parse_order, read_tx, sum_in_order  # noqa: E402
+# ddp_train, imported here before torch is, sets OPENBLAS_NUM_THREADS (its comment says why)
+from ddp_train import (add_stats_every_step, default_orders, exit_without_teardown, order_name,  # noqa: E402
+                       parse_order, read_tx, sum_in_order)
 
 MODES = ("netreduce", "gloo-sparse", "gloo-dense", "reference")
 
@@ -73,10 +69,7 @@ def parse_args(argv=None):
     ap.add_argument("--eval-every", type=int, default=20)
     ap.add_argument("--out")
     ap.add_argument("--label", default="", help="a name for this run (e.g. the hot budget), kept in the JSON")
-    ap.add_argument("--stats-every-step", action="store_true",
-                    help="netreduce: ask the sidecar for its counters after every step (each step's RDMA bytes "
-                         "posted); otherwise once before the first step and once after the last (a JSON request "
-                         "per step costs each sidecar and trainer CPU that gloo's runs do not pay)")
+    add_stats_every_step(ap)
     # netreduce
     ap.add_argument("--api")
     ap.add_argument("--netreduce")
@@ -317,11 +310,12 @@ def run_rank(args):
         os.replace(tmp, args.out)
     dist.barrier()
     dist.destroy_process_group()
+    status = 0
     if session is not None and stats and (stats.get("fallback_calls") or stats.get("broken")):
         print(f"dlrm_train: rank {args.rank}: {stats.get('fallback_calls')} calls fell back ({stats.get('broken')})",
               file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    exit_without_teardown(status)  # here, with the DDP module still alive
 
 
 # -- reference --------------------------------------------------------------------------------------------------------
@@ -403,11 +397,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    status = main()
-    # Leave without the interpreter's teardown. With torch 1.13's gloo it can deadlock: destroying DDP's reducer
-    # joins a process-group thread that is freeing a tensor and waits for the GIL the main thread holds, while the
-    # store's thread spins on the closed socket of rank 0, which has exited (seen twice on the bed: a rank at 100 %
-    # CPU, its results written, until train.sh's timeout killed it). Everything is written and closed by now.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status or 0)
+    sys.exit(main())

@@ -1,11 +1,11 @@
 package io.netreduce.dataplane.agent;
 
+import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortCounters;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
-import io.netreduce.protocol.port.AfPacketPort;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;

@@ -6,6 +6,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -110,7 +111,7 @@ public final class AfPacketPort implements PollablePort
      * @param directMemory a direct buffer.
      * @return a view of its whole capacity.
      */
-    public static UnsafeBuffer ringView(final java.nio.ByteBuffer directMemory)
+    public static UnsafeBuffer ringView(final ByteBuffer directMemory)
     {
         return ringBuffer(MemorySegment.ofBuffer(directMemory).address(), directMemory.capacity());
     }
