@@ -41,7 +41,8 @@
 #   --min-frequency auto the hot set stops at the break-even frequency 1/(W-1); an
 #   entry BYTES:F gives that run its own min frequency, e.g. --hot-budgets "1048576 0:0 65536:0 262144:0", and
 #   BYTES:F:FLAGS adds flags, comma-separated: fused (no DDP: the dense gradients in the hot rows' appliance call),
-#   nofill (the hot block's last message is not filled with more rows)),
+#   nofill (the hot block's last message is not filled with more rows), allgather (the cold rows through an
+#   all-gather instead of an all-to-all)),
 #   gloo-sparse (plain DDP: gloo's sparse all-reduce of the tables), gloo-dense (the tables dense, DDP's gloo ring),
 #   then the reference (rank order and the other fixed orders, one process); with --repeats N (default 1) the first
 #   hot budget's run and gloo-sparse run N times in turn (netreduce, gloo-sparse, netreduce, ...) before gloo-dense,
@@ -300,6 +301,7 @@ if [ "$model" = dlrm ]; then
       case "$flag" in
         fused) options+=(--fuse-dense); name="$name-fused"; label="$label, dense fused" ;;
         nofill) options+=(--no-fill); name="$name-nofill"; label="$label, last message not filled" ;;
+        allgather) options+=(--cold-exchange allgather); name="$name-allgather"; label="$label, cold rows all-gathered" ;;
         *) echo "train: unknown flag $flag in --hot-budgets entry $entry" >&2; exit 2 ;;
       esac
     done

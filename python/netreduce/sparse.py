@@ -7,7 +7,7 @@ sparse gradients of ``nn.Embedding`` / ``nn.EmbeddingBag`` tables (``sparse=True
 * **hot rows** (a set every rank agrees on) go through the appliance as one dense fp32 block per step: every rank
   packs the same hot rows in the same order, its own coalesced gradient where it touched a row and zeros where it did
   not, plus one "touched" flag per row; the appliance sums the block in rank order like any tensor;
-* **cold rows** go through the process group: every rank's indices and values are all-gathered and summed on the
+* **cold rows** go through the process group: every rank's indices and values are sent to every rank and summed on the
   host, in rank order.
 
 The result is **bit for bit** the rank-order sum of the ranks' gradients, defined as follows. Let ``D_r`` be rank
@@ -149,7 +149,7 @@ class HotColdReducer:
     * ``coverage``: Libra's ``p``: stop adding hot rows once they hold this fraction of the counted updates.
     * ``min_frequency``: a row is hot only if updated in at least this fraction of the counted rank-steps. A hot row
       costs every worker ``(dim + 1) * 4`` bytes a step whether it touched it or not; a cold one about
-      ``(W - 1) * (dim + 1) * 4`` for each rank that touched it (the all-gather), so rows updated in fewer than
+      ``(W - 1) * (dim + 1) * 4`` for each rank that touched it (the exchange), so rows updated in fewer than
       1 / (W - 1) of the rank-steps are cheaper cold. ``"auto"`` uses that break-even, 0 takes every updated row.
     * ``sample_steps``: steps in a sampling window (the first window: steps 0 .. sample_steps - 1, all cold).
     * ``sample_rate``: fraction of a window's steps whose updates are counted (every round(1 / rate)-th step).
@@ -162,18 +162,23 @@ class HotColdReducer:
     * ``fill_messages``: where the session sends whole messages (``Session.message_data_bytes``: the sidecar pads a
       call's last message with zeros to MsgLen x payload size), add the next rows by frequency, below
       ``min_frequency`` and ``coverage`` but within ``budget_bytes``, until the block fills its last message: they
-      cost nothing more on the wire and take rows out of the all-gather.
+      cost nothing more on the wire and take rows out of the exchange.
     * ``dense``: dense parameters to sum (and average, with ``average``) in the same appliance call as the hot rows,
       instead of through DDP: for models whose dense part is small (a DLRM's MLPs), one call per step instead of
       two. Their ``.grad`` (zeros where None) goes first in the block; each becomes the rank-order sum / W, as
       ``allreduce_hook`` makes it. Leave these parameters out of DDP, or do without DDP (initialise every rank the
       same).
+    * ``cold_exchange``: how the cold rows travel. ``"alltoall"`` (default): one ``all_to_all_single`` in which every
+      rank sends its payload to every other rank at once: one hop, where gloo's ``all_gather`` is a ring of W - 1
+      hops, each waiting for the next rank to be scheduled (on a host whose cores the trainers share, that wait is
+      most of the exchange). ``"allgather"``: ``all_gather``, for a process group whose backend has no all-to-all.
+      Both move the same bytes and give the same sums.
     """
 
     def __init__(self, session, tables, *, average: bool = True, budget_bytes: int = 1 << 20,
                  coverage: float = 1.0, min_frequency="auto", sample_steps: int = 20, sample_rate: float = 1.0,
                  resample_every: int = 0, drift: float = 0.01, hot_rows=None, process_group=None, dense=None,
-                 fill_messages: bool = True):
+                 fill_messages: bool = True, cold_exchange: str = "alltoall"):
         torch, dist = _torch()
         if not dist.is_available() or not dist.is_initialized():
             raise SetupError("HotColdReducer needs torch.distributed initialised first")
@@ -195,6 +200,9 @@ class HotColdReducer:
             raise SetupError(f"resample_every ({resample_every}) must be at least sample_steps ({sample_steps})")
         if not 0 < coverage <= 1:
             raise SetupError(f"coverage must be in (0, 1]: {coverage}")
+        if cold_exchange not in ("alltoall", "allgather"):
+            raise SetupError(f"cold_exchange must be 'alltoall' or 'allgather': {cold_exchange!r}")
+        self.cold_exchange = cold_exchange
         self.session = session
         self.average = average
         self.budget_bytes = int(budget_bytes)
@@ -237,7 +245,7 @@ class HotColdReducer:
         self._totals = dict(steps=0, dense_bytes=0, grad_rows=0, hot_grad_rows=0, grad_bytes=0, hot_grad_bytes=0,
                             appliance_bytes=0, cold_bytes=0, cold_padded_bytes=0, result_rows=0)
         self._times = dict(pack=0.0, cold=0.0, wait=0.0, merge=0.0, select=0.0)
-        self._capacity = len(self.groups)  # int32 words of the cold all-gather (grows to what the steps need)
+        self._capacity = len(self.groups)  # int32 words of the cold exchange (grows to what the steps need)
         self._gathers = 0
         self.last = {}
         if hot_rows is not None:
@@ -458,12 +466,13 @@ class HotColdReducer:
         self.step += 1
 
     def _gather_cold(self, colds):
-        """All-gather every rank's cold (keys, values) and sum them per group in rank order on the host.
+        """Exchange every rank's cold (keys, values) (``cold_exchange``: an all-to-all or an all-gather) and sum them
+        per group in rank order on the host.
 
-        One all-gather per step, of a capacity every rank knows (1.25 x the longest payload of the step before): each
+        One exchange per step, of a capacity every rank knows (1.25 x the longest payload of the step before): each
         rank's payload is a header (its row count per group), then per group its int32 keys and its values' bits as
         int32. A rank whose payload does not fit sends its header only; everyone sees the longest from the headers,
-        and only then is there a second all-gather, of the payloads at their full length."""
+        and only then is there a second exchange, of the payloads at their full length."""
         torch, dist = self._torch, self._dist
         world, group = self.world_size, self.group
         header = len(self.groups)
@@ -472,7 +481,10 @@ class HotColdReducer:
         length = header + sum(c * w for c, w in zip(counts, widths))
 
         def gather(size, whole):
-            payload = torch.zeros(size, dtype=torch.int32)
+            # every rank's payload: (world, size), this rank's row sent to every rank; the received rows, in rank order
+            out = torch.empty(world, size, dtype=torch.int32)
+            payload = out[self.rank] if self.cold_exchange == "alltoall" else torch.empty(size, dtype=torch.int32)
+            payload.zero_()
             payload[:header] = torch.tensor(counts, dtype=torch.int32)
             if whole:
                 at = header
@@ -481,9 +493,12 @@ class HotColdReducer:
                     payload[at:at + n] = keys
                     payload[at + n:at + n + values.numel()] = values.reshape(-1).view(torch.int32)
                     at += n + values.numel()
-            gathered = [torch.empty_like(payload) for _ in range(world)]
-            dist.all_gather(gathered, payload, group=group)
-            return gathered
+            if self.cold_exchange == "alltoall":
+                sent = payload.expand(world, size).contiguous()
+                dist.all_to_all_single(out, sent, group=group)
+            else:
+                dist.all_gather(list(out.unbind(0)), payload, group=group)
+            return out
 
         capacity = self._capacity
         gathered = gather(capacity, length <= capacity)
@@ -522,8 +537,8 @@ class HotColdReducer:
         ``hot_grad_bytes`` (those in hot rows), ``appliance_fraction`` (their ratio: the fraction of the gradient
         bytes summed by the appliance), ``appliance_bytes`` (the blocks it sent: ``dense_bytes`` of dense gradients,
         the hot rows with their zeros and flags),
-        ``cold_bytes`` (the cold rows' keys and values it put in the all-gathers; ``cold_padded_bytes``: what the
-        all-gathers moved per rank, headers and padding included; ``cold_gathers``: how many, one per step unless a
+        ``cold_bytes`` (the cold rows' keys and values it put in the exchanges; ``cold_padded_bytes``: what the
+        exchanges moved per rank, headers and padding included; ``cold_gathers``: how many, one per step unless a
         payload outgrew the capacity), the hot set now, every selection, and seconds spent
         packing, gathering cold rows, waiting for the appliance, merging and selecting. ``last``: the last step's."""
         totals = dict(self._totals)

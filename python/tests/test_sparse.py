@@ -134,7 +134,7 @@ def _check_step(reducer, params, world, seed, step, average, hot_only_on=None, r
 
 # -- exact sums ----------------------------------------------------------------------------------------------------
 
-def _fixed_hot_set(rank, world, average):
+def _fixed_hot_set(rank, world, average, cold_exchange="alltoall"):
     from netreduce.sparse import HotColdReducer
 
     session = _session()
@@ -143,7 +143,7 @@ def _fixed_hot_set(rank, world, average):
     # first table are never drawn often), and the second table's odd rows.
     hot = {"a": list(range(0, 40)) + [990, 995, 999], "b": list(range(1, 257, 2)), "c": list(range(20)) + [599]}
     reducer = HotColdReducer(session, {"a": params[0], "b": params[1], "c": params[2]}, hot_rows=hot,
-                             average=average)
+                             average=average, cold_exchange=cold_exchange)
     try:
         failures = []
         for step in range(12):
@@ -172,9 +172,23 @@ def fixed_hot_set_average(rank, world):
     _fixed_hot_set(rank, world, average=True)
 
 
+@scenario
+def fixed_hot_set_allgather(rank, world):
+    from netreduce.errors import SetupError
+    from netreduce.sparse import HotColdReducer
+
+    _fixed_hot_set(rank, world, average=False, cold_exchange="allgather")
+    with pytest.raises(SetupError, match="cold_exchange"):
+        HotColdReducer(None, _tables(), cold_exchange="ring")
+
+
 @pytest.mark.parametrize("average", [False, True], ids=["sum", "average"])
 def test_should_sum_hot_and_cold_rows_bit_exact_against_the_rank_order_reference(outcomes, average):
     _check(outcomes, "fixed_hot_set_average" if average else "fixed_hot_set_sum")
+
+
+def test_should_give_the_same_sums_when_the_cold_rows_are_all_gathered(outcomes):
+    _check(outcomes, "fixed_hot_set_allgather")
 
 
 @scenario

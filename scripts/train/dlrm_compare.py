@@ -123,7 +123,7 @@ def main(argv=None):
     print(f"netreduce: hot set {x['hot_rows']} rows ({x['block_bytes']} B block per step), fraction of the gradient "
           f"bytes summed by the appliance: {x['fraction']:.3f} over all steps, {x['fraction_timed']:.3f} after the "
           f"warm-up; per step (medians): {x['grad_bytes'] / 1e3:.0f} kB of coalesced rows, cold rows put in the "
-          f"all-gather {x['cold_bytes'] / 1e3:.0f} kB (padded to the longest rank's: {x['cold_padded'] / 1e3:.0f} "
+          f"exchange {x['cold_bytes'] / 1e3:.0f} kB (padded to the longest rank's: {x['cold_padded'] / 1e3:.0f} "
           f"kB), RDMA posted {x.get('posted', 0) / 1e3:.0f} kB")
     print("  reduce's time per step (rank 0, ms, mean over all steps): " +
           ", ".join(f"{k} {v:.2f}" for k, v in x["seconds"].items()))

@@ -86,6 +86,8 @@ def parse_args(argv=None):
     ap.add_argument("--resample-every", type=int, default=50)
     ap.add_argument("--no-fill", action="store_true",
                     help="netreduce: do not fill the hot block's last message with more rows (fill_messages=False)")
+    ap.add_argument("--cold-exchange", choices=("alltoall", "allgather"), default="alltoall",
+                    help="netreduce: how the cold rows travel (HotColdReducer's cold_exchange)")
     ap.add_argument("--fuse-dense", action="store_true",
                     help="netreduce: no DDP; the dense gradients go in the hot rows' appliance call (dense=)")
     # reference
@@ -220,7 +222,7 @@ def run_rank(args):
                                         coverage=args.coverage, sample_steps=args.sample_steps,
                                         sample_rate=args.sample_rate, resample_every=args.resample_every,
                                         dense=dense if args.fuse_dense else None,
-                                        fill_messages=not args.no_fill)
+                                        fill_messages=not args.no_fill, cold_exchange=args.cold_exchange)
         if args.fuse_dense:
             ddp = model  # every rank starts from the same seed; the reducer sums every gradient
         else:
