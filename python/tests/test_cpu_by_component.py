@@ -78,3 +78,22 @@ def test_should_refuse_a_window_without_samples_or_steps(tmp_path, capsys):
     path = write(tmp_path, [sample(1.0, 0, {})])
     assert cpu.main(["report", path, "--start", "0", "--end", "2", "--steps", "1"]) == 1
     assert "fewer than two samples" in capsys.readouterr().err
+
+
+def test_should_charge_a_process_that_exits_just_after_the_window_up_to_its_last_sample(tmp_path, capsys):
+    # the trainers leave right after their last step: the sample nearest the window's end finds them gone
+    first = {"10": {"c": "trainer", "t": 100}, "11": {"c": "trainer", "t": 50}}
+    middle = {"10": {"c": "trainer", "t": 250}, "11": {"c": "trainer", "t": 90}}
+    last = {"11": {"c": "trainer", "t": 120}}
+    path = write(tmp_path, [sample(1.0, 0, first), sample(2.0, 0, middle), sample(3.0, 0, last)])
+
+    out = report(capsys, path, "--start", "1.0", "--end", "3.0", "--steps", "1")
+
+    assert out["components"]["trainer"] == pytest.approx((150 + 70) * 1000.0 / HZ)
+
+
+def test_should_tell_a_kernel_thread_from_a_process_that_is_exiting():
+    # both have an empty command line; only the kernel thread has PF_KTHREAD in its flags
+    assert cpu.classify("2", cpu.flags_of(open("/proc/2/stat").read())) == "kernel"  # kthreadd
+    assert cpu.flags_of("123 (python3) Z 1 123 123 0 -1 4227084 0 0 0 0 5 6 0 0") == 4227084
+    assert cpu.classify(str(os.getpid()), 0) == "python other"

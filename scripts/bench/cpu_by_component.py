@@ -18,7 +18,8 @@ charges each process's (or thread's) ticks between them to a component:
   endpoint), ``JIT`` (C1 and C2 compiler threads), ``control`` (the control socket's reader), ``other`` (GC, VM);
 * ``daemon``: the appliance's JVM (``netreduce ... daemon``): ``lanes`` (its dataplane threads), ``JIT``, ``other``;
 * ``worker``: other ``worker`` commands (``allreduce``, ``loadgen``), ``ctl``: the CLI;
-* ``kernel``: kernel threads (ksoftirqd, kworkers), ``other``: everything else.
+* ``kernel``: kernel threads (ksoftirqd, kworkers; PF_KTHREAD), ``other``: everything else. A process that exits
+  inside the window is charged up to its last sample there (an exiting one has an empty command line too).
 
 Without IRQ time accounting (this VM's kernel) softirq work is charged to whichever task it interrupted, so a
 trainer's ticks include the receive work of the gloo TCP it waits on; the machine's softirq column is printed beside.
@@ -36,8 +37,12 @@ import time
 TRAINERS = ("ddp_train", "dlrm_train", "session_calls", "gloo_allreduce", "sparse_loopback", "bed_worker")
 
 
-def classify(pid: str):
-    """The component of a process, from its command line (None when it is gone)."""
+PF_KTHREAD = 0x00200000  # a kernel thread (include/linux/sched.h), in /proc/PID/stat's flags
+
+
+def classify(pid: str, flags: int = 0):
+    """The component of a process, from its command line (None when it is gone, or exiting: a process that has
+    released its memory, a zombie among them, has an empty command line like a kernel thread's)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().split(b"\0")
@@ -45,7 +50,7 @@ def classify(pid: str):
         return None
     line = b" ".join(argv).decode(errors="replace")
     if not line:
-        return "kernel"
+        return "kernel" if flags & PF_KTHREAD else None
     exe = os.path.basename(argv[0].decode(errors="replace"))
     if exe == "java":
         if " serve" in line and "netreduce-worker" in line:
@@ -82,6 +87,10 @@ def ticks_of(stat: str) -> int:
     return int(fields[11]) + int(fields[12])  # utime, stime
 
 
+def flags_of(stat: str) -> int:
+    return int(stat[stat.rfind(")") + 2:].split()[6])
+
+
 def sample() -> dict:
     processes = {}
     for pid in os.listdir("/proc"):
@@ -92,7 +101,7 @@ def sample() -> dict:
                 stat = f.read()
         except OSError:
             continue
-        component = classify(pid)
+        component = classify(pid, flags_of(stat))
         if component is None:
             continue
         entry = {"c": component, "t": ticks_of(stat)}
@@ -133,14 +142,25 @@ def nearest(samples, when):
     return min(samples, key=lambda s: abs(s["time"] - when))
 
 
-def charge(first: dict, last: dict, hz: int) -> dict:
-    """CPU ms per component (and per JVM part) between two samples; processes born in between count from zero."""
+def charge(first: dict, last: dict, hz: int, between=()) -> dict:
+    """CPU ms per component (and per JVM part) between two samples; processes born in between count from zero. A
+    process of ``first`` that is gone from ``last`` (or has become another) is charged up to the last of the samples
+    ``between`` them (in time order) where it was still itself: a trainer that exits just after its last step."""
     spent = {}
 
     def add(key, ticks):
         spent[key] = spent.get(key, 0.0) + ticks * 1000.0 / hz
 
-    for pid, entry in last["p"].items():
+    ends = dict(last["p"])
+    for pid, entry in first["p"].items():
+        if ends.get(pid, {}).get("c") == entry["c"]:
+            continue
+        for middle in reversed(list(between)):
+            seen = middle["p"].get(pid)
+            if seen is not None and seen["c"] == entry["c"]:
+                ends[pid] = seen
+                break
+    for pid, entry in ends.items():
         before = first["p"].get(pid)
         if before is not None and before["c"] != entry["c"]:
             before = None  # the pid was reused
@@ -168,12 +188,13 @@ def report(args) -> int:
     else:
         start, end, steps = args.start, args.end, args.steps
     first, last = nearest(samples, start), nearest(samples, end)
+    between = [s for s in samples if first["time"] < s["time"] < last["time"]]
     seconds = last["time"] - first["time"]
     if seconds <= 0 or steps <= 0:
         print("cpu_by_component: an empty window", file=sys.stderr)
         return 1
     hz = os.sysconf("SC_CLK_TCK")
-    spent = charge(first, last, hz)
+    spent = charge(first, last, hz, between)
     machine = [b - a for a, b in zip(first["stat"], last["stat"])]
     busy = (machine[0] + machine[1] + machine[2] + machine[5] + machine[6]) * 1000.0 / hz
     softirq = machine[6] * 1000.0 / hz
