@@ -270,6 +270,31 @@ def _zipf_grad(step, rank, rows, dim, shift):
 
 
 @scenario
+def sparse_counts(rank, world):
+    from netreduce.sparse import HotColdReducer
+
+    session = _session()
+    reducer = HotColdReducer(session, {"emb": torch.nn.Parameter(torch.zeros(50_000, 4))}, sample_steps=2)
+    try:
+        for touched in (0, 300, 40_000):  # nothing; few rows (the pairs travel); most rows (the dense counts do)
+            g = torch.Generator().manual_seed(rank * 7 + touched)
+            mine = torch.zeros(50_000, dtype=torch.int32)
+            if touched:
+                mine[torch.randperm(50_000, generator=g)[:touched + 50 * rank]] = torch.randint(
+                    1, 9, (touched + 50 * rank,), dtype=torch.int32, generator=g)
+            expected = mine.clone()
+            dist.all_reduce(expected)
+            reducer.counts.copy_(mine)
+            assert torch.equal(reducer._summed_counts(), expected), touched
+    finally:
+        session.close()
+
+
+def test_should_add_the_ranks_update_counts_from_their_non_zero_pairs(outcomes):
+    _check(outcomes, "sparse_counts")
+
+
+@scenario
 def sampling(rank, world):
     from netreduce.sparse import HotColdReducer, rank_order_reference
 
