@@ -5,7 +5,7 @@ scripts/train/clicks.py), against gloo's sparse all-reduce of the same gradients
     /usr/bin/python3 scripts/bench/sparse_loopback.py [--mode hotcold|gloo] [--steps 120] [--world 4]
 
 hotcold: the reducer with a 1 MiB hot budget and the "auto" frequency, a gloo all-reduce of the hot block standing in
-for the appliance's call (so this times the reducer's packing, cold all-gather, sums and merging, not the appliance);
+for the appliance's call (so this times the reducer's packing, cold exchange, sums and merging, not the appliance);
 gloo: ``dist.all_reduce`` of each table's sparse gradient. Prints per rank, over the steps after the 21st: the
 reducer's parts (ms per step, wall), the whole reduce (ms), the whole step with forward and backward (ms) and the
 process's CPU per step (ms, every thread). Not a test: no result is checked (the bed's train.sh checks them).
