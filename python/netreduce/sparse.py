@@ -115,6 +115,19 @@ def rank_order_reference(grads, rows: int, dim: int, average: bool = False):
     return torch.sparse_coo_tensor(union.unsqueeze(0), values, (rows, dim))._coalesced_(True)
 
 
+def _union(keys):
+    """(the sorted distinct values of ``keys``, each key's place among them). One sort: ``torch.unique`` hashes on the
+    CPU (0.47 ms for 5,000 keys here, against 0.09 for a sort), and a ``searchsorted`` per rank for the places cost as
+    much again."""
+    torch, _ = _torch()
+    ordered, order = torch.sort(keys)
+    first = torch.ones(keys.numel(), dtype=torch.bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    places = torch.empty_like(keys)
+    places[order] = torch.cumsum(first, 0) - 1
+    return ordered[first], places
+
+
 class _Table:
     def __init__(self, name, param, offset):
         torch, _ = _torch()
@@ -551,15 +564,17 @@ class HotColdReducer:
             ranks = []
             for r in range(world):
                 n, at = all_counts[r][i], starts[r]
-                ranks.append((gathered[r][at:at + n].to(torch.int64),
+                ranks.append((gathered[r][at:at + n],
                               gathered[r][at + n:at + n * (1 + g.dim)].view(torch.float32).view(n, g.dim)))
                 starts[r] = at + n * (1 + g.dim)
-            union = torch.unique(torch.cat([keys for keys, _ in ranks]))
-            total = None
+            union, places = _union(torch.cat([keys for keys, _ in ranks]).to(torch.int64))
+            total, at = None, 0
             for keys, values in ranks:
+                n = keys.numel()
                 dense = torch.zeros(union.numel(), g.dim, dtype=torch.float32)
-                if keys.numel():
-                    dense[torch.searchsorted(union, keys)] = values
+                if n:
+                    dense[places[at:at + n]] = values
+                at += n
                 total = dense if total is None else total.add_(dense)  # ((D0 + D1) + D2) + ...
             sums.append((union, total))
         return sums, (length - header) * 4, moved * 4
