@@ -40,7 +40,7 @@ tables out of DDP with :func:`ignore_in_ddp` before wrapping the model, and call
     for batch in loader:
         optimizer.zero_grad(set_to_none=True)
         loss_fn(ddp(batch)).backward()                          # dense gradients through the appliance (DDP)
-        reducer.reduce_()                                       # sparse ones: hot through the appliance, cold by gather
+        reducer.reduce_()                                       # sparse ones: hot through the appliance, cold by exchange
         optimizer.step()
 """
 import collections
