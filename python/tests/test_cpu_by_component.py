@@ -97,3 +97,15 @@ def test_should_tell_a_kernel_thread_from_a_process_that_is_exiting():
     assert cpu.classify("2", cpu.flags_of(open("/proc/2/stat").read())) == "kernel"  # kthreadd
     assert cpu.flags_of("123 (python3) Z 1 123 123 0 -1 4227084 0 0 0 0 5 6 0 0") == 4227084
     assert cpu.classify(str(os.getpid()), 0) == "python other"
+
+
+def test_should_charge_both_the_process_that_left_and_the_one_that_took_its_pid(tmp_path, capsys):
+    first = {"10": {"c": "trainer", "t": 100}}
+    middle = {"10": {"c": "trainer", "t": 130}}
+    last = {"10": {"c": "sidecar", "t": 25}}  # the trainer left; a sidecar was given its pid
+    path = write(tmp_path, [sample(1.0, 0, first), sample(2.0, 0, middle), sample(3.0, 0, last)])
+
+    out = report(capsys, path, "--start", "1.0", "--end", "3.0", "--steps", "1")
+
+    assert out["components"]["trainer"] == pytest.approx(30 * 1000.0 / HZ)
+    assert out["components"]["sidecar"] == pytest.approx(25 * 1000.0 / HZ)

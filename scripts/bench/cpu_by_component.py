@@ -151,23 +151,23 @@ def charge(first: dict, last: dict, hz: int, between=()) -> dict:
     def add(key, ticks):
         spent[key] = spent.get(key, 0.0) + ticks * 1000.0 / hz
 
-    ends = dict(last["p"])
-    for pid, entry in first["p"].items():
-        if ends.get(pid, {}).get("c") == entry["c"]:
-            continue
-        for middle in reversed(list(between)):
-            seen = middle["p"].get(pid)
-            if seen is not None and seen["c"] == entry["c"]:
-                ends[pid] = seen
-                break
-    for pid, entry in ends.items():
-        before = first["p"].get(pid)
-        if before is not None and before["c"] != entry["c"]:
-            before = None  # the pid was reused
+    def charge_one(entry, before):
         add(entry["c"], entry["t"] - (before["t"] if before else 0))
         for tid, (part, ticks) in entry.get("threads", {}).items():
             old = before.get("threads", {}).get(tid) if before else None
             add(entry["c"] + " " + part, ticks - (old[1] if old else 0))
+
+    for pid, entry in last["p"].items():
+        before = first["p"].get(pid)
+        charge_one(entry, before if before is not None and before["c"] == entry["c"] else None)  # else: pid reused
+    for pid, entry in first["p"].items():
+        if last["p"].get(pid, {}).get("c") == entry["c"]:
+            continue
+        for middle in reversed(between):
+            seen = middle["p"].get(pid)
+            if seen is not None and seen["c"] == entry["c"]:
+                charge_one(seen, entry)
+                break
     return spent
 
 
