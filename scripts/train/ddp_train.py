@@ -52,6 +52,29 @@ def add_stats_every_step(ap):
                          "per step costs each sidecar and trainer CPU that gloo's runs do not pay)")
 
 
+class PostedBytes:
+    """The RDMA payload a rank's sidecar posted (its transport's bytesPosted): read after every step with
+    --stats-every-step (``per_step``), else before the first step and after the last (``total``)."""
+
+    def __init__(self, session, every_step):
+        self.session, self.every_step, self.per_step = session, every_step, []
+        self.start = self.last = session.stats()["transport"].get("bytesPosted", 0) if session is not None else 0
+
+    def after_step(self):
+        if self.session is None or not self.every_step:
+            return
+        now = self.session.stats()["transport"].get("bytesPosted", self.last)
+        self.per_step.append(now - self.last if now >= self.last else now)  # a fresh transport counts from 0
+        self.last = now
+
+    def total(self, stats):
+        """The bytes posted over the run, from the session's final ``stats``; None when read after every step or
+        without a session."""
+        if self.session is None or self.every_step:
+            return None
+        return stats["transport"].get("bytesPosted", self.start) - self.start
+
+
 def exit_without_teardown(status):
     """Leave the process at once, while the DDP module is still referenced. With torch 1.13's gloo, freeing it can
     deadlock: the reducer's destructor joins a process-group thread that is freeing a tensor and waits for the GIL the
@@ -227,11 +250,11 @@ def run_rank(args):
     dist.barrier()
     setup_s = time.perf_counter() - t_start
 
-    losses, step_ms, tx_bytes, posted_bytes, epochs_done, paths = [], [], [], [], [], []
+    losses, step_ms, tx_bytes, epochs_done, paths = [], [], [], [], []
     step_end_unix = []  # this rank's wall clock at each step's end: lines the steps up with outside CPU samples
     fallen = 0
     permutation, epoch = None, -1
-    posted = session.stats()["transport"].get("bytesPosted", 0) if session else 0
+    posted = PostedBytes(session, args.stats_every_step)
     train_start = time.perf_counter()
     for index, (e, s) in enumerate(steps):
         if e != epoch:
@@ -251,10 +274,7 @@ def run_rank(args):
         step_end_unix.append(time.time())
         tx_bytes.append(tx1 - tx0 if tx0 >= 0 and tx1 >= 0 else -1)
         if session is not None:
-            if args.stats_every_step:
-                now = session.stats()["transport"].get("bytesPosted", posted)
-                posted_bytes.append(now - posted if now >= posted else now)  # a fresh transport counts from 0
-                posted = now
+            posted.after_step()
             # Which way this step's buckets went: through the appliance, or (some or all) through gloo.
             paths.append("fallback" if session.fallback_calls > fallen else "appliance")
             fallen = session.fallback_calls
@@ -276,13 +296,10 @@ def run_rank(args):
     all_losses = gather(losses, torch.float64)
     all_ms = gather(step_ms, torch.float64)
     all_tx = gather(tx_bytes, torch.int64)
-    all_posted = gather(posted_bytes, torch.int64) if session is not None and args.stats_every_step else None
-    posted_total = None
-    if session is not None and not args.stats_every_step:
-        posted_total = stats["transport"].get("bytesPosted", posted) - posted
+    all_posted = gather(posted.per_step, torch.int64) if session is not None and args.stats_every_step else None
     extras = [None] * args.world
     dist.all_gather_object(extras, {"params_sha1": parameter_digest(model), "stats": stats,
-                                    "rdma_bytes_posted_total": posted_total,
+                                    "rdma_bytes_posted_total": posted.total(stats),
                                     "setup_s": setup_s, "train_s": train_s, "final": epochs_done[-1]})
     if session is not None:
         session.close()

@@ -43,8 +43,8 @@ sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "
 
 from clicks import DENSE_FEATURES, ClickData  # noqa: E402
 # ddp_train, imported here before torch is, sets OPENBLAS_NUM_THREADS (its comment says why)
-from ddp_train import (add_stats_every_step, default_orders, exit_without_teardown, order_name,  # noqa: E402
-                       parse_order, read_tx, sum_in_order)
+from ddp_train import (PostedBytes, add_stats_every_step, default_orders, exit_without_teardown,  # noqa: E402
+                       order_name, parse_order, read_tx, sum_in_order)
 
 MODES = ("netreduce", "gloo-sparse", "gloo-dense", "reference")
 
@@ -236,9 +236,9 @@ def run_rank(args):
     dist.barrier()
     setup_s = time.perf_counter() - t_start
 
-    losses, step_ms, sparse_ms, tx_bytes, posted_bytes, per_step, evals = [], [], [], [], [], [], []
+    losses, step_ms, sparse_ms, tx_bytes, per_step, evals = [], [], [], [], [], []
     step_end_unix = []  # this rank's wall clock at each step's end: lines the steps up with outside CPU samples
-    posted = session.stats()["transport"].get("bytesPosted", 0) if session else 0
+    posted = PostedBytes(session, args.stats_every_step)
     train_start = time.perf_counter()
     for step in range(args.steps):
         dense, sparse_features, labels = data.train_batch(step_indices(args, step, args.rank))
@@ -260,10 +260,7 @@ def run_rank(args):
         sparse_ms.append((t2 - t1) * 1e3)
         tx_bytes.append(tx1 - tx0 if tx0 >= 0 and tx1 >= 0 else -1)
         if session is not None:
-            if args.stats_every_step:
-                now = session.stats()["transport"].get("bytesPosted", 0)
-                posted_bytes.append(now - posted)
-                posted = now
+            posted.after_step()
             per_step.append(reducer.last)
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             evals.append({"epoch": len(evals), "step": step, **evaluate(model, data)})
@@ -282,13 +279,10 @@ def run_rank(args):
     all_ms = gather(step_ms, torch.float64)
     all_sparse_ms = gather(sparse_ms, torch.float64)
     all_tx = gather(tx_bytes, torch.int64)
-    all_posted = gather(posted_bytes, torch.int64) if session is not None and args.stats_every_step else None
-    posted_total = None
-    if session is not None and not args.stats_every_step:
-        posted_total = stats["transport"].get("bytesPosted", 0) - posted
+    all_posted = gather(posted.per_step, torch.int64) if session is not None and args.stats_every_step else None
     extras = [None] * args.world
     dist.all_gather_object(extras, {"params_sha1": parameter_digest(model), "stats": stats, "sparse": sparse_stats,
-                                    "rdma_bytes_posted_total": posted_total,
+                                    "rdma_bytes_posted_total": posted.total(stats),
                                     "sparse_per_step": per_step, "setup_s": setup_s, "train_s": train_s,
                                     "final": evals[-1]})
     if session is not None:
