@@ -32,6 +32,7 @@ in netreduce mode the sidecar's RDMA bytes posted and the reducer's per-step fig
 scripts/train/dlrm_compare.py read.
 """
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -136,21 +137,18 @@ def load(args):
                      zipf=args.zipf, seed=args.seed)
 
 
-_PERMUTATIONS = {}
+@functools.lru_cache(maxsize=1)
+def sample_permutation(samples, seed):
+    """One permutation of every sample the run draws, made once: drawing 10^5-10^6 numbers every step cost each rank
+    an eighth of its CPU."""
+    import torch
+
+    return torch.randperm(samples, generator=torch.Generator().manual_seed(seed * 1000 + 1))
 
 
 def step_indices(args, step, rank):
-    import torch
-
-    # One permutation of every sample the run draws, made once: drawing 10^5-10^6 numbers every step cost each rank
-    # an eighth of its CPU.
-    key = (args.steps * args.world * args.batch, args.seed)
-    permutation = _PERMUTATIONS.get(key)
-    if permutation is None:
-        permutation = _PERMUTATIONS[key] = torch.randperm(key[0], generator=torch.Generator().manual_seed(
-            args.seed * 1000 + 1))
     start = (step * args.world + rank) * args.batch
-    return permutation[start:start + args.batch]
+    return sample_permutation(args.steps * args.world * args.batch, args.seed)[start:start + args.batch]
 
 
 def auc(scores, labels):
