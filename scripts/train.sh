@@ -272,8 +272,8 @@ run_mode() { # mode port [name [args...]]: W ranks of the trainer, one per worke
   # Whose CPU each step took (trainers, sidecars' endpoints and JIT, the appliance's lanes and JIT), over the timed
   # steps (after the warm-up the comparison leaves out) and over all of them.
   if [ -s "$work/$name.json" ]; then
-    local skip="$warmup"
-    [ -n "$skip" ] || skip="$("$NETREDUCE_PYTHON" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(20 if sys.argv[2] == "dlrm" else min(r["steps_per_epoch"], r["steps"] - 1))' "$work/$name.json" "$model")"
+    local skip
+    skip="$(cd scripts/train && "$NETREDUCE_PYTHON" -c 'import json, sys; from compare import warmup_steps; print(warmup_steps(json.load(open(sys.argv[1])), int(sys.argv[2]) if sys.argv[2] else None))' "$work/$name.json" "$warmup")"
     { echo "$name, after the first $skip steps:"
       "$NETREDUCE_PYTHON" scripts/bench/cpu_by_component.py report "$work/$name-cpu.jsonl" --results "$work/$name.json" --skip "$skip"
       echo "$name, every step:"

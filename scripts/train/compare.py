@@ -78,6 +78,18 @@ def bytes_per_worker(run, key):
     return [sum(rank[t] for rank in per_rank) / len(per_rank) for t in range(run["steps"])]
 
 
+DLRM_WARMUP = 20  # steps a DLRM run's comparison leaves out by default (its runs are one epoch)
+
+
+def warmup_steps(run, warmup=None):
+    """Steps a comparison leaves out of the step times: ``warmup`` when given, else one epoch (a DLRM run,
+    ``scripts/train/dlrm_train.py``'s, which has ``table_parameters``: ``DLRM_WARMUP``); never every step. The one
+    rule for compare.py, dlrm_compare.py and train.sh's CPU report."""
+    if warmup is None:
+        warmup = DLRM_WARMUP if "table_parameters" in run else run["steps_per_epoch"]
+    return min(warmup, run["steps"] - 1)
+
+
 def rdma_posted_per_step(run, timed):
     """RDMA payload each worker posted per step, and how it was taken: the median over the timed steps where the
     sidecars were asked after every step (``--stats-every-step``), else the mean over every step of the counts read
@@ -134,8 +146,7 @@ def main(argv=None):
     for row in (head, *rows):
         print("  ".join(str(x).rjust(w) for x, w in zip(row, widths)))
 
-    warmup = per_epoch if args.warmup is None else args.warmup
-    timed = slice(min(warmup, steps - 1), steps)
+    timed = slice(warmup_steps(nr, args.warmup), steps)
     grad = nr["grad_bytes"]
 
     def summary(run, ms, tx):

@@ -25,7 +25,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from compare import EPS, MARGIN, envelope, percentile, rdma_posted_per_step, rel  # noqa: E402
+from compare import (DLRM_WARMUP, EPS, MARGIN, envelope, percentile, rdma_posted_per_step, rel,  # noqa: E402
+                     warmup_steps)
 
 
 def load(path):
@@ -45,7 +46,7 @@ def per_worker(run, key):
 
 
 def summary(run, warmup):
-    timed = slice(min(warmup, run["steps"] - 1), run["steps"])
+    timed = slice(warmup_steps(run, warmup), run["steps"])
     ms = slowest(run)[timed]
     tx = per_worker(run, "tx_bytes")[timed]
     out = {"median": statistics.median(ms), "p90": percentile(ms, 0.9), "tx": statistics.median(tx),
@@ -88,7 +89,7 @@ def main(argv=None):
     ap.add_argument("--sweep", nargs="*", default=[], help="more netreduce runs (other hot budgets)")
     ap.add_argument("--pairs", nargs="*", default=[],
                     help="more runs of netreduce and gloo-sparse taken in turn, NETREDUCE.json:GLOO_SPARSE.json each")
-    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=DLRM_WARMUP)
     ap.add_argument("--plot")
     ap.add_argument("--rate", default="")
     ap.add_argument("--csv", help="write one line per run (mode or hot budget) to this CSV")
