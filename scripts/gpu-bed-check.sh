@@ -11,15 +11,19 @@
 #      state with cores to spare for the JIT;
 #   4. (only when GPU_BED_PHASES names it) scripts/train.sh --model dlrm, hot/cold against gloo-sparse in 2 pairs;
 #   5. (likewise) scripts/bench-shared.sh W = 4: short flows and a long flow beside each job, links marking or not;
-#   6. (likewise) the cnn of phase 2 with the links' tbf bucket at 128 KiB instead of 512 (docs/performance.md, "On a
-#      host whose cores do not bind": the bed's bucket lets small calls past the link's rate).
+#   6. (likewise) the cnn of phase 2 with the links' tbf bucket at 128 KiB instead of 512, or at each size
+#      GPU_BED_BUCKETS names (docs/performance.md, "On a host whose cores do not bind": the bed's bucket lets small
+#      calls past the link's rate);
+#   7. (likewise) the Session's CUDA staging tests against the transport double (python/tests/test_staging.py);
+#   8. (likewise) scripts/aot-train.sh, the JVMs' start-up caches made there with the bundle's runtime, then phase 3
+#      again: the first call at W = 8 with the caches, as an installed appliance runs by default.
 # Phases 1-3 took 4.3 min on an H100 host (16 cores); 4 and 5 are sized to fit a second call of under 10 minutes.
 # Where network namespaces, veth or tbf are missing it says so and runs scripts/gpu-check.sh (the staging tests
 # against the transport double) instead.
 #
 # usage: scripts/gpu-bed-check.sh [BUNDLE_DIR (default .gpubundle)]
-#   GPU_BED_PHASES="1 2 3" (default) picks the phases ("4 5 6": the sparse and shared-link benches, the cnn on a
-#   128 KiB bucket).
+#   GPU_BED_PHASES="1 2 3" (default) picks the phases, run in the order given ("4 5 6 7 8": the sparse and
+#   shared-link benches, the cnn on a 128 KiB bucket, the staging tests, the start-up caches).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -78,14 +82,8 @@ if [ "$bed" = 0 ]; then
   exit $?
 fi
 
-phases=" ${GPU_BED_PHASES:-1 2 3} "
+phases="${GPU_BED_PHASES:-1 2 3}"
 status=0
-if [[ "$phases" == *" 1 "* ]]; then
-say "1. CUDA through the appliance (pytest)"
-timeout 360 "$NETREDUCE_PYTHON" -m pytest -v -s -p no:cacheprovider -rs python/tests/test_bed.py \
-  -k "cuda or every_ddp_bucket" >"$out/bed-pytest.log" 2>&1 || status=1
-tail -5 "$out/bed-pytest.log" | tee -a "$log"
-fi
 
 # cnn_twice LOG [BUCKET]: scripts/train.sh's cnn (W = 4, 1 Gbit/s) twice, appended to LOG, the links' tbf bucket
 # BUCKET (testbed.sh --burst) or the bed's default
@@ -99,34 +97,45 @@ cnn_twice() {
   grep -E "^(netreduce|gloo) |median step|^RESULT" "$to" | tee -a "$log"
 }
 
-if [[ "$phases" == *" 2 "* ]]; then
-say "2. train.sh cnn x2 (W=4, 1 Gbit/s)"
-cnn_twice "$out/train.log"
-fi
+# allreduce_w8 CSV LOG: scripts/bench-allreduce.sh W = 8, 64 MiB, 1 Gbit/s, netreduce and gloo
+allreduce_w8() {
+  timeout 300 bash scripts/bench-allreduce.sh --no-build --rates 1gbit --workers 8 --sizes-mib 64 --iterations 10 \
+    --modes "netreduce gloo" --out "$1" >"$2" 2>&1 || status=1
+  tail -15 "$2" | tee -a "$log"
+}
 
-if [[ "$phases" == *" 3 "* ]]; then
-
-say "3. bench-allreduce W=8 64 MiB 1 Gbit/s"
-timeout 300 bash scripts/bench-allreduce.sh --no-build --rates 1gbit --workers 8 --sizes-mib 64 --iterations 10 \
-  --modes "netreduce gloo" --out "$out/allreduce-w8.csv" >"$out/allreduce.log" 2>&1 || status=1
-tail -15 "$out/allreduce.log" | tee -a "$log"
-fi
-if [[ "$phases" == *" 4 "* ]]; then
-say "4. train.sh dlrm (sparse, Libra): netreduce hot/cold and gloo-sparse in turn, 2 pairs, 200 steps"
-timeout 420 bash scripts/train.sh --no-build --model dlrm --steps 200 --warmup 50 --repeats 2 \
-  --hot-budgets "1048576:auto:fused" --plot "$out/train-dlrm.png" >"$out/train-dlrm.log" 2>&1 || status=1
-grep -E "pair|median|ratio|bit for bit|RESULT" "$out/train-dlrm.log" | tail -20 | tee -a "$log"
-fi
-
-if [[ "$phases" == *" 5 "* ]]; then
-say "5. bench-shared W=4 (PANAMA): short flows and a long flow beside gloo, netreduce, netreduce with marking"
-timeout 480 bash scripts/bench-shared.sh --no-build --workers 4 --iterations 15 --flow-nice -15 \
-  --modes "none gloo netreduce netreduce-ecn" --out "$out/shared-w4.csv" >"$out/shared.log" 2>&1 || status=1
-tail -15 "$out/shared.log" | tee -a "$log"
-fi
-if [[ "$phases" == *" 6 "* ]]; then
-say "6. train.sh cnn x2 with a 128 KiB tbf bucket (the smallest that keeps the appliance's offload batches whole)"
-cnn_twice "$out/train-128k.log" 128kb
-fi
+for phase in $phases; do
+  case "$phase" in
+    1) say "1. CUDA through the appliance (pytest)"
+       timeout 360 "$NETREDUCE_PYTHON" -m pytest -v -s -p no:cacheprovider -rs python/tests/test_bed.py \
+         -k "cuda or every_ddp_bucket" >"$out/bed-pytest.log" 2>&1 || status=1
+       tail -5 "$out/bed-pytest.log" | tee -a "$log" ;;
+    2) say "2. train.sh cnn x2 (W=4, 1 Gbit/s)"
+       cnn_twice "$out/train.log" ;;
+    3) say "3. bench-allreduce W=8 64 MiB 1 Gbit/s"
+       allreduce_w8 "$out/allreduce-w8.csv" "$out/allreduce.log" ;;
+    4) say "4. train.sh dlrm (sparse, Libra): netreduce hot/cold and gloo-sparse in turn, 2 pairs, 200 steps"
+       timeout 420 bash scripts/train.sh --no-build --model dlrm --steps 200 --warmup 50 --repeats 2 \
+         --hot-budgets "1048576:auto:fused" --plot "$out/train-dlrm.png" >"$out/train-dlrm.log" 2>&1 || status=1
+       grep -E "pair|median|ratio|bit for bit|RESULT" "$out/train-dlrm.log" | tail -20 | tee -a "$log" ;;
+    5) say "5. bench-shared W=4 (PANAMA): short flows and a long flow beside gloo, netreduce, netreduce with marking"
+       timeout 480 bash scripts/bench-shared.sh --no-build --workers 4 --iterations 15 --flow-nice -15 \
+         --modes "none gloo netreduce netreduce-ecn" --out "$out/shared-w4.csv" >"$out/shared.log" 2>&1 || status=1
+       tail -15 "$out/shared.log" | tee -a "$log" ;;
+    6) for bucket in ${GPU_BED_BUCKETS:-128kb}; do
+         say "6. train.sh cnn x2 with a $bucket tbf bucket"
+         cnn_twice "$out/train-$bucket.log" "$bucket"
+       done ;;
+    7) say "7. the Session's CUDA staging tests (transport double)"
+       timeout 200 "$NETREDUCE_PYTHON" -m pytest -v -p no:cacheprovider -rs python/tests/test_staging.py \
+         >"$out/staging-pytest.log" 2>&1 || status=1
+       tail -3 "$out/staging-pytest.log" | tee -a "$log" ;;
+    8) say "8. the start-up caches (aot-train.sh), then bench-allreduce W=8 with them"
+       timeout 200 bash scripts/aot-train.sh --force >"$out/aot-train.log" 2>&1 || status=1
+       tail -3 "$out/aot-train.log" | tee -a "$log"
+       allreduce_w8 "$out/allreduce-w8-aot.csv" "$out/allreduce-aot.log" ;;
+    *) say "unknown phase $phase"; status=1 ;;
+  esac
+done
 say "done, status $status"
 exit $status
