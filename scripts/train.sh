@@ -25,7 +25,12 @@
 #                         [--seed S] [--warmup N] [--plot FILE] [--results DIR] [--prefix P] [--no-build]
 #                         [--timeout SECONDS] [--model cnn|mlp|dlrm] [--hidden UNITS] [--kill-appliance STEP:DOWN]
 #                         [--hot-budgets "BYTES ..."] [--min-frequency auto|F] [--zipf S] [--pooling L]
-#                         [--repeats N]
+#                         [--repeats N] [--agent]
+#   --agent: each worker's sidecar is a session of a sidecar agent (`netreduce worker agent`, one per worker
+#   namespace, started after the daemon, as a host would run it under systemd; docs/python.md, "The sidecar agent"),
+#   and the netreduce run is made twice: netreduce-first (each agent's first session: its JIT compiles the packet
+#   path during the steps, as a sidecar of its own would) and, after gloo's run, netreduce (the second training on
+#   those hosts: the agents' and the daemon's code already compiled); the comparison is printed for both (cnn, mlp).
 #   --kill-appliance STEP:DOWN: the netreduce run's sessions fall back to gloo when a call fails and go back to
 #   the appliance when it answers again (fallback=True, recover_after 2 s, a call fails after 3 s without
 #   progress); the daemon is killed (SIGKILL) once rank 0 has finished step STEP and started again DOWN seconds
@@ -87,6 +92,8 @@ repeats=1
 min_frequency=auto
 zipf=1.2
 pooling=8
+use_agent=0
+agent_pids=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -111,6 +118,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
     --kill-appliance) kill_appliance="$2"; shift 2 ;;
+    --agent) use_agent=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "train: unknown option $1" >&2; exit 2 ;;
   esac
@@ -160,6 +168,8 @@ cleanup() {
   for pid in "${rank_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   for f in "${shm_files[@]}"; do rm -f "$f"; done
   [ -z "$sampler_pid" ] || kill "$sampler_pid" 2>/dev/null || true
+  for pid in "${agent_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${agent_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ -n "$daemon_pid" ]; then
     kill "$daemon_pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
@@ -252,8 +262,11 @@ run_mode() { # mode port [name [args...]]: W ranks of the trainer, one per worke
   "$NETREDUCE_PYTHON" scripts/bench/cpu_by_component.py record "$work/$name-cpu.jsonl" & sampler_pid=$!
   rank_pids=()
   for i in $(seq 0 $(( workers - 1 ))); do
+    local agent_env=()
+    [ "$use_agent" -eq 1 ] && [ "$mode" = netreduce ] && agent_env=(NETREDUCE_AGENT="$work/agent-$i.sock")
     timeout --signal=TERM --kill-after=10 "$timeout" \
       ip netns exec "${prefix}-w$i" env PYTHONPATH="$NETREDUCE_ROOT/python" GLOO_SOCKET_IFNAME=eth0 TMPDIR="$work" \
+        "${agent_env[@]}" \
         "$NETREDUCE_PYTHON" "$trainer" --mode "$mode" --rank "$i" --master 10.77.0.1 \
         --port "$port" --dev eth0 "${train_args[@]}" --out "$work/$name.json" \
         --api "$api" --netreduce "$netreduce" --ring-id "$ring_id" --window "$window" --msg-len "$msg_len" \
@@ -347,8 +360,26 @@ if [ "$model" = dlrm ]; then
   exit $?
 fi
 
-step "netreduce: $workers DDP ranks, allreduce_hook through the appliance"
-run_mode netreduce 29500 || {
+nr_name=netreduce
+if [ "$use_agent" -eq 1 ]; then
+  [ "$model" != dlrm ] && [ -z "$kill_step" ] || { echo "train: --agent is for the cnn and mlp runs" >&2; exit 2; }
+  step "sidecar agents: one per worker namespace (netreduce worker agent)"
+  for i in $(seq 0 $(( workers - 1 ))); do
+    ip netns exec "${prefix}-w$i" "$netreduce" worker agent --dev eth0 --socket "$work/agent-$i.sock" \
+      > "$work/agent-$i.out" 2> "$work/agent-$i.log" &
+    agent_pids+=($!)
+  done
+  for i in $(seq 0 $(( workers - 1 ))); do
+    for _ in $(seq 300); do grep -q '^listening' "$work/agent-$i.out" 2>/dev/null && break; sleep 0.1; done
+    grep -q '^listening' "$work/agent-$i.out" || { echo "train: agent $i did not start" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
+  done
+  echo "agents listening: $work/agent-*.sock"
+  nr_name=netreduce-first
+fi
+
+nr_what=""; [ "$use_agent" -eq 1 ] && nr_what=" (the agents' first sessions)"
+step "netreduce: $workers DDP ranks, allreduce_hook through the appliance$nr_what"
+run_mode netreduce 29500 "$nr_name" || {
   "$netreduce" ctl --api "$api" counters 2>/dev/null | awk 'NR == 1 || $NF != "0"' >&2 || true
   exit 1
 }
@@ -371,11 +402,26 @@ awk 'NR == 1 || $NF != "0"' "$work/counters.txt"
 step "gloo: $workers DDP ranks, DDP's own all-reduce, the same seeds"
 run_mode gloo 29501
 
+if [ "$use_agent" -eq 1 ]; then
+  step "netreduce again: the agents' second sessions (the second training on these hosts)"
+  run_mode netreduce 29502 || exit 1
+  for i in $(seq 0 $(( workers - 1 ))); do
+    kill -0 "${agent_pids[$i]}" 2>/dev/null || { echo "train: agent $i exited" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
+  done
+fi
+
 step "reference: the same training in one process, gradients summed in fixed fp32 orders"
 "$NETREDUCE_PYTHON" scripts/train/ddp_train.py --mode reference "${train_args[@]}" --out "$work/reference.json"
 
 step "comparison"
 mkdir -p "$results" "$(dirname "$plot")"
 cp "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" "$work"/*-cpu.txt "$results/"
+if [ "$use_agent" -eq 1 ]; then
+  cp "$work/netreduce-first.json" "$results/"
+  echo "-- the agents' first sessions (netreduce-first) against gloo:"
+  "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce-first.json" "$work/gloo.json" "$work/reference.json" \
+    ${warmup:+--warmup "$warmup"} --plot "${plot%.png}-first.png" --rate "${rate:-unshaped}" || exit 1
+  echo "-- the agents' second sessions (netreduce) against gloo:"
+fi
 "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" \
   ${warmup:+--warmup "$warmup"} --plot "$plot" --rate "${rate:-unshaped}" ${kill_step:+--appliance-lost}

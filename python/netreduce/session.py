@@ -10,6 +10,7 @@ group (``env://`` or whatever ``init_process_group`` was given), so no other han
 """
 import ctypes
 import logging
+import os
 import queue
 import threading
 import time
@@ -75,6 +76,10 @@ class Session:
     * ``endpoint_nice``: nice value of the sidecar's endpoint thread (default: the sidecar's, -10, so frames get a
       core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE or RLIMIT_NICE, and without
       either the sidecar keeps its value and its warning goes to the ``netreduce`` logger).
+    * ``agent``: the Unix socket of this host's sidecar agent (``netreduce worker agent``; default: the
+      ``NETREDUCE_AGENT`` environment variable, else none): the sidecar is a session of that long-lived process
+      instead of a process of this trainer's own, so its packet path is compiled already (docs/python.md, "The
+      sidecar agent"). ``ip`` and ``endpoint_nice`` are then the agent's (its ``--ip``, ``--endpoint-nice``).
     * ``doorbell``: the sidecar's calls go through the call doorbell in the shared memory (an 8-byte request word
       and an eventfd each way) instead of a JSON line each way over its socket (default True; control requests and
       errors stay JSON; :mod:`netreduce.sidecar`).
@@ -105,7 +110,7 @@ class Session:
                  controller: Optional[str] = None,
                  switchml_elements: int = 256, switchml_outstanding: int = 128, cuda_piece_bytes: Optional[int] = None,
                  recover_after: Optional[float] = 30.0, ecn_window: bool = True, ecn_gain: float = 1 / 16,
-                 ecn_min_window: int = 1):
+                 ecn_min_window: int = 1, agent: Optional[str] = None):
         torch, dist = _torch()
         if element_type not in _TORCH_DTYPES:
             raise SetupError(f"element_type must be one of {', '.join(_TORCH_DTYPES)}: {element_type!r}")
@@ -170,9 +175,11 @@ class Session:
                 raise SetupError("the sidecar transport needs device= (the interface to the switch)")
             from .sidecar import SidecarTransport  # noqa: PLC0415
 
+            agent = agent if agent is not None else (os.environ.get("NETREDUCE_AGENT") or None)
+
             def factory():
                 return SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
-                                        rto_us=rto_us, endpoint_nice=endpoint_nice, doorbell=doorbell)
+                                        rto_us=rto_us, endpoint_nice=endpoint_nice, doorbell=doorbell, agent=agent)
         elif transport == "switchml":
             from .switchml import SwitchMlTransport  # noqa: PLC0415
 

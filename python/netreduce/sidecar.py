@@ -72,6 +72,23 @@ def default_first_qpn(pid: Optional[int] = None) -> int:
     return 0x11 + (pid % 0xFFFF) * 0x100
 
 
+class _AgentSession:
+    """Stands for the sidecar's process where the sidecar is a session of the host's agent: the session lives as
+    long as its control socket, which the transport watches; there is no process of ours to wait for or kill."""
+
+    def __init__(self, agent: str, session):
+        self.description = f"session {session} of the agent at {agent}"
+
+    def poll(self):
+        return None
+
+    def wait(self, timeout=None):
+        return f"unknown: {self.description} ended"
+
+    def kill(self) -> None:
+        pass
+
+
 class SidecarTransport:
     """One ``netreduce worker serve`` process and the shared memory it works in."""
 
@@ -80,7 +97,8 @@ class SidecarTransport:
     def __init__(self, device: str, shm_bytes: int, pmtu: int, ip: Optional[str] = None,
                  command: Optional[list] = None, rto_us: int = 400_000, start_timeout: float = 60.0,
                  endpoint_nice: Optional[int] = None, doorbell: bool = True,
-                 doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US, first_qpn: Optional[int] = None):
+                 doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US, first_qpn: Optional[int] = None,
+                 agent: Optional[str] = None):
         self.layout: Optional[dict] = None  # set by open(): messages, messageBytes, input, output
         # Every sidecar on a host shares its interface and sees every frame, where one RDMA NIC's QP numbers are
         # distinct: each takes a range of 256 of its own, keyed by this process (two trainers' ranks on one host,
@@ -89,14 +107,15 @@ class SidecarTransport:
         self._start(device, shm_bytes, ["--pmtu", str(pmtu), "--rto-us", str(rto_us),
                                         "--first-qpn", str(self.first_qpn)], ip=ip, command=command,
                     start_timeout=start_timeout, endpoint_nice=endpoint_nice, doorbell=doorbell,
-                    doorbell_spin_us=doorbell_spin_us)
+                    doorbell_spin_us=doorbell_spin_us, agent=agent)
 
     def _start(self, device: str, shm_bytes: int, options: list, *, ip: Optional[str], command: Optional[list],
                start_timeout: float, endpoint_nice: Optional[int], doorbell: bool = False,
-               doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US) -> None:
+               doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US, agent: Optional[str] = None) -> None:
         """Create the shared memory, start ``netreduce worker serve`` with ``options`` (the protocol's) and connect
         to its socket. With ``doorbell``, also the call page behind ``shm_bytes`` and the two eventfds, passed down
-        to the sidecar (used once its ``open`` reply says so)."""
+        to the sidecar (used once its ``open`` reply says so). With ``agent``, ask that host agent for a session
+        instead of starting a process (:meth:`_request_session`)."""
         self.shm_bytes = shm_bytes
         # Calls go by the doorbell once open() found the sidecar takes them; set False to send them as JSON lines.
         self.use_doorbell = False
@@ -136,13 +155,16 @@ class SidecarTransport:
                            os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC))
             argv += ["--doorbell-fd", str(self._bells[0]), "--answer-fd", str(self._bells[1])]
         self._log = open(os.path.join(self._dir, "sidecar.log"), "w+b")
-        try:
-            self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL,
-                                             pass_fds=self._bells or ())
-        except OSError as error:
-            self._cleanup_files()
-            raise SetupError(f"cannot start the sidecar ({' '.join(argv)}): {error}") from error
-        self._wait_listening(start_timeout)
+        if agent:
+            self._request_session(agent, options, start_timeout, ip=ip, endpoint_nice=endpoint_nice)
+        else:
+            try:
+                self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log,
+                                                 stdin=subprocess.DEVNULL, pass_fds=self._bells or ())
+            except OSError as error:
+                self._cleanup_files()
+                raise SetupError(f"cannot start the sidecar ({' '.join(argv)}): {error}") from error
+            self._wait_listening(start_timeout)
         # What the sidecar warned about while starting (an endpoint thread that could not take its nice value, and
         # so will be slow while the trainer keeps the cores busy) goes to the trainer's log, not only to a file.
         for line in self.log_tail().splitlines():
@@ -157,6 +179,50 @@ class SidecarTransport:
         self._unlink(self._socket_path)
         self._unlink(os.path.join(self._dir, "sidecar.log"))
         shutil.rmtree(self._dir, ignore_errors=True)
+
+    _AGENT_SETTINGS = {"--pmtu": "pmtu", "--rto-us": "rtoUs", "--first-qpn": "firstQpn"}
+
+    def _request_session(self, agent: str, options: list, timeout: float, *, ip: Optional[str],
+                         endpoint_nice: Optional[int]) -> None:
+        """A session of this host's sidecar agent (``netreduce worker agent --socket AGENT``) in place of a sidecar
+        process of our own: one JSON line to the agent with the call page's two eventfds attached (SCM_RIGHTS, as a
+        sidecar we start inherits them); the agent opens the session's control socket at our socket path and says
+        so, and from then on the session is talked to as a sidecar is."""
+        request = {"op": "session", "socket": self._socket_path, "acceptTimeout": max(1, int(timeout))}
+        for flag, value in zip(options[::2], options[1::2]):
+            if flag not in self._AGENT_SETTINGS:
+                self._cleanup_files()
+                raise SetupError(f"the sidecar agent runs NetReduce sessions: {flag} is not one of a session's "
+                                 f"settings")
+            request[self._AGENT_SETTINGS[flag]] = int(value)
+        if ip or endpoint_nice is not None:
+            log.info("netreduce: with a sidecar agent, ip= and endpoint_nice= are the agent's (its --ip and "
+                     "--endpoint-nice); the session's are not changed")
+        self._log.write(f"this sidecar is a session of the agent at {agent}; its messages are in the agent's "
+                        f"log\n".encode("utf-8"))
+        line = (json.dumps(request) + "\n").encode("utf-8")
+        door = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        door.settimeout(timeout)
+        try:
+            door.connect(agent)
+            if self._bells:
+                socket.send_fds(door, [line], list(self._bells))
+            else:
+                door.sendall(line)
+            reply = door.makefile("rb").readline()
+        except OSError as error:
+            self._cleanup_files()
+            raise SetupError(f"cannot start a session of the sidecar agent at {agent}: {error}") from error
+        finally:
+            door.close()
+        try:
+            answer = json.loads(reply)
+        except ValueError:
+            answer = {"ok": False, "error": f"no answer ({reply[:200]!r})"}
+        if not answer.get("ok"):
+            self._cleanup_files()
+            raise SetupError(f"the sidecar agent at {agent} refused a session: {answer.get('error')}")
+        self._process = _AgentSession(agent, answer.get("session"))
 
     def _wait_listening(self, timeout: float) -> None:
         result = {}

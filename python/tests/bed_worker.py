@@ -141,6 +141,38 @@ def scenario_ddp(args, out):
     out["ok"] = all(c["exact"] for c in checked) and out["buckets"] >= 6
 
 
+def scenario_agent(args, out):
+    """Two Sessions one after the other, each a session of this host's sidecar agent (``--agent``, started by the
+    test in the rank's namespace): both sum exactly, the second on the agent's already compiled code."""
+    import torch
+    import netreduce
+
+    world = args.world
+    agent = args.agent.format(rank=args.rank)
+    checked, sessions = [], []
+    for turn in range(2):
+        session = session_of(args, shm_bytes=1 << 20, agent=agent)
+        try:
+            sessions.append(session.transport._process.description)
+            for elements in (1023, 300_001):
+                g = torch.Generator().manual_seed(100 * turn + 10 * args.rank + elements)
+                mine = torch.randn(elements, generator=g)
+                result = netreduce.allreduce_(mine.clone(), session)
+                expected = rank_ordered(gathered(mine, world), world, average=False)
+                checked.append({"what": f"session {turn + 1}: allreduce_ {elements}",
+                                "exact": bool(torch.equal(result, expected))})
+            stats = session.stats()
+            out.setdefault("stats", stats)
+            out["stats"]["fallback_calls"] = max(out["stats"].get("fallback_calls", 0), stats["fallback_calls"])
+        finally:
+            session.close()
+    out["sessions"] = sessions
+    checked.append({"what": "two sessions of the same agent", "exact": len(set(sessions)) == 2 and
+                    all(agent in s for s in sessions)})
+    out["checked"] = checked
+    out["ok"] = all(c["exact"] for c in checked)
+
+
 def scenario_cuda(args, out):
     """A model on the GPU through the real sidecar and appliance: allreduce_ of CUDA tensors (one larger than the
     shared memory, so several pinned pieces per call), DDP's CUDA buckets with allreduce_hook, and the fp16
@@ -537,6 +569,7 @@ def main() -> int:
     ap.add_argument("--msg-len", type=int, default=16)
     ap.add_argument("--call-timeout", type=float, default=10.0)
     ap.add_argument("--ifname", default="eth0", help="the interface gloo (rendezvous, fallback) binds to")
+    ap.add_argument("--agent", help="the sidecar agent's socket ({rank} is replaced by the rank)")
     args = ap.parse_args()
     if args.transport == "sidecar" and not args.netreduce:
         ap.error("--netreduce is needed with the sidecar transport")

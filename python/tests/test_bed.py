@@ -82,7 +82,7 @@ def bed():
 _port = [29600]
 
 
-def run_ranks(bed, scenario: str, world: int = WORLD, timeout: float = 240, api: bool = True):
+def run_ranks(bed, scenario: str, world: int = WORLD, timeout: float = 240, api: bool = True, extra=()):
     """Start one rank of ``scenario`` in each worker namespace; their JSON results, rank by rank."""
     _port[0] += 1
     procs, outs = [], []
@@ -95,6 +95,7 @@ def run_ranks(bed, scenario: str, world: int = WORLD, timeout: float = 240, api:
                 "--netreduce", NETREDUCE]
         if api:
             argv += ["--api", bed["api"]]
+        argv += list(extra)
         with open(log, "wb") as f:
             procs.append(subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT))
     deadline = time.monotonic() + timeout
@@ -136,6 +137,46 @@ def test_should_sum_every_ddp_bucket_and_tensor_exactly_in_rank_order(bed):
         # RC timeouts are not asserted: on a loaded shared machine a retransmission timer can fire with nothing lost
         # (seen once with a benchmark running beside the suite), and recovery is part of the protocol; the bit-exact
         # checks above are what must hold. scripts/train.sh and bench-session.sh report timeouts.
+
+
+def test_should_serve_one_trainer_after_another_from_one_sidecar_agent(bed):
+    """`netreduce worker agent` in each worker namespace; each rank runs two Sessions one after the other with
+    agent=: both are sessions of that one process (the eventfds handed over by SCM_RIGHTS), both sum exactly, and
+    the agent is still there, serving, after them."""
+    agents = []
+    try:
+        for rank in range(WORLD):
+            path = os.path.join(bed["work"], f"agent-{rank}.sock")
+            log = open(os.path.join(bed["work"], f"agent-{rank}.log"), "w+b")
+            agent = subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}-w{rank}", NETREDUCE, "worker", "agent",
+                                      "--dev", "eth0", "--socket", path], stdout=subprocess.PIPE, stderr=log)
+            agents.append((agent, log))
+            line = agent.stdout.readline()
+            assert line.startswith(b"listening"), f"agent {rank} did not start: {line!r} {_tail(log)}"
+        results, logs = run_ranks(bed, "agent", extra=["--agent", os.path.join(bed["work"], "agent-{rank}.sock")])
+        for r in results:
+            assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}\n" + \
+                "\n".join(_tail(log) for _, log in agents)
+            assert r["stats"]["fallback_calls"] == 0, _drops(bed)
+        for rank, (agent, log) in enumerate(agents):
+            assert agent.poll() is None, f"agent {rank} exited: {_tail(log)}"
+            told = _tail(log)
+            assert "session 1 ended" in told and "session 2 ended" in told, told
+    finally:
+        for agent, log in agents:
+            agent.terminate()
+            try:
+                agent.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait()
+            log.close()
+
+
+def _tail(log) -> str:
+    log.flush()
+    with open(log.name, encoding="utf-8", errors="replace") as f:
+        return f.read()[-3000:]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")

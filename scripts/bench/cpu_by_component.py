@@ -14,7 +14,7 @@ charges each process's (or thread's) ticks between them to a component:
 
 * ``trainer``: Python processes running a trainer or a bench's ranks (``ddp_train``, ``dlrm_train``,
   ``session_calls``, ``gloo_allreduce``, ``sparse_loopback``); other Python is ``python other``;
-* ``sidecar``: JVMs running ``worker serve``, split into ``endpoint`` (the main thread, which drives the ring's
+* ``sidecar``: JVMs running ``worker serve`` or ``worker agent``, split into ``endpoint`` (the main thread, which drives the ring's
   endpoint), ``JIT`` (C1 and C2 compiler threads), ``control`` (the control socket's reader), ``other`` (GC, VM);
 * ``daemon``: the appliance's JVM (``netreduce ... daemon``): ``lanes`` (its dataplane threads), ``JIT``, ``other``;
 * ``worker``: other ``worker`` commands (``allreduce``, ``loadgen``), ``ctl``: the CLI;
@@ -53,7 +53,7 @@ def classify(pid: str, flags: int = 0):
         return "kernel" if flags & PF_KTHREAD else None
     exe = os.path.basename(argv[0].decode(errors="replace"))
     if exe == "java":
-        if " serve" in line and "netreduce-worker" in line:
+        if (" serve" in line or " agent" in line) and "netreduce-worker" in line:
             return "sidecar"
         if "netreduce-worker" in line:
             return "worker"
@@ -72,7 +72,7 @@ def thread_part(component: str, name: str) -> str:
     if name.startswith("C1 Compiler") or name.startswith("C2 Compiler"):
         return "JIT"
     if component == "sidecar":
-        if name == "java":
+        if name == "java" or name.startswith("agent-request"):  # a sidecar's main thread; an agent's sessions
             return "endpoint"
         if name.startswith("sidecar-control"):
             return "control"

@@ -136,11 +136,7 @@ public final class ServeCommand implements Callable<Integer>
             System.err.println("serve: " + ex.getMessage());
             return 2;
         }
-        final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
-            .withTxRing(8192, 1024)
-            .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
-            .withSegmentationOffload(segmentationOffload)
-            .withTxSocketBuffer(AllReduceCommand.transmitSocketBuffer(rc, 1));
+        final AfPacketConfiguration portConfig = portConfiguration(dev, segmentationOffload, rc);
         try (AfPacketPort port = AfPacketPort.open(portConfig);
             Doorbell doorbell = requestBell();
             Doorbell answer = answerBell())
@@ -156,6 +152,20 @@ public final class ServeCommand implements Callable<Integer>
             System.err.println("serve: " + ex.getMessage());
             return 2;
         }
+    }
+
+    /**
+     * A sidecar's port ({@code worker serve}, and each session of {@code worker agent}): rings for a window of
+     * 4 KiB frames both ways, and a transmit socket buffer that holds the RC window.
+     */
+    static AfPacketConfiguration portConfiguration(final String dev, final boolean segmentationOffload,
+        final RcConfig rc)
+    {
+        return AfPacketConfiguration.defaults(dev)
+            .withTxRing(8192, 1024)
+            .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
+            .withSegmentationOffload(segmentationOffload)
+            .withTxSocketBuffer(AllReduceCommand.transmitSocketBuffer(rc, 1));
     }
 
     /**

@@ -87,6 +87,29 @@ final class Libc
         static final MethodHandle HANDLE = errnoCall("setns", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     }
 
+    /** The sidecar agent's Unix socket ({@link UnixFdListener}): linked only by a process that runs one. */
+    private static final class Listen
+    {
+        static final MethodHandle HANDLE = errnoCall("listen", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    }
+
+    private static final class Accept4
+    {
+        static final MethodHandle HANDLE = errnoCall(
+            "accept4", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    }
+
+    private static final class Shutdown
+    {
+        static final MethodHandle HANDLE = errnoCall("shutdown", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    }
+
+    private static final class RecvMsg
+    {
+        static final MethodHandle HANDLE = errnoCall(
+            "recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
+    }
+
     private static final class Strerror
     {
         static final MethodHandle HANDLE = LINKER.downcallHandle(
@@ -236,6 +259,55 @@ final class Libc
         {
             return (long)RecvFrom.HANDLE.invokeExact(
                 errnoState, fd, MemorySegment.NULL, 0L, flags, MemorySegment.NULL, MemorySegment.NULL);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int listen(final MemorySegment errnoState, final int fd, final int backlog)
+    {
+        try
+        {
+            return (int)Listen.HANDLE.invokeExact(errnoState, fd, backlog);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static int shutdown(final MemorySegment errnoState, final int fd, final int how)
+    {
+        try
+        {
+            return (int)Shutdown.HANDLE.invokeExact(errnoState, fd, how);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    /** accept4(fd, NULL, NULL, flags): the peer's address is not wanted (a Unix socket's peers are unnamed). */
+    static int accept4(final MemorySegment errnoState, final int fd, final int flags)
+    {
+        try
+        {
+            return (int)Accept4.HANDLE.invokeExact(errnoState, fd, MemorySegment.NULL, MemorySegment.NULL, flags);
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    static long recvmsg(final MemorySegment errnoState, final int fd, final MemorySegment message, final int flags)
+    {
+        try
+        {
+            return (long)RecvMsg.HANDLE.invokeExact(errnoState, fd, message, flags);
         }
         catch (final Throwable t)
         {

@@ -18,7 +18,7 @@ import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SystemNanoClock;
 
 import java.io.IOException;
-import java.nio.MappedByteBuffer;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
@@ -166,7 +166,7 @@ final class Sidecar extends SidecarLoop
             throw new IllegalArgumentException("open: shmBytes " + shmBytes + " holds no message: the input and " +
                 "output areas need at least 2 x MsgLen x payloadSize = " + 2L * messageBytes + " bytes");
         }
-        final MappedByteBuffer shared = mapShared(Path.of(Requests.textField(request, "shm", null)), shmBytes);
+        final ByteBuffer shared = mapShared(Path.of(Requests.textField(request, "shm", null)), shmBytes);
         final int areaBytes = (int)(messages * messageBytes);
         // The regions are the mapping itself (slices share its memory): the input area is what messages are sent
         // from, the output area what the predecessor's connection writes the sums into.

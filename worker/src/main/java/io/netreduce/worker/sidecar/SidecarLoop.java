@@ -5,7 +5,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.agrona.concurrent.IdleStrategy;
 
 import java.io.IOException;
-import java.nio.MappedByteBuffer;
+import java.lang.foreign.Arena;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -39,6 +40,11 @@ abstract class SidecarLoop
     }
 
     private final ControlChannel control;
+    /**
+     * The shared memory's mappings, unmapped when the loop ends: a {@code worker agent} serves session after session
+     * in one process, and a MappedByteBuffer stays mapped until the collector finds it (a 64 MiB area a session).
+     */
+    private final Arena mappings = Arena.ofShared();
     private FileChannel sharedFile;
     private CallPage callPage;
     private long callStartNs;
@@ -193,6 +199,7 @@ abstract class SidecarLoop
             {
                 sharedFile.close();
             }
+            mappings.close();
         }
     }
 
@@ -399,7 +406,8 @@ abstract class SidecarLoop
                 "of the shared file with " + CallPage.LENGTH + " bytes behind it (the file holds " +
                 sharedFile.size() + ")");
         }
-        callPage = new CallPage(sharedFile.map(FileChannel.MapMode.READ_WRITE, offset, CallPage.LENGTH), answer);
+        callPage = new CallPage(
+            sharedFile.map(FileChannel.MapMode.READ_WRITE, offset, CallPage.LENGTH, mappings).asByteBuffer(), answer);
         return true;
     }
 
@@ -407,7 +415,7 @@ abstract class SidecarLoop
      * Map {@code path}, {@code bytes} long (the open request's {@code shm} and {@code shmBytes}): once per sidecar,
      * by {@link #open}, after its own checks.
      */
-    final MappedByteBuffer mapShared(final Path path, final long bytes) throws IOException
+    final ByteBuffer mapShared(final Path path, final long bytes) throws IOException
     {
         if (sharedFile != null)
         {
@@ -427,6 +435,6 @@ abstract class SidecarLoop
                 " bytes, fewer than shmBytes " + bytes);
         }
         sharedFile = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        return sharedFile.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
+        return sharedFile.map(FileChannel.MapMode.READ_WRITE, 0, bytes, mappings).asByteBuffer();
     }
 }

@@ -52,9 +52,38 @@ public final class SidecarRunner
     public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Doorbell answerBell,
         final Path socket, final int acceptTimeoutSeconds, final long warmUpFrames) throws IOException
     {
-        return run(doorbell, answerBell, socket, acceptTimeoutSeconds,
+        return run(endpoint, doorbell, answerBell, socket, acceptTimeoutSeconds, warmUpFrames,
+            SidecarRunner::printListening);
+    }
+
+    /**
+     * @param listening told once the socket is there, before the wait for the trainer (a sidecar prints its
+     *                  "listening" line; the {@link SidecarAgent} answers the trainer that asked for the session).
+     * @return the process exit status, as {@link #run(RcEndpoint, Doorbell, Path, int)}'s.
+     */
+    public static int run(final RcEndpoint endpoint, final Doorbell doorbell, final Doorbell answerBell,
+        final Path socket, final int acceptTimeoutSeconds, final long warmUpFrames, final Listening listening)
+        throws IOException
+    {
+        return run(doorbell, answerBell, socket, acceptTimeoutSeconds, listening,
             control -> new Sidecar(endpoint, control, endpoint.idleStrategy(doorbell), CongestionControl.DEFAULT,
                 warmUpFrames));
+    }
+
+    /**
+     * Told that the control socket is there.
+     */
+    @FunctionalInterface
+    public interface Listening
+    {
+        void listening(Path socket) throws IOException;
+    }
+
+    private static void printListening(final Path socket)
+    {
+        // Tell whoever started us that the socket is there (the Python side waits for this line).
+        System.out.println("listening " + socket);
+        System.out.flush();
     }
 
     /**
@@ -69,19 +98,18 @@ public final class SidecarRunner
     {
         try (PortPoller poller = new PortPoller(List.of(port), doorbell))
         {
-            return run(doorbell, answerBell, socket, acceptTimeoutSeconds,
+            return run(doorbell, answerBell, socket, acceptTimeoutSeconds, SidecarRunner::printListening,
                 control -> new SwitchMlSidecar(port, poller, localMac, localIp, settings, registrar, control));
         }
     }
 
     private static int run(final Doorbell doorbell, final Doorbell answerBell, final Path socket,
-        final int acceptTimeoutSeconds, final Function<ControlChannel, SidecarLoop> sidecar) throws IOException
+        final int acceptTimeoutSeconds, final Listening listening,
+        final Function<ControlChannel, SidecarLoop> sidecar) throws IOException
     {
         try (ControlChannel control = new ControlChannel(socket, doorbell, answerBell))
         {
-            // Tell whoever started us that the socket is there (the Python side waits for this line).
-            System.out.println("listening " + socket);
-            System.out.flush();
+            listening.listening(socket);
             final CompletableFuture<Void> accepted = new CompletableFuture<>();
             // A thread of its own: accept blocks, and the common pool may have a single thread.
             Thread.ofPlatform().daemon().name("sidecar-accept").start(() ->

@@ -16,7 +16,7 @@ import java.io.IOException;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
-import java.nio.MappedByteBuffer;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -175,7 +175,7 @@ public final class SwitchMlSidecar extends SidecarLoop
         {
             throw new IllegalArgumentException("open: shmBytes " + shmBytes + " holds no element");
         }
-        final MappedByteBuffer shared = mapShared(Path.of(Requests.textField(request, "shm", null)), shmBytes);
+        final ByteBuffer shared = mapShared(Path.of(Requests.textField(request, "shm", null)), shmBytes);
         final int udpPort = settings.udpPortBase() + rank;
         if (udpPort > 0xFFFF)
         {
