@@ -25,12 +25,14 @@
 #                         [--seed S] [--warmup N] [--plot FILE] [--results DIR] [--prefix P] [--no-build]
 #                         [--timeout SECONDS] [--model cnn|mlp|dlrm] [--hidden UNITS] [--kill-appliance STEP:DOWN]
 #                         [--hot-budgets "BYTES ..."] [--min-frequency auto|F] [--zipf S] [--pooling L]
-#                         [--repeats N] [--agent]
+#                         [--repeats N] [--agent] [--agent-sessions N]
 #   --agent: each worker's sidecar is a session of a sidecar agent (`netreduce worker agent`, one per worker
 #   namespace, started after the daemon, as a host would run it under systemd; docs/python.md, "The sidecar agent"),
 #   and the netreduce run is made twice: netreduce-first (each agent's first session: its JIT compiles the packet
 #   path during the steps, as a sidecar of its own would) and, after gloo's run, netreduce (the second training on
 #   those hosts: the agents' and the daemon's code already compiled); the comparison is printed for both (cnn, mlp).
+#   --agent-sessions N (with --agent, default 2): N netreduce runs through the same agents, the first before gloo's
+#   run and the others after it (netreduce, then netreduce-s3, ...), each compared with gloo's run.
 #   --kill-appliance STEP:DOWN: the netreduce run's sessions fall back to gloo when a call fails and go back to
 #   the appliance when it answers again (fallback=True, recover_after 2 s, a call fails after 3 s without
 #   progress); the daemon is killed (SIGKILL) once rank 0 has finished step STEP and started again DOWN seconds
@@ -93,6 +95,7 @@ min_frequency=auto
 zipf=1.2
 pooling=8
 use_agent=0
+agent_sessions=2
 agent_pids=()
 
 while [ $# -gt 0 ]; do
@@ -119,6 +122,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout="$2"; shift 2 ;;
     --kill-appliance) kill_appliance="$2"; shift 2 ;;
     --agent) use_agent=1; shift ;;
+    --agent-sessions) agent_sessions="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "train: unknown option $1" >&2; exit 2 ;;
   esac
@@ -127,6 +131,7 @@ done
 case "$workers" in ''|*[!0-9]*) echo "train: --workers must be a number" >&2; exit 2 ;; esac
 [ "$workers" -ge 2 ] && [ "$workers" -le 64 ] || { echo "train: --workers must be 2..64" >&2; exit 2; }
 [ "$rate" = none ] && rate=""
+case "$agent_sessions" in ''|*[!0-9]*|0|1) echo "train: --agent-sessions must be a number of at least 2" >&2; exit 2 ;; esac
 kill_step="" kill_down=""
 if [ -n "$kill_appliance" ]; then
   kill_step="${kill_appliance%%:*}" kill_down="${kill_appliance#*:}"
@@ -403,8 +408,11 @@ step "gloo: $workers DDP ranks, DDP's own all-reduce, the same seeds"
 run_mode gloo 29501
 
 if [ "$use_agent" -eq 1 ]; then
-  step "netreduce again: the agents' second sessions (the second training on these hosts)"
-  run_mode netreduce 29502 || exit 1
+  for n in $(seq 2 "$agent_sessions"); do
+    name=netreduce; [ "$n" -gt 2 ] && name="netreduce-s$n"
+    step "netreduce again: the agents' session $n (training $n on these hosts)"
+    run_mode netreduce $(( 29500 + n )) "$name" || exit 1
+  done
   for i in $(seq 0 $(( workers - 1 ))); do
     kill -0 "${agent_pids[$i]}" 2>/dev/null || { echo "train: agent $i exited" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
   done
@@ -421,6 +429,13 @@ if [ "$use_agent" -eq 1 ]; then
   echo "-- the agents' first sessions (netreduce-first) against gloo:"
   "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce-first.json" "$work/gloo.json" "$work/reference.json" \
     ${warmup:+--warmup "$warmup"} --plot "${plot%.png}-first.png" --rate "${rate:-unshaped}" || exit 1
+  for n in $(seq 3 "$agent_sessions"); do
+    cp "$work/netreduce-s$n.json" "$results/"
+    echo "-- the agents' session $n (netreduce-s$n) against gloo:"
+    "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce-s$n.json" "$work/gloo.json" \
+      "$work/reference.json" ${warmup:+--warmup "$warmup"} --plot "${plot%.png}-s$n.png" --rate "${rate:-unshaped}" ||
+      exit 1
+  done
   echo "-- the agents' second sessions (netreduce) against gloo:"
 fi
 "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" \

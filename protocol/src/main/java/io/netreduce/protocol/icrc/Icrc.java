@@ -36,8 +36,6 @@ public final class Icrc
     private final CRC32 crc = new CRC32();
     private final byte[] scratchArray = new byte[SCRATCH_LENGTH];
     private byte[] copyChunk;
-    private ByteBuffer cachedSource;
-    private ByteBuffer cachedView;
 
     /**
      * @return the ICRC of a parsed frame whose status is {@link RoceFrame#OK} or {@link RoceFrame#UNKNOWN_OPCODE}.
@@ -163,14 +161,15 @@ public final class Icrc
         final ByteBuffer source = buffer.byteBuffer();
         if (source != null)
         {
-            if (source != cachedSource)
-            {
-                cachedSource = source;
-                cachedView = source.duplicate();
-            }
+            // CRC32 reads a direct ByteBuffer from its position to its limit: the source's own are set to the bytes.
+            // The buffers that come here (ports' rings and batches, registered memory, frames in tests) are read and
+            // written by index through UnsafeBuffer, never by position, each by one thread. A view per source, cached
+            // and rebuilt when another source came, was a branch that one endpoint's packets never take, so C2
+            // compiled it as a trap: the next endpoint on a new port (a sidecar agent's next session) hit it and
+            // threw the whole packet path's compiled code away (docs/python.md, "The sidecar agent").
             final int start = buffer.wrapAdjustment() + index;
-            cachedView.clear().limit(start + length).position(start);
-            crc.update(cachedView);
+            source.limit(start + length).position(start);
+            crc.update(source);
             return;
         }
         // A buffer over a raw address: copy through a chunk. Ports wrap their rings with ByteBuffers to avoid this.
