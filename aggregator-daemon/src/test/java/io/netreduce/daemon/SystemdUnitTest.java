@@ -57,6 +57,25 @@ class SystemdUnitTest
     }
 
     @Test
+    void shouldPassSystemdAnalyzeVerifyForTheSidecarAgentUnit(@TempDir final Path dir) throws Exception
+    {
+        assumeTrue(hasSystemdAnalyze(), "systemd-analyze not installed (scripts/setup.sh installs it)");
+        // A template: verified as an instance, its launcher path pointed at this repository's.
+        final Path unit = dir.resolve("netreduce-agent@eth0.service");
+        Files.writeString(unit, Files.readString(ROOT.resolve("systemd/netreduce-agent@.service"))
+            .replace("/opt/netreduce/bin/netreduce", LAUNCHER.toString()));
+        final Process process = new ProcessBuilder("systemd-analyze", "verify", "--man=no", unit.toString())
+            .redirectErrorStream(true).start();
+        final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+
+        assertThat(output).isEmpty();
+        assertThat(process.exitValue()).isZero();
+        assertThat(Files.readString(unit)).contains("worker agent --dev %i --socket /run/netreduce-agent-%i/agent.sock",
+            "AmbientCapabilities=CAP_NET_RAW", "RuntimeDirectoryMode=0700");
+    }
+
+    @Test
     void verifierShouldFlagABrokenDirectiveSoTheCheckAboveMeansSomething(@TempDir final Path dir) throws Exception
     {
         assumeTrue(hasSystemdAnalyze(), "systemd-analyze not installed (scripts/setup.sh installs it)");

@@ -32,7 +32,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code close} or when the trainer goes away; its port, endpoint, mapping and eventfds are released then.
  * <p>
  * Only the agent's own user and root may start a session ({@code SO_PEERCRED}): a session's ring carries the
- * trainer's gradients, and its QP numbers and addresses are the host's.
+ * trainer's gradients, and its QP numbers and addresses are the host's. Run it as the trainers' user (the session's
+ * control socket and shared memory are made owner-only by the agent and the trainer; root reaches both).
  */
 public final class SidecarAgent
 {
@@ -165,7 +166,7 @@ public final class SidecarAgent
             final int[] taken = bells;
             bells = new int[0];
             // The session owns the eventfds from here, and the connection is answered once its socket is there.
-            serve(session, request, taken, connection, uid);
+            serve(session, request, taken, connection);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -188,7 +189,7 @@ public final class SidecarAgent
     }
 
     private void serve(final long session, final SessionRequest request, final int[] bells,
-        final UnixFdListener.Connection connection, final int trainerUid) throws IOException
+        final UnixFdListener.Connection connection) throws IOException
     {
         final boolean[] answered = { false };
         final Doorbell doorbell;
@@ -223,11 +224,6 @@ public final class SidecarAgent
             final int status = SidecarRunner.run(endpoint, doorbell, answer, request.socket(), request.acceptTimeout(),
                 warmUp, socket ->
                 {
-                    if (trainerUid != ownUid)
-                    {
-                        // a root agent serving another user's trainer: the owner-only socket must be the trainer's
-                        Files.setAttribute(socket, "unix:uid", trainerUid);
-                    }
                     connection.write(answer(true, null, socket, session) + "\n");
                     answered[0] = true;
                     connection.close();
