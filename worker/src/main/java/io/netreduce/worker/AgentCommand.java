@@ -1,6 +1,10 @@
 package io.netreduce.worker;
 
 import io.netreduce.host.allreduce.RingWarmUp;
+import io.netreduce.host.rc.RcConfig;
+import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.AfPacketPort;
@@ -51,8 +55,28 @@ public final class AgentCommand implements Callable<Integer>
     int endpointNice = EndpointNice.DEFAULT;
 
     @Option(names = "--warm-up-frames", description = "The first session's in-memory warm-up, as worker serve's " +
-        "(default ${DEFAULT-VALUE}); later sessions find the packet path compiled and run none.")
+        "(default ${DEFAULT-VALUE}); later sessions find the packet path compiled and run none. Not run after a " +
+        "start warm-up (--start-warm-up-frames).")
     long warmUpFrames = RingWarmUp.DEFAULT_FRAMES;
+
+    @Option(names = "--start-warm-up-frames", description = "Before it takes sessions, run a ring of two ranks " +
+        "over AF_PACKET ports of --start-warm-up-dev with a session's port settings for this many packets (at most " +
+        "20 s), so that even the host's first training finds the packet path compiled (0: none; default " +
+        "${DEFAULT-VALUE}).")
+    long startWarmUpFrames = START_WARM_UP_FRAMES;
+
+    @Option(names = "--start-warm-up-dev", description = "The interface of the start warm-up (default " +
+        "${DEFAULT-VALUE}): each rank takes only frames to its own random MAC, which the host's stack drops.")
+    String startWarmUpDev = "lo";
+
+    /** Packets of the start warm-up: about what a sidecar sends in a cnn training's first 50 steps, several times. */
+    static final long START_WARM_UP_FRAMES = 131_072;
+    /** Longest the start warm-up may take, whatever it has done by then. */
+    static final long START_WARM_UP_MAX_NANOS = 20_000_000_000L;
+    /** The start warm-up's ring: a Session's defaults (window 16, MsgLen 16, 4 KiB payloads, fp32, 64 MiB). */
+    private static final int WARM_UP_WINDOW = 16;
+    private static final int WARM_UP_MSG_LEN = 16;
+    private static final long WARM_UP_SHM_BYTES = 64L << 20;
 
     @Override
     public Integer call() throws Exception
@@ -64,8 +88,8 @@ public final class AgentCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--max-sessions must be 1..256: " + maxSessions);
             }
-            AfPacketPort.open(ServeCommand.portConfiguration(dev, segmentationOffload,
-                new io.netreduce.host.rc.RcConfig())).close(); // the interface is there and ours to open
+            AfPacketPort.open(ServeCommand.portConfiguration(dev, segmentationOffload, new RcConfig())).close();
+            // (above: the interface is there and ours to open)
         }
         catch (final RuntimeException ex)
         {
@@ -73,6 +97,7 @@ public final class AgentCommand implements Callable<Integer>
             return 2;
         }
         final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
+        final boolean warmed = startWarmUpFrames > 0 && startWarmUp();
         try (UnixFdListener door = UnixFdListener.open(socket))
         {
             final SidecarAgent agent = new SidecarAgent(door, rc ->
@@ -81,7 +106,7 @@ public final class AgentCommand implements Callable<Integer>
                     rc));
                 return new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                     ConnectionInfo.macFromBytes(port.macAddress()));
-            }, maxSessions, warmUpFrames, session -> EndpointNice.apply(endpointNice, "agent", System.err),
+            }, maxSessions, warmed ? 0 : warmUpFrames, session -> EndpointNice.apply(endpointNice, "agent", System.err),
                 System.err);
             Runtime.getRuntime().addShutdownHook(new Thread(door::close));
             System.out.println("listening " + socket);
@@ -93,6 +118,55 @@ public final class AgentCommand implements Callable<Integer>
         {
             System.err.println("agent: " + ex.getMessage());
             return 1;
+        }
+    }
+
+    /**
+     * The start warm-up: a session's ring on two AF_PACKET ports of {@link #startWarmUpDev}, the real port's code
+     * and all, so that the JIT compiles the packet path before any trainer waits for it. A warm-up on memory ports
+     * (a sidecar's) compiles the RC and ring code but not the port's (its rings, the segmentation offload's batches),
+     * and C2 compiles a hot method with its callees inlined: the real port's loops were compiled in the first steps
+     * whatever else was warm (docs/performance.md, "The sidecar agent").
+     *
+     * @return whether it ran; when it cannot (the interface down, no rights), the agent says why and goes on.
+     */
+    private boolean startWarmUp()
+    {
+        final RcConfig rc = new RcConfig();
+        final AfPacketConfiguration ports = ServeCommand.portConfiguration(startWarmUpDev, segmentationOffload, rc);
+        final PacketPort[] pair = new PacketPort[RingWarmUp.RANKS];
+        try
+        {
+            for (int r = 0; r < pair.length; r++)
+            {
+                pair[r] = AfPacketPort.open(ports);
+            }
+        }
+        catch (final RuntimeException ex)
+        {
+            for (final PacketPort port : pair)
+            {
+                if (port != null)
+                {
+                    port.close();
+                }
+            }
+            System.err.println("agent: no start warm-up on " + startWarmUpDev + ": " + ex.getMessage());
+            return false;
+        }
+        final long messageBytes = (long)WARM_UP_MSG_LEN * rc.pmtu();
+        final int areaMessages = (int)Math.min(WARM_UP_SHM_BYTES / (2 * messageBytes), 2 * WARM_UP_WINDOW);
+        try (RingWarmUp warmUp = RingWarmUp.onPorts(pair, rc, WARM_UP_WINDOW, WARM_UP_MSG_LEN, ElementType.FP32,
+            areaMessages, startWarmUpFrames))
+        {
+            final RingWarmUp.Report report = warmUp.run(startWarmUpFrames, START_WARM_UP_MAX_NANOS);
+            System.err.println("agent: start warm-up on " + startWarmUpDev + ": " + report);
+            return report.failure() == null;
+        }
+        catch (final RuntimeException ex)
+        {
+            System.err.println("agent: start warm-up on " + startWarmUpDev + " failed: " + ex.getMessage());
+            return false;
         }
     }
 }

@@ -8,6 +8,7 @@ import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.Ipv4Header;
+import io.netreduce.protocol.wire.Ipv6Header;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -35,7 +36,7 @@ import java.util.SplittableRandom;
  * <p>
  * Compiled code is only as good as the profile it was compiled from: a branch the warm-up never took is compiled as
  * a trap, and the first call that takes it throws the method back to the interpreter and has it compiled again, in
- * the first call. So the warm-up takes the branches a real ring takes where it can: frames that are not RoCE (ARP,
+ * the first call. So the warm-up takes the branches a real ring takes where it can: frames that are not RoCE (ARP, ICMPv6,
  * TCP) among the ring's, as a real interface carries, and {@value #ROUNDS} rounds, each on new endpoints, so that
  * what an endpoint does once at its start (caches filled, first buffers) is not compiled away.
  * <p>
@@ -68,6 +69,8 @@ public final class RingWarmUp implements AutoCloseable
     private static final int STRAY_INTERVAL = 64;
     private static final int STRAY_LENGTH = 60;
     private static final int PROTOCOL_TCP = 6;
+    private static final int PROTOCOL_ICMPV6 = 58;
+    private static final byte[] LINK_LOCAL = {(byte)0xFE, (byte)0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
     /**
      * What a warm-up did.
@@ -119,11 +122,11 @@ public final class RingWarmUp implements AutoCloseable
      *                       slot mode, each call a tensor of twice the window's messages.
      * @param framesPerRound packets of a round before the next round's new endpoints.
      */
-    private RingWarmUp(final RcConfig rc, final int window, final int msgLen, final ElementType type,
-        final int areaMessages, final long framesPerRound)
+    private RingWarmUp(final PacketPort[] ports, final RcConfig rc, final int window, final int msgLen,
+        final ElementType type, final int areaMessages, final long framesPerRound)
     {
         this.startNs = System.nanoTime();
-        this.ports = memoryPorts();
+        this.ports = ports;
         this.config = new RcConfig()
             .pmtu(rc.pmtu())
             .maxOutstandingPackets(rc.maxOutstandingPackets())
@@ -159,7 +162,24 @@ public final class RingWarmUp implements AutoCloseable
     public static RingWarmUp inMemory(final RcConfig rc, final int window, final int msgLen, final ElementType type,
         final int areaMessages, final long frames)
     {
-        return new RingWarmUp(rc, window, msgLen, type, areaMessages, frames / ROUNDS);
+        return new RingWarmUp(memoryPorts(), rc, window, msgLen, type, areaMessages, frames / ROUNDS);
+    }
+
+    /**
+     * A warm-up on {@value #RANKS} ports that reach each other, e.g. AF_PACKET ports of the loopback interface with a
+     * worker's own port settings: then the port's own code (its rings, the segmentation offload's batches and their
+     * splitting) is compiled too, and every call site sees the port class a real ring will. Each round's ranks take
+     * new random MACs and only frames to them. The ports are closed with the warm-up, also when this throws.
+     */
+    public static RingWarmUp onPorts(final PacketPort[] ports, final RcConfig rc, final int window, final int msgLen,
+        final ElementType type, final int areaMessages, final long frames)
+    {
+        if (ports.length != RANKS)
+        {
+            closeAll(ports);
+            throw new IllegalArgumentException("a warm-up takes " + RANKS + " ports: " + ports.length);
+        }
+        return new RingWarmUp(ports.clone(), rc, window, msgLen, type, areaMessages, frames / ROUNDS);
     }
 
     private static PacketPort[] memoryPorts()
@@ -417,6 +437,15 @@ public final class RingWarmUp implements AutoCloseable
                 ethernet(to, macs[r], EthernetHeader.ETHER_TYPE_IPV4);
                 Ipv4Header.write(stray, EthernetHeader.LENGTH, 0, STRAY_LENGTH - EthernetHeader.LENGTH, 0, 64,
                     PROTOCOL_TCP, 0, 0);
+                ports[r].send(stray, 0, STRAY_LENGTH);
+                // and IPv6 (ICMPv6: neighbour discovery, as a real interface carries): without one, the class the
+                // IPv6 branch of RoceFrame.parse calls was not even loaded, and the first such frame of a real ring
+                // deoptimized the receive path C2 had compiled (an "unloaded" trap, seen in a sidecar agent's log)
+                stray.setMemory(0, STRAY_LENGTH, (byte)0);
+                ethernet(to, macs[r], EthernetHeader.ETHER_TYPE_IPV6);
+                Ipv6Header.write(stray, EthernetHeader.LENGTH, 0, 0,
+                    STRAY_LENGTH - EthernetHeader.LENGTH - Ipv6Header.LENGTH, PROTOCOL_ICMPV6, 255, LINK_LOCAL,
+                    LINK_LOCAL);
                 ports[r].send(stray, 0, STRAY_LENGTH);
             }
         }
