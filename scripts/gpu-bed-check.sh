@@ -16,14 +16,15 @@
 #      calls past the link's rate);
 #   7. (likewise) the Session's CUDA staging tests against the transport double (python/tests/test_staging.py);
 #   8. (likewise) scripts/aot-train.sh, the JVMs' start-up caches made there with the bundle's runtime, then phase 3
-#      again: the first call at W = 8 with the caches, as an installed appliance runs by default.
+#      again: the first call at W = 8 with the caches, as an installed appliance runs by default;
+#   9. (likewise) the cnn through sidecar agents, sessions 1-3 against gloo (train.sh --agent --agent-sessions 3).
 # Phases 1-3 took 4.3 min on an H100 host (16 cores); 4 and 5 are sized to fit a second call of under 10 minutes.
 # Where network namespaces, veth or tbf are missing it says so and runs scripts/gpu-check.sh (the staging tests
 # against the transport double) instead.
 #
 # usage: scripts/gpu-bed-check.sh [BUNDLE_DIR (default .gpubundle)]
-#   GPU_BED_PHASES="1 2 3" (default) picks the phases, run in the order given ("4 5 6 7 8": the sparse and
-#   shared-link benches, the cnn on a 128 KiB bucket, the staging tests, the start-up caches).
+#   GPU_BED_PHASES="1 2 3" (default) picks the phases, run in the order given ("4 5 6 7 8 9": the sparse and
+#   shared-link benches, the cnn on a 128 KiB bucket, the staging tests, the start-up caches, the sidecar agents).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -134,6 +135,10 @@ for phase in $phases; do
        timeout 200 bash scripts/aot-train.sh --force >"$out/aot-train.log" 2>&1 || status=1
        tail -3 "$out/aot-train.log" | tee -a "$log"
        allreduce_w8 "$out/allreduce-w8-aot.csv" "$out/allreduce-aot.log" ;;
+    9) say "9. train.sh cnn through sidecar agents, sessions 1-3"
+       timeout 300 bash scripts/train.sh --no-build --model cnn --agent --agent-sessions 3 \
+         --plot "$out/train-agent.png" >"$out/train-agent.log" 2>&1 || status=1
+       grep -E "^-- |^(netreduce|gloo) |median step|^RESULT" "$out/train-agent.log" | tee -a "$log" ;;
     *) say "unknown phase $phase"; status=1 ;;
   esac
 done
