@@ -25,6 +25,9 @@ public final class UnixFdListener implements AutoCloseable
     static final int SOCK_STREAM = 1;
     static final int SOL_SOCKET = 1;
     static final int SO_PEERCRED = 17;
+    static final int SO_RCVTIMEO = 20;
+    /** struct timeval (LP64): seconds, microseconds. */
+    static final long TIMEVAL_LENGTH = 16;
     static final int SCM_RIGHTS = 1;
     static final int MSG_CTRUNC = 0x8;
     static final int MSG_CMSG_CLOEXEC = 0x40000000;
@@ -232,16 +235,26 @@ public final class UnixFdListener implements AutoCloseable
          * Read up to the first newline: the line and every descriptor that came with it. Nothing may follow the
          * newline (one request, then this side answers).
          *
-         * @param maxBytes longest line accepted.
+         * @param maxBytes      longest line accepted.
+         * @param timeoutMillis longest wait for any one piece of the line (a peer that connects and sends nothing
+         *                      must not hold a thread for ever).
          * @throws IOException if the peer closed first, sent more than {@code maxBytes}, more than {@link #MAX_FDS}
-         *                     descriptors, or bytes after the newline; descriptors received by then are closed.
+         *                     descriptors, or bytes after the newline, or was silent for {@code timeoutMillis};
+         *                     descriptors received by then are closed.
          */
-        public Line readLine(final int maxBytes) throws IOException
+        public Line readLine(final int maxBytes, final long timeoutMillis) throws IOException
         {
             int[] fds = new int[0];
             try (Arena call = Arena.ofConfined())
             {
                 final MemorySegment errno = Libc.allocateErrnoState(call);
+                final MemorySegment timeout = call.allocate(TIMEVAL_LENGTH, 8);
+                timeout.set(ValueLayout.JAVA_LONG, 0, timeoutMillis / 1000);
+                timeout.set(ValueLayout.JAVA_LONG, 8, (timeoutMillis % 1000) * 1000);
+                if (Libc.setsockopt(errno, fd, SOL_SOCKET, SO_RCVTIMEO, timeout, (int)TIMEVAL_LENGTH) < 0)
+                {
+                    throw new IOException("SO_RCVTIMEO: " + Libc.strerror(Libc.errno(errno)));
+                }
                 final MemorySegment buffer = call.allocate(maxBytes + 1L);
                 final MemorySegment iov = call.allocate(IOVEC_LENGTH, 8);
                 final MemorySegment control = call.allocate(CONTROL_LENGTH, 8);
@@ -264,7 +277,8 @@ public final class UnixFdListener implements AutoCloseable
                         {
                             continue;
                         }
-                        throw failed(fds, "recvmsg: " + Libc.strerror(error));
+                        throw failed(fds, error == LinuxPacketAbi.EAGAIN ?
+                            "nothing for " + timeoutMillis + " ms" : "recvmsg: " + Libc.strerror(error));
                     }
                     fds = appendRights(fds, message, control);
                     if ((message.get(ValueLayout.JAVA_INT, MSG_FLAGS_OFFSET) & MSG_CTRUNC) != 0)

@@ -39,6 +39,8 @@ public final class SidecarAgent
 {
     /** Longest session request line. */
     static final int MAX_REQUEST = 4096;
+    /** Longest a connection may take to send its request (a trainer sends it at once). */
+    static final long REQUEST_TIMEOUT_MS = 10_000;
     /** Eventfds a session request carries: none (calls as JSON lines) or the doorbell and the answer bell. */
     static final int BELLS = 2;
 
@@ -74,6 +76,7 @@ public final class SidecarAgent
     private final AtomicInteger active = new AtomicInteger();
     private final AtomicLong sessions = new AtomicLong();
     private final int ownUid;
+    private volatile long requestTimeoutMs = REQUEST_TIMEOUT_MS;
 
     /**
      * Run for each session on its own thread once its endpoint exists (the command sets the thread's nice value).
@@ -103,6 +106,14 @@ public final class SidecarAgent
         this.sessionStart = sessionStart;
         this.log = log;
         this.ownUid = (Integer)Files.getAttribute(door.path(), "unix:uid");
+    }
+
+    /**
+     * Tests: a shorter wait for a connection's request than {@link #REQUEST_TIMEOUT_MS}.
+     */
+    void requestTimeoutMs(final long millis)
+    {
+        requestTimeoutMs = millis;
     }
 
     /**
@@ -148,7 +159,7 @@ public final class SidecarAgent
         try
         {
             final int uid = connection.peerUid();
-            final UnixFdListener.Line line = connection.readLine(MAX_REQUEST);
+            final UnixFdListener.Line line = connection.readLine(MAX_REQUEST, requestTimeoutMs);
             bells = line.fds();
             if (uid != ownUid && uid != 0)
             {

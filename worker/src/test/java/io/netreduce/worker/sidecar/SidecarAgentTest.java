@@ -157,6 +157,20 @@ class SidecarAgentTest
     }
 
     @Test
+    void shouldDropAConnectionThatSendsNothingAndServeTheNext() throws Exception
+    {
+        agent.requestTimeoutMs(300);
+        try (SocketChannel silent = SocketChannel.open(UnixDomainSocketAddress.of(door.path())))
+        {
+            final long start = System.nanoTime();
+            final String answer = new String(Channels.newInputStream(silent).readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(answer).contains("nothing for 300 ms");
+            assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(250));
+        }
+        assertThat(request("{\"op\":\"stats\"}").path("error").asText()).contains("{\"op\":\"session\"");
+    }
+
+    @Test
     void shouldNameTheFieldAtFaultInARequest()
     {
         assertThatThrownBy(() -> SidecarAgent.parse("{\"op\":\"session\",\"socket\":\"/x\",\"acceptTimeout\":0}", 0))
