@@ -31,6 +31,8 @@
 #   and the netreduce run is made twice: netreduce-first (each agent's first session: its JIT compiles the packet
 #   path during the steps, as a sidecar of its own would) and, after gloo's run, netreduce (the second training on
 #   those hosts: the agents' and the daemon's code already compiled); the comparison is printed for both (cnn, mlp).
+#   NETREDUCE_AGENT_OPTIONS in the environment adds options to the agents' command line (e.g. their start warm-up's
+#   size: --start-warm-up-frames N).
 #   --agent-sessions N (with --agent, default 2): N netreduce runs through the same agents, the first before gloo's
 #   run and the others after it (netreduce, then netreduce-s3, ...), each compared with gloo's run.
 #   --kill-appliance STEP:DOWN: the netreduce run's sessions fall back to gloo when a call fails and go back to
@@ -370,8 +372,9 @@ if [ "$use_agent" -eq 1 ]; then
   [ "$model" != dlrm ] && [ -z "$kill_step" ] || { echo "train: --agent is for the cnn and mlp runs" >&2; exit 2; }
   step "sidecar agents: one per worker namespace (netreduce worker agent)"
   for i in $(seq 0 $(( workers - 1 ))); do
+    # shellcheck disable=SC2086 # NETREDUCE_AGENT_OPTIONS: more of the agent's options, e.g. its warm-up's size
     ip netns exec "${prefix}-w$i" "$netreduce" worker agent --dev eth0 --socket "$work/agent-$i.sock" \
-      > "$work/agent-$i.out" 2> "$work/agent-$i.log" &
+      ${NETREDUCE_AGENT_OPTIONS:-} > "$work/agent-$i.out" 2> "$work/agent-$i.log" &
     agent_pids+=($!)
   done
   for i in $(seq 0 $(( workers - 1 ))); do
@@ -379,6 +382,7 @@ if [ "$use_agent" -eq 1 ]; then
     grep -q '^listening' "$work/agent-$i.out" || { echo "train: agent $i did not start" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
   done
   echo "agents listening: $work/agent-*.sock"
+  grep -h "warm-up" "$work"/agent-*.log || true
   nr_name=netreduce-first
 fi
 
