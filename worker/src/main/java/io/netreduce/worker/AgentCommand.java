@@ -61,7 +61,8 @@ public final class AgentCommand implements Callable<Integer>
 
     @Option(names = "--start-warm-up-frames", description = "Before it takes sessions, run a ring of two ranks " +
         "over AF_PACKET ports of --start-warm-up-dev with a session's port settings for this many packets (at most " +
-        "20 s), so that even the host's first training finds the packet path compiled (0: none; default " +
+        "20 s; about 1 s alone on a 2-core machine), so that even the host's first training finds the packet path " +
+        "compiled (0: none; default " +
         "${DEFAULT-VALUE}).")
     long startWarmUpFrames = START_WARM_UP_FRAMES;
 
@@ -69,8 +70,11 @@ public final class AgentCommand implements Callable<Integer>
         "${DEFAULT-VALUE}): each rank takes only frames to its own random MAC, which the host's stack drops.")
     String startWarmUpDev = "lo";
 
-    /** Packets of the start warm-up: about what a sidecar sends in a cnn training's first 50 steps, several times. */
-    static final long START_WARM_UP_FRAMES = 131_072;
+    /**
+     * Packets of the start warm-up: on the 2-core bed, 131,072 left the first cnn training at 1.12-1.16 x gloo's
+     * median step and 524,288 at 1.00-1.05 (two runs each, in turn), in 1.6-3.5 s with four agents starting at once.
+     */
+    static final long START_WARM_UP_FRAMES = 524_288;
     /** Longest the start warm-up may take, whatever it has done by then. */
     static final long START_WARM_UP_MAX_NANOS = 20_000_000_000L;
     /** The start warm-up's ring: a Session's defaults (window 16, MsgLen 16, 4 KiB payloads, fp32, 64 MiB). */
