@@ -47,6 +47,8 @@ def session_of(args, **overrides):
                     payload_size=args.payload, window=args.window, msg_len=args.msg_len)
     if args.transport == "sidecar":
         settings["sidecar_command"] = args.netreduce.split()
+        if args.agent:
+            settings["agent"] = args.agent.format(rank=args.rank)
     settings.update(overrides)
     return netreduce.Session(**settings)
 
@@ -151,7 +153,7 @@ def scenario_agent(args, out):
     agent = args.agent.format(rank=args.rank)
     checked, sessions = [], []
     for turn in range(2):
-        session = session_of(args, shm_bytes=1 << 20, agent=agent)
+        session = session_of(args, shm_bytes=1 << 20)
         try:
             sessions.append(session.transport._process.description)
             for elements in (1023, 300_001):

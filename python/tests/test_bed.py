@@ -5,12 +5,14 @@ Needs root (network namespaces) and the built launcher (aggregator-daemon/target
 command builds it before it runs pytest). Each scenario's checks are made by the ranks themselves on real results
 (python/tests/bed_worker.py); this file brings the bed up, starts the ranks and reads what they wrote.
 """
+import concurrent.futures
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -80,18 +82,22 @@ def bed():
 
 
 _port = [29600]
+_port_lock = threading.Lock()
 
 
 def run_ranks(bed, scenario: str, world: int = WORLD, timeout: float = 240, api: bool = True, extra=()):
-    """Start one rank of ``scenario`` in each worker namespace; their JSON results, rank by rank."""
-    _port[0] += 1
+    """Start one rank of ``scenario`` in each worker namespace; their JSON results, rank by rank. Two may run at once
+    (each its own rendezvous port)."""
+    with _port_lock:
+        _port[0] += 1
+        port = _port[0]
     procs, outs = [], []
     for rank in range(world):
         out = os.path.join(bed["work"], f"{scenario}-{rank}.json")
         log = os.path.join(bed["work"], f"{scenario}-{rank}.log")
         outs.append((out, log))
         argv = ["ip", "netns", "exec", f"{bed.get('prefix', PREFIX)}-w{rank}", sys.executable, WORKER, scenario, "--rank", str(rank),
-                "--world", str(world), "--master", "10.77.0.1", "--port", str(_port[0]), "--out", out,
+                "--world", str(world), "--master", "10.77.0.1", "--port", str(port), "--out", out,
                 "--netreduce", NETREDUCE]
         if api:
             argv += ["--api", bed["api"]]
@@ -141,8 +147,9 @@ def test_should_sum_every_ddp_bucket_and_tensor_exactly_in_rank_order(bed):
 
 def test_should_serve_one_trainer_after_another_from_one_sidecar_agent(bed):
     """`netreduce worker agent` in each worker namespace; each rank runs two Sessions one after the other with
-    agent=: both are sessions of that one process (the eventfds handed over by SCM_RIGHTS), both sum exactly, and
-    the agent is still there, serving, after them."""
+    agent=, while a second trainer on each host runs the fp16 scenario through the same agent: every one a session of
+    that one process (the eventfds handed over by SCM_RIGHTS), every result exact, and the agent still there,
+    serving, after them."""
     agents = []
     try:
         for rank in range(WORLD):
@@ -153,15 +160,26 @@ def test_should_serve_one_trainer_after_another_from_one_sidecar_agent(bed):
             agents.append((agent, log))
             line = agent.stdout.readline()
             assert line.startswith(b"listening"), f"agent {rank} did not start: {line!r} {_tail(log)}"
-        results, logs = run_ranks(bed, "agent", extra=["--agent", os.path.join(bed["work"], "agent-{rank}.sock")])
-        for r in results:
-            assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}\n" + \
-                "\n".join(_tail(log) for _, log in agents)
+        extra = ["--agent", os.path.join(bed["work"], "agent-{rank}.sock")]
+        # Beside the two sessions in turn, the fp16 scenario's trainers (a second process on each host, ring 2) take
+        # sessions of the same agents at the same time: each session its own port and QP numbers.
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            in_turn = pool.submit(run_ranks, bed, "agent", extra=extra)
+            beside = pool.submit(run_ranks, bed, "fp16", extra=extra)
+            runs = [in_turn.result(), beside.result()]
+        for results, logs in runs:
+            for r in results:
+                assert r["ok"], f"rank {r['rank']}: {json.dumps(r)[:3000]}\n{logs}\n" + \
+                    "\n".join(_tail(log) for _, log in agents)
+        for r in runs[0][0]:
             assert r["stats"]["fallback_calls"] == 0, _drops(bed)
         for rank, (agent, log) in enumerate(agents):
             assert agent.poll() is None, f"agent {rank} exited: {_tail(log)}"
+            deadline = time.monotonic() + 10
+            while _tail(log).count(" ended") < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
             told = _tail(log)
-            assert "session 1 ended" in told and "session 2 ended" in told, told
+            assert told.count(" ended") == 3 and "session 3 on" in told, told
     finally:
         for agent, log in agents:
             agent.terminate()
