@@ -69,16 +69,21 @@ def bed():
             time.sleep(0.2)
         yield {"work": work, "api": f"unix:{api}", "daemon_log": log.name}
     finally:
-        daemon.terminate()
-        try:
-            daemon.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+        stop(daemon)
         log.close()
         subprocess.run(["bash", *testbed, "down", "--prefix", PREFIX], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def stop(process) -> None:
+    """SIGTERM, and SIGKILL if the process has not gone 15 s later (a daemon or an agent the tests started)."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 _port = [29600]
@@ -182,12 +187,7 @@ def test_should_serve_one_trainer_after_another_from_one_sidecar_agent(bed):
             assert told.count(" ended") == 3 and "session 3 on" in told, told
     finally:
         for agent, log in agents:
-            agent.terminate()
-            try:
-                agent.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                agent.kill()
-                agent.wait()
+            stop(agent)
             log.close()
 
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from test_bed import NETREDUCE, ROOT, run_ranks
+from test_bed import NETREDUCE, ROOT, run_ranks, stop
 
 torch = pytest.importorskip("torch", reason="the session tests need PyTorch (Debian: python3-torch)")
 
@@ -62,12 +62,7 @@ def sparse_bed(request):
             time.sleep(0.2)
         yield {"work": work, "api": f"unix:{api}", "daemon_log": log.name, "prefix": PREFIX, "drop": drop}
     finally:
-        daemon.terminate()
-        try:
-            daemon.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+        stop(daemon)
         log.close()
         subprocess.run(["bash", *testbed, "down", "--prefix", PREFIX], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
