@@ -134,6 +134,9 @@ case "$workers" in ''|*[!0-9]*) echo "train: --workers must be a number" >&2; ex
 [ "$workers" -ge 2 ] && [ "$workers" -le 64 ] || { echo "train: --workers must be 2..64" >&2; exit 2; }
 [ "$rate" = none ] && rate=""
 case "$agent_sessions" in ''|*[!0-9]*|0|1) echo "train: --agent-sessions must be a number of at least 2" >&2; exit 2 ;; esac
+if [ "$use_agent" -eq 1 ] && { [ "$model" = dlrm ] || [ -n "$kill_appliance" ]; }; then
+  echo "train: --agent is for the cnn and mlp runs, without --kill-appliance" >&2; exit 2
+fi
 kill_step="" kill_down=""
 if [ -n "$kill_appliance" ]; then
   kill_step="${kill_appliance%%:*}" kill_down="${kill_appliance#*:}"
@@ -369,7 +372,6 @@ fi
 
 nr_name=netreduce
 if [ "$use_agent" -eq 1 ]; then
-  [ "$model" != dlrm ] && [ -z "$kill_step" ] || { echo "train: --agent is for the cnn and mlp runs" >&2; exit 2; }
   step "sidecar agents: one per worker namespace (netreduce worker agent)"
   for i in $(seq 0 $(( workers - 1 ))); do
     # shellcheck disable=SC2086 # NETREDUCE_AGENT_OPTIONS: more of the agent's options, e.g. its warm-up's size
