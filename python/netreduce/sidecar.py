@@ -142,22 +142,28 @@ class SidecarTransport:
             self.memory = mmap.mmap(fd, shm_bytes)
         finally:
             os.close(fd)
-        argv = list(command or _default_command()) + [
-            "worker", "serve", "--dev", device, "--socket", self._socket_path, *options,
-            "--accept-timeout", str(int(start_timeout))]
-        if ip:
-            argv += ["--ip", ip]
-        if endpoint_nice is not None:
-            argv += ["--endpoint-nice", str(endpoint_nice)]
         if doorbell:
             # Non-blocking: the sidecar drains its bell without blocking, and so does this side after poll(2).
             self._bells = (os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC),
                            os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC))
-            argv += ["--doorbell-fd", str(self._bells[0]), "--answer-fd", str(self._bells[1])]
         self._log = open(os.path.join(self._dir, "sidecar.log"), "w+b")
         if agent:
+            # the host's agent: no process of ours, so no `netreduce` command needed here
             self._request_session(agent, options, start_timeout, ip=ip, endpoint_nice=endpoint_nice)
         else:
+            try:
+                argv = list(command or _default_command()) + [
+                    "worker", "serve", "--dev", device, "--socket", self._socket_path, *options,
+                    "--accept-timeout", str(int(start_timeout))]
+            except SetupError:
+                self._cleanup_files()
+                raise
+            if ip:
+                argv += ["--ip", ip]
+            if endpoint_nice is not None:
+                argv += ["--endpoint-nice", str(endpoint_nice)]
+            if self._bells:
+                argv += ["--doorbell-fd", str(self._bells[0]), "--answer-fd", str(self._bells[1])]
             try:
                 self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log,
                                                  stdin=subprocess.DEVNULL, pass_fds=self._bells or ())
@@ -258,6 +264,8 @@ class SidecarTransport:
                 raise TransportError(f"sidecar connection failed: {error}; sidecar log: {self.log_tail()}") from error
         if not line:
             code = self._process.poll()
+            if code is None and isinstance(self._process, _AgentSession):
+                code = self._process.wait()
             raise TransportError(f"the sidecar exited (status {code}) during {request.get('op')}: {self.log_tail()}")
         reply = json.loads(line)
         if not reply.get("ok"):

@@ -7,7 +7,11 @@ import time
 
 import pytest
 
-from netreduce.errors import TransportError
+import json
+import os
+import socket
+
+from netreduce.errors import SetupError, TransportError
 from netreduce.sidecar import SidecarTransport
 
 # Listens where it is told, says on stderr what the real sidecar says when the kernel refuses its endpoint thread's
@@ -292,3 +296,52 @@ def test_should_give_the_sidecars_of_different_processes_on_one_host_different_q
     assert len(ranges) == 1999
     assert all(0x11 <= first and first + 0xFF <= 0xFFFFFF for first in ranges)
     assert default_first_qpn(0xFFFF) == 0x11  # pids 65535 apart share a range: the limit of this scheme
+
+
+def _fake_agent(path, answer):
+    """A stand-in for `netreduce worker agent`: takes one request with its descriptors, answers ``answer(request)``
+    (a dict, or None to close without a word); what it got, for the test to look at."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    got = {}
+
+    def serve():
+        connection, _ = server.accept()
+        with connection:
+            data, fds, _, _ = socket.recv_fds(connection, 4096, 4)
+            got["request"] = json.loads(data)
+            got["fds"] = [os.readlink(f"/proc/self/fd/{fd}") for fd in fds]
+            for fd in fds:
+                os.close(fd)
+            reply = answer(got["request"])
+            if reply is not None:
+                connection.sendall((json.dumps(reply) + "\n").encode())
+        server.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return got, thread
+
+
+def test_should_ask_the_agent_for_a_session_with_the_call_pages_eventfds(tmp_path):
+    got, thread = _fake_agent(tmp_path / "agent.sock", lambda request: {"ok": False, "error": "runs 16 sessions"})
+    with pytest.raises(SetupError, match="refused a session: runs 16 sessions"):
+        SidecarTransport("eth0", 1 << 16, 4096, start_timeout=10, agent=str(tmp_path / "agent.sock"),
+                         first_qpn=0x1234)
+    thread.join(5)
+    request = got["request"]
+    assert request["op"] == "session" and request["pmtu"] == 4096 and request["firstQpn"] == 0x1234
+    assert request["rtoUs"] == 400_000 and request["acceptTimeout"] == 10
+    assert os.path.isabs(request["socket"])
+    # the doorbell and the answer bell, handed over as a sidecar started by the trainer would inherit them
+    assert got["fds"] == ["anon_inode:[eventfd]", "anon_inode:[eventfd]"]
+
+
+def test_should_say_so_when_the_agent_closes_without_an_answer_or_is_not_there(tmp_path):
+    got, thread = _fake_agent(tmp_path / "agent.sock", lambda request: None)
+    with pytest.raises(SetupError, match="refused a session: no answer"):
+        SidecarTransport("eth0", 1 << 16, 4096, start_timeout=10, agent=str(tmp_path / "agent.sock"))
+    thread.join(5)
+    with pytest.raises(SetupError, match="cannot start a session of the sidecar agent at .*missing.sock"):
+        SidecarTransport("eth0", 1 << 16, 4096, start_timeout=10, agent=str(tmp_path / "missing.sock"))
