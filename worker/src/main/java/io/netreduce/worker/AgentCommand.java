@@ -1,13 +1,13 @@
 package io.netreduce.worker;
 
 import io.netreduce.host.allreduce.RingWarmUp;
+import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.RcConfig;
+import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.port.AfPacketConfiguration;
-import io.netreduce.protocol.port.PacketPort;
-import io.netreduce.host.rc.ConnectionInfo;
-import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.protocol.port.UnixFdListener;
 import io.netreduce.worker.sidecar.SidecarAgent;
@@ -62,8 +62,7 @@ public final class AgentCommand implements Callable<Integer>
     @Option(names = "--start-warm-up-frames", description = "Before it takes sessions, run a ring of two ranks " +
         "over AF_PACKET ports of --start-warm-up-dev with a session's port settings for this many packets (at most " +
         "20 s; about 1 s alone on a 2-core machine), so that even the host's first training finds the packet path " +
-        "compiled (0: none; default " +
-        "${DEFAULT-VALUE}).")
+        "compiled (0: none; default ${DEFAULT-VALUE}).")
     long startWarmUpFrames = START_WARM_UP_FRAMES;
 
     @Option(names = "--start-warm-up-dev", description = "The interface of the start warm-up (default " +
@@ -92,8 +91,8 @@ public final class AgentCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--max-sessions must be 1..256: " + maxSessions);
             }
+            // the interface is there and ours to open, before anything else starts
             AfPacketPort.open(ServeCommand.portConfiguration(dev, segmentationOffload, new RcConfig())).close();
-            // (above: the interface is there and ours to open)
         }
         catch (final RuntimeException ex)
         {
@@ -110,8 +109,8 @@ public final class AgentCommand implements Callable<Integer>
                     rc));
                 return new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                     ConnectionInfo.macFromBytes(port.macAddress()));
-            }, maxSessions, warmed ? 0 : warmUpFrames, session -> EndpointNice.apply(endpointNice, "agent", System.err),
-                System.err);
+            }, maxSessions, warmed ? 0 : warmUpFrames,
+                session -> EndpointNice.apply(endpointNice, "agent", System.err), System.err);
             Runtime.getRuntime().addShutdownHook(new Thread(door::close));
             System.out.println("listening " + socket);
             System.out.flush();

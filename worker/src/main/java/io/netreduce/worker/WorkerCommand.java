@@ -11,8 +11,8 @@ import picocli.CommandLine.Command;
     name = "worker",
     mixinStandardHelpOptions = true,
     description = "Software RoCEv2 RC endpoint tools (perftest style).",
-    subcommands = { WriteBwCommand.class, AllReduceCommand.class, PortLatencyCommand.class, LoadGenCommand.class, ServeCommand.class,
-        AgentCommand.class })
+    subcommands = { WriteBwCommand.class, AllReduceCommand.class, PortLatencyCommand.class, LoadGenCommand.class,
+        ServeCommand.class, AgentCommand.class })
 public final class WorkerCommand implements Runnable
 {
     @CommandLine.Spec

@@ -36,9 +36,9 @@ import java.util.SplittableRandom;
  * <p>
  * Compiled code is only as good as the profile it was compiled from: a branch the warm-up never took is compiled as
  * a trap, and the first call that takes it throws the method back to the interpreter and has it compiled again, in
- * the first call. So the warm-up takes the branches a real ring takes where it can: frames that are not RoCE (ARP, ICMPv6,
- * TCP) among the ring's, as a real interface carries, and {@value #ROUNDS} rounds, each on new endpoints, so that
- * what an endpoint does once at its start (caches filled, first buffers) is not compiled away.
+ * the first call. So the warm-up takes the branches a real ring takes where it can: frames that are not RoCE (ARP,
+ * IPv4 TCP, ICMPv6) among the ring's, as a real interface carries, and {@value #ROUNDS} rounds, each on new
+ * endpoints, so that what an endpoint does once at its start (caches filled, first buffers) is not compiled away.
  * <p>
  * There is no appliance between the ranks: each rank's ring takes its messages' own tag for the result tag
  * ({@link NetReduceConfig#marksResults()} false), so a rank takes its predecessor's message, arrived by RDMA WRITE WITH

@@ -98,6 +98,8 @@ final class LinuxPacketAbi
     static final int EBUSY = 16;
     static final int EINVAL = 22;
     static final int ENOBUFS = 105;
+    /** accept(2): a connection went away before it was taken (the sidecar agent's socket, UnixFdListener). */
+    static final int ECONNABORTED = 103;
 
     // ---------------------------------------------------------------------------------------------------------
     // mmap(2)

@@ -10,6 +10,8 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Arrays;
 
+import static io.netreduce.protocol.port.LinuxPacketAbi.SOL_SOCKET;
+
 /**
  * A Unix stream socket whose connections may hand this process file descriptors with their first line
  * ({@code SCM_RIGHTS}): the sidecar agent's door ({@code netreduce worker agent}), through which each trainer passes
@@ -23,7 +25,6 @@ public final class UnixFdListener implements AutoCloseable
 {
     static final int AF_UNIX = 1;
     static final int SOCK_STREAM = 1;
-    static final int SOL_SOCKET = 1;
     static final int SO_PEERCRED = 17;
     static final int SO_RCVTIMEO = 20;
     /** struct timeval (LP64): seconds, microseconds. */
@@ -62,6 +63,7 @@ public final class UnixFdListener implements AutoCloseable
     private static final long CONTROL_LENGTH = CMSG_DATA_OFFSET + 4L * MAX_FDS;
 
     private static final int BACKLOG = 16;
+    private static final int SHUT_RDWR = 2;
 
     private final Path path;
     private final int fd;
@@ -150,15 +152,13 @@ public final class UnixFdListener implements AutoCloseable
             {
                 throw new IOException(path + ": closed");
             }
-            if (errno != LinuxPacketAbi.EINTR && errno != ECONNABORTED)
+            if (errno != LinuxPacketAbi.EINTR && errno != LinuxPacketAbi.ECONNABORTED)
             {
                 throw new IOException("accept on " + path + " failed: " + Libc.strerror(errno));
             }
         }
     }
 
-    private static final int ECONNABORTED = 103;
-    private static final int SHUT_RDWR = 2;
 
     /**
      * Stop listening and remove the socket file. A thread blocked in {@link #accept()} returns with an error.

@@ -158,14 +158,15 @@ public final class SidecarAgent
         int[] bells = new int[0];
         try
         {
+            // who it is first: nothing of a stranger's is read (descriptors it sent go with the connection)
             final int uid = connection.peerUid();
-            final UnixFdListener.Line line = connection.readLine(MAX_REQUEST, requestTimeoutMs);
-            bells = line.fds();
             if (uid != ownUid && uid != 0)
             {
                 throw new IllegalArgumentException("user " + uid + " may not start sessions of this agent (user " +
                     ownUid + ")");
             }
+            final UnixFdListener.Line line = connection.readLine(MAX_REQUEST, requestTimeoutMs);
+            bells = line.fds();
             final SessionRequest request = parse(line.text(), bells.length);
             if (active.incrementAndGet() > maxSessions)
             {
@@ -226,6 +227,7 @@ public final class SidecarAgent
             UnixFdListener.Connection.closeAll(new int[]{ bells[1] });
             throw ex;
         }
+        String ended;
         try (doorbell; answer; RcEndpoint endpoint = endpoints.open(request.rc()))
         {
             sessionStart.started(session);
@@ -239,21 +241,22 @@ public final class SidecarAgent
                     answered[0] = true;
                     connection.close();
                 });
-            log.println("agent: session " + session + " ended" + (status == 0 ? "" : " (no trainer came)"));
+            ended = status == 0 ? "ended" : "ended (no trainer came)";
         }
         catch (final IOException | RuntimeException ex)
         {
-            if (answered[0])
+            if (!answered[0])
             {
-                log.println("agent: session " + session + " failed: " + ex.getMessage());
-                return;
+                throw ex;
             }
-            throw ex;
+            ended = "failed: " + ex.getMessage();
         }
         finally
         {
             active.decrementAndGet();
         }
+        // told once the session's port, endpoint and eventfds are released and it no longer counts as running
+        log.println("agent: session " + session + " " + ended);
     }
 
     /**
