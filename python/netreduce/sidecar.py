@@ -107,15 +107,17 @@ class SidecarTransport:
         self._start(device, shm_bytes, ["--pmtu", str(pmtu), "--rto-us", str(rto_us),
                                         "--first-qpn", str(self.first_qpn)], ip=ip, command=command,
                     start_timeout=start_timeout, endpoint_nice=endpoint_nice, doorbell=doorbell,
-                    doorbell_spin_us=doorbell_spin_us, agent=agent)
+                    doorbell_spin_us=doorbell_spin_us, agent=agent,
+                    session={"pmtu": pmtu, "rtoUs": rto_us, "firstQpn": self.first_qpn})
 
     def _start(self, device: str, shm_bytes: int, options: list, *, ip: Optional[str], command: Optional[list],
                start_timeout: float, endpoint_nice: Optional[int], doorbell: bool = False,
-               doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US, agent: Optional[str] = None) -> None:
+               doorbell_spin_us: int = DEFAULT_DOORBELL_SPIN_US, agent: Optional[str] = None,
+               session: Optional[dict] = None) -> None:
         """Create the shared memory, start ``netreduce worker serve`` with ``options`` (the protocol's) and connect
         to its socket. With ``doorbell``, also the call page behind ``shm_bytes`` and the two eventfds, passed down
         to the sidecar (used once its ``open`` reply says so). With ``agent``, ask that host agent for a session
-        instead of starting a process (:meth:`_request_session`)."""
+        with the settings ``session`` instead of starting a process (:meth:`_request_session`)."""
         self.shm_bytes = shm_bytes
         # Calls go by the doorbell once open() found the sidecar takes them; set False to send them as JSON lines.
         self.use_doorbell = False
@@ -149,7 +151,7 @@ class SidecarTransport:
         self._log = open(os.path.join(self._dir, "sidecar.log"), "w+b")
         if agent:
             # the host's agent: no process of ours, so no `netreduce` command needed here
-            self._request_session(agent, options, start_timeout, ip=ip, endpoint_nice=endpoint_nice)
+            self._request_session(agent, session or {}, start_timeout, ip=ip, endpoint_nice=endpoint_nice)
         else:
             try:
                 argv = list(command or _default_command()) + [
@@ -186,21 +188,13 @@ class SidecarTransport:
         self._unlink(os.path.join(self._dir, "sidecar.log"))
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    _AGENT_SETTINGS = {"--pmtu": "pmtu", "--rto-us": "rtoUs", "--first-qpn": "firstQpn"}
-
-    def _request_session(self, agent: str, options: list, timeout: float, *, ip: Optional[str],
+    def _request_session(self, agent: str, settings: dict, timeout: float, *, ip: Optional[str],
                          endpoint_nice: Optional[int]) -> None:
         """A session of this host's sidecar agent (``netreduce worker agent --socket AGENT``) in place of a sidecar
         process of our own: one JSON line to the agent with the call page's two eventfds attached (SCM_RIGHTS, as a
         sidecar we start inherits them); the agent opens the session's control socket at our socket path and says
         so, and from then on the session is talked to as a sidecar is."""
-        request = {"op": "session", "socket": self._socket_path, "acceptTimeout": max(1, int(timeout))}
-        for flag, value in zip(options[::2], options[1::2]):
-            if flag not in self._AGENT_SETTINGS:
-                self._cleanup_files()
-                raise SetupError(f"the sidecar agent runs NetReduce sessions: {flag} is not one of a session's "
-                                 f"settings")
-            request[self._AGENT_SETTINGS[flag]] = int(value)
+        request = {"op": "session", "socket": self._socket_path, "acceptTimeout": max(1, int(timeout)), **settings}
         if ip or endpoint_nice is not None:
             log.info("netreduce: with a sidecar agent, ip= and endpoint_nice= are the agent's (its --ip and "
                      "--endpoint-nice); the session's are not changed")
@@ -263,10 +257,8 @@ class SidecarTransport:
             except OSError as error:
                 raise TransportError(f"sidecar connection failed: {error}; sidecar log: {self.log_tail()}") from error
         if not line:
-            code = self._process.poll()
-            if code is None and isinstance(self._process, _AgentSession):
-                code = self._process.wait()
-            raise TransportError(f"the sidecar exited (status {code}) during {request.get('op')}: {self.log_tail()}")
+            raise TransportError(f"the sidecar exited (status {self._exit_status()}) during {request.get('op')}: "
+                                 f"{self.log_tail()}")
         reply = json.loads(line)
         if not reply.get("ok"):
             raise TransportError(f"sidecar {request.get('op')}: {reply.get('error')}")
@@ -343,7 +335,7 @@ class SidecarTransport:
             if status != 0:
                 line = self._reader.readline()
                 if not line:
-                    raise TransportError(f"the sidecar exited (status {self._process.poll()}) during allreduce: "
+                    raise TransportError(f"the sidecar exited (status {self._exit_status()}) during allreduce: "
                                          f"{self.log_tail()}")
                 raise TransportError(f"sidecar allreduce: {json.loads(line).get('error')}")
             return micros
@@ -392,14 +384,8 @@ class SidecarTransport:
                         raise TransportError(f"sidecar connection failed: {error}; sidecar log: "
                                              f"{self.log_tail()}") from error
                     if not alive:
-                        code = self._process.poll()
-                        if code is None:
-                            try:
-                                code = self._process.wait(timeout=1)
-                            except subprocess.TimeoutExpired:
-                                code = "unknown"
-                        raise TransportError(f"the sidecar exited (status {code}) during allreduce, waiting for "
-                                             f"{what}: {self.log_tail()}")
+                        raise TransportError(f"the sidecar exited (status {self._exit_status()}) during allreduce, "
+                                             f"waiting for {what}: {self.log_tail()}")
                     time.sleep(0)  # the line is there: its answer word follows within microseconds
             if not events:
                 code = self._process.poll()
@@ -409,6 +395,17 @@ class SidecarTransport:
                 if time.monotonic() > deadline:
                     raise TransportError(f"the sidecar did not send {what} of an allreduce within "
                                          f"{self._call_limit:.0f} s (alive, status unknown): {self.log_tail()}")
+
+    def _exit_status(self):
+        """The sidecar's exit status once its socket has closed: it is on its way out, so wait a moment for it (an
+        agent's session has no process of ours: its description says so)."""
+        code = self._process.poll()
+        if code is None:
+            try:
+                code = self._process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                code = "unknown"
+        return code
 
     def stats(self) -> dict:
         return self._call({"op": "stats"})
