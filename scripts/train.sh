@@ -28,9 +28,9 @@
 #                         [--repeats N] [--agent] [--agent-sessions N]
 #   --agent: each worker's sidecar is a session of a sidecar agent (`netreduce worker agent`, one per worker
 #   namespace, started after the daemon, as a host would run it under systemd; docs/python.md, "The sidecar agent"),
-#   and the netreduce run is made twice: netreduce-first (each agent's first session: its JIT compiles the packet
-#   path during the steps, as a sidecar of its own would) and, after gloo's run, netreduce (the second training on
-#   those hosts: the agents' and the daemon's code already compiled); the comparison is printed for both (cnn, mlp).
+#   and the netreduce run is made at least twice: netreduce-first (each agent's first session, before gloo's run)
+#   and, after gloo's run, netreduce (the second training on those hosts: the agents' and the daemon's code already
+#   compiled); the comparison is printed for each (cnn, mlp).
 #   NETREDUCE_AGENT_OPTIONS in the environment adds options to the agents' command line (e.g. their start warm-up's
 #   size: --start-warm-up-frames N).
 #   --agent-sessions N (with --agent, default 2): N netreduce runs through the same agents, the first before gloo's
@@ -430,19 +430,22 @@ step "reference: the same training in one process, gradients summed in fixed fp3
 step "comparison"
 mkdir -p "$results" "$(dirname "$plot")"
 cp "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" "$work"/*-cpu.txt "$results/"
+# compare_with_gloo NAME PLOT [options]: a netreduce run's results against gloo's and the reference
+compare_with_gloo() {
+  local name="$1" to="$2"
+  shift 2
+  "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/$name.json" "$work/gloo.json" "$work/reference.json" \
+    ${warmup:+--warmup "$warmup"} --plot "$to" --rate "${rate:-unshaped}" "$@"
+}
 if [ "$use_agent" -eq 1 ]; then
   cp "$work/netreduce-first.json" "$results/"
   echo "-- the agents' first sessions (netreduce-first) against gloo:"
-  "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce-first.json" "$work/gloo.json" "$work/reference.json" \
-    ${warmup:+--warmup "$warmup"} --plot "${plot%.png}-first.png" --rate "${rate:-unshaped}" || exit 1
+  compare_with_gloo netreduce-first "${plot%.png}-first.png" || exit 1
   for n in $(seq 3 "$agent_sessions"); do
     cp "$work/netreduce-s$n.json" "$results/"
     echo "-- the agents' session $n (netreduce-s$n) against gloo:"
-    "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce-s$n.json" "$work/gloo.json" \
-      "$work/reference.json" ${warmup:+--warmup "$warmup"} --plot "${plot%.png}-s$n.png" --rate "${rate:-unshaped}" ||
-      exit 1
+    compare_with_gloo "netreduce-s$n" "${plot%.png}-s$n.png" || exit 1
   done
   echo "-- the agents' second sessions (netreduce) against gloo:"
 fi
-"$NETREDUCE_PYTHON" scripts/train/compare.py "$work/netreduce.json" "$work/gloo.json" "$work/reference.json" \
-  ${warmup:+--warmup "$warmup"} --plot "$plot" --rate "${rate:-unshaped}" ${kill_step:+--appliance-lost}
+compare_with_gloo netreduce "$plot" ${kill_step:+--appliance-lost}
