@@ -46,6 +46,9 @@ seconds=20
 modes="none gloo netreduce netreduce-ecn two-netreduce two-netreduce-ecn"
 flow_rate=30
 flow_nice=""
+flow_rt=""
+tcp_cc=reno
+keep_logs=""
 window=16
 msg_len=16
 payload=4096
@@ -63,6 +66,9 @@ while [ $# -gt 0 ]; do
     --modes) modes="$2"; shift 2 ;;
     --flow-rate) flow_rate="$2"; shift 2 ;;
     --flow-nice) flow_nice="$2"; shift 2 ;;
+    --flow-rt) flow_rt="$2"; shift 2 ;;
+    --tcp-cc) tcp_cc="$2"; shift 2 ;;
+    --keep-logs) keep_logs="$2"; shift 2 ;;
     --window) window="$2"; shift 2 ;;
     --ecn-threshold) ecn_threshold="$2"; shift 2 ;;
     --ecn-fraction) ecn_fraction="$2"; shift 2 ;;
@@ -82,6 +88,22 @@ for mode in $modes; do
     *) echo "bench-shared: unknown mode $mode" >&2; exit 2 ;;
   esac
 done
+# A worker namespace may choose only the congestion controls the host allows (tcp_allowed_congestion_control);
+# "default" leaves the namespaces at the host's default.
+if [ "$tcp_cc" != default ] && ! grep -qw -- "$tcp_cc" /proc/sys/net/ipv4/tcp_allowed_congestion_control; then
+  echo "bench-shared: --tcp-cc $tcp_cc: a namespace may use $(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)" >&2
+  exit 2
+fi
+case "$flow_rt" in
+  ''|[1-9]|[1-9][0-9]) ;;
+  *) echo "bench-shared: --flow-rt takes a SCHED_FIFO priority, 1..99" >&2; exit 2 ;;
+esac
+# The long flow and its sink run at --flow-nice; the short flows, their server and the probe too, or in the real-time
+# class with --flow-rt (chrt -f: they preempt every endpoint at once, where nice only weighs their share).
+nice_cmd=()
+[ -n "$flow_nice" ] && nice_cmd=(nice -n "$flow_nice")
+short_cmd=("${nice_cmd[@]}")
+[ -n "$flow_rt" ] && short_cmd+=(chrt -f "$flow_rt")
 
 netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 flows="$NETREDUCE_PYTHON scripts/bench/shared_flows.py"
@@ -178,19 +200,16 @@ markers() { # ECN markers (egress bpf filters) attached anywhere on the bed
 }
 
 flows_up() { # world: the server and sink (they live for the whole W)
-  local nice_cmd=()
-  [ -n "$flow_nice" ] && nice_cmd=(nice -n "$flow_nice")
-  ip netns exec "${prefix}-w1" "${nice_cmd[@]}" $flows server --port 45001 > "$work/server.log" 2>&1 &
+  ip netns exec "${prefix}-w1" "${short_cmd[@]}" $flows server --port 45001 > "$work/server.log" 2>&1 &
   bg_pids+=($!)
   sleep 0.5
 }
 
 mkdir -p "$(dirname "$out")"
-echo "world,mode,window,ecn_threshold,ecn_fraction,ecn_min_window,flow_nice,flow_rate,ok,job_median_ms,job_p90_ms,job_calls,retransmitted,timeouts,marked_results,window_min,flows,flows_failed,fct10k_p50_ms,fct10k_p99_ms,fct100k_p50_ms,fct100k_p99_ms,fct1m_p50_ms,fct1m_p99_ms,long_mbps,long_share,probe_p50_ms,probe_p99_ms,probe_lost,job1_gbps,job2_gbps,jain" > "$out"
+echo "world,mode,window,ecn_threshold,ecn_fraction,ecn_min_window,flow_nice,flow_rate,ok,job_median_ms,job_p90_ms,job_calls,retransmitted,timeouts,marked_results,window_min,flows,flows_failed,fct10k_p50_ms,fct10k_p99_ms,fct100k_p50_ms,fct100k_p99_ms,fct1m_p50_ms,fct1m_p99_ms,long_mbps,long_share,probe_p50_ms,probe_p99_ms,probe_lost,job1_gbps,job2_gbps,jain,flow_rt,tcp_cc" > "$out"
 
 run_mode() { # world mode
-  local world="$1" mode="$2" ecn=0 two=0 stop="$work/stop" nice_cmd=()
-  [ -n "$flow_nice" ] && nice_cmd=(nice -n "$flow_nice")
+  local world="$1" mode="$2" ecn=0 two=0 stop="$work/stop"
   case "$mode" in *-ecn|*-ecn-min*) ecn=1 ;; esac
   case "$mode" in two-*) two=1 ;; esac
   rm -f "$stop" "$work"/j1-*.log "$work"/j2-*.log "$work/short.csv" "$work/sink.csv" "$work/probe.csv"
@@ -200,7 +219,10 @@ run_mode() { # world mode
       --prefix "$prefix" >/dev/null
     tcp_ecn=1
   fi
-  for i in $(seq 0 $(( world - 1 ))); do ip netns exec "${prefix}-w$i" sysctl -qw "net.ipv4.tcp_ecn=$tcp_ecn"; done
+  for i in $(seq 0 $(( world - 1 ))); do
+    ip netns exec "${prefix}-w$i" sysctl -qw "net.ipv4.tcp_ecn=$tcp_ecn"
+    [ "$tcp_cc" = default ] || ip netns exec "${prefix}-w$i" sysctl -qw "net.ipv4.tcp_congestion_control=$tcp_cc"
+  done
   if [ "$mode" != none ] && [ "$mode" != gloo ]; then
     job_file "$world" 1 "$work/job1.yaml"
     "$netreduce" ctl --api "$api" add-job "$work/job1.yaml" >/dev/null
@@ -218,10 +240,10 @@ run_mode() { # world mode
     ip netns exec "${prefix}-w2" "${nice_cmd[@]}" $flows long --server 10.77.0.4:45002 --seconds 900 \
       --until "$stop" > "$work/long.log" 2>&1 &
     other+=($!)
-    ip netns exec "${prefix}-w0" "${nice_cmd[@]}" $flows short --server 10.77.0.2:45001 --seconds 900 \
+    ip netns exec "${prefix}-w0" "${short_cmd[@]}" $flows short --server 10.77.0.2:45001 --seconds 900 \
       --rate "$flow_rate" --out "$work/short.csv" --until "$stop" > "$work/short.log" 2>&1 &
     other+=($!)
-    ip netns exec "${prefix}-w0" "${nice_cmd[@]}" $flows probe --to 10.77.0.2 --out "$work/probe.csv" \
+    ip netns exec "${prefix}-w0" "${short_cmd[@]}" $flows probe --to 10.77.0.2 --out "$work/probe.csv" \
       --seconds 900 --until "$stop" > "$work/probe.log" 2>&1 &
     other+=($!)
   fi
@@ -276,9 +298,10 @@ EOF
       --from "$from" --to "$to" --link-bps 1e9)"
   fi
   "$NETREDUCE_PYTHON" - "$work" "$world" "$mode" "$window" "$ecn_threshold" "$ecn_fraction" "${flow_nice:-0}" \
-    "$flow_rate" "$size" "$flow_json" >> "$out" <<'EOF'
+    "$flow_rate" "$size" "$flow_json" "$flow_rt" \
+    "$(ip netns exec "${prefix}-w0" sysctl -n net.ipv4.tcp_congestion_control)" >> "$out" <<'EOF'
 import json, os, sys
-work, world, mode, window, k, f, nice, rate, size, flow_json = sys.argv[1:]
+work, world, mode, window, k, f, nice, rate, size, flow_json, rt, cc = sys.argv[1:]
 world, size = int(world), int(size)
 marking = mode.endswith("ecn") or "-ecn-min" in mode
 floor = int(mode.rsplit("-ecn-min", 1)[1]) if "-ecn-min" in mode else 1
@@ -338,9 +361,15 @@ row = [world, mode, window, k if marking else "", f if marking else "", floor if
        fct("100000", "p50_ms"), fct("100000", "p99_ms"), fct("1000000", "p50_ms"), fct("1000000", "p99_ms"),
        fmt(long_bps / 1e6 if long_bps is not None else None), fmt(flow.get("long_share")),
        fmt(probe.get("p50_ms")), fmt(probe.get("p99_ms")), probe.get("lost", ""),
-       fmt(g1 if mode != "none" else None), fmt(g2), fmt(jain)]
+       fmt(g1 if mode != "none" else None), fmt(g2), fmt(jain), rt, cc]
 print(",".join(str(v) for v in row))
 EOF
+  if [ -n "$keep_logs" ]; then
+    local pass=1
+    while [ -e "$keep_logs/w$world-$mode-$pass" ]; do pass=$((pass + 1)); done
+    mkdir -p "$keep_logs/w$world-$mode-$pass"
+    cp "$work"/*.log "$work"/*.csv "$keep_logs/w$world-$mode-$pass/" 2>/dev/null || true
+  fi
   tail -n 1 "$out"
 }
 

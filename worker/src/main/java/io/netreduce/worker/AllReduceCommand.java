@@ -194,7 +194,8 @@ public final class AllReduceCommand implements Callable<Integer>
             .withTxRing(8192, 1024)
             .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
             .withSegmentationOffload(options.segmentationOffload)
-            .withTxSocketBuffer(transmitSocketBuffer(rc, Math.max(options.localWorkers, options.trees)));
+            .withTxSocketBuffer(transmitSocketBuffer(rc, Math.max(options.localWorkers, options.trees)))
+            .withRoceOnly(true);
         if (netreduce && options.warmUpFrames > 0)
         {
             // Before the port opens and the neighbours connect: nothing of the ring waits on it but the bootstrap.

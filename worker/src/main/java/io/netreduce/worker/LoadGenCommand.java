@@ -156,7 +156,8 @@ public final class LoadGenCommand implements Callable<Integer>
 
         final AfPacketConfiguration portConfig = AfPacketConfiguration.defaults(dev)
             .withTxRing(8192, 4096)
-            .withRxRing(16384, 4096, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS);
+            .withRxRing(16384, 4096, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
+            .withRoceOnly(true);
         try (AfPacketPort port = AfPacketPort.open(portConfig))
         {
             final FrameHandler onResult = expect == Expect.sums ?

@@ -165,7 +165,8 @@ public final class ServeCommand implements Callable<Integer>
             .withTxRing(8192, 1024)
             .withRxRing(16384, 1024, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
             .withSegmentationOffload(segmentationOffload)
-            .withTxSocketBuffer(AllReduceCommand.transmitSocketBuffer(rc, 1));
+            .withTxSocketBuffer(AllReduceCommand.transmitSocketBuffer(rc, 1))
+            .withRoceOnly(true);
     }
 
     /**

@@ -138,7 +138,8 @@ public final class WriteBwCommand implements Callable<Integer>
             .withRxRingVersion(rxRing)
             .withRxRing(rxBlockSize, rxBlocks, AfPacketConfiguration.DEFAULT_RX_BLOCK_TIMEOUT_MS)
             .withRxFrameSize(rxFrameSize != 0 ? rxFrameSize :
-                AfPacketConfiguration.rxFrameSizeForFrames(MAX_PMTU + MAX_ROCE_HEADERS_LENGTH));
+                AfPacketConfiguration.rxFrameSizeForFrames(MAX_PMTU + MAX_ROCE_HEADERS_LENGTH))
+            .withRoceOnly(true);
         try (AfPacketPort packetPort = AfPacketPort.open(portConfig))
         {
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : interfaceAddress(dev);

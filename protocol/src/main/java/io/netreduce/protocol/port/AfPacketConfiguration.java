@@ -50,6 +50,10 @@ import java.util.Objects;
  *                         process has CAP_NET_ADMIN, else as SO_SNDBUF (capped by net.core.wmem_max).
  *                         Default {@value #KERNEL_TX_SOCKET_BUFFER}: the kernel's default (net.core.wmem_default,
  *                         208 KiB).
+ * @param roceOnly         receive only RoCEv2 (UDP to port 4791, {@link RoceReceiveFilter}): the kernel keeps the
+ *                         host's other traffic on the interface out of the receive ring, as an RDMA NIC keeps it
+ *                         from its queue pairs. For a port that serves RoCE endpoints only (a worker's); an
+ *                         appliance's port forwards other traffic and must see it. Default off.
  */
 public record AfPacketConfiguration(
     String interfaceName,
@@ -63,7 +67,8 @@ public record AfPacketConfiguration(
     boolean promiscuous,
     boolean qdiscBypass,
     boolean segmentationOffload,
-    int txSocketBuffer)
+    int txSocketBuffer,
+    boolean roceOnly)
 {
     public static final RxRingVersion DEFAULT_RX_RING_VERSION = RxRingVersion.V2;
     public static final int DEFAULT_RX_BLOCK_SIZE = 1 << 18;
@@ -150,7 +155,8 @@ public record AfPacketConfiguration(
             true,
             false,
             false,
-            KERNEL_TX_SOCKET_BUFFER);
+            KERNEL_TX_SOCKET_BUFFER,
+            false);
     }
 
     /**
@@ -159,7 +165,8 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxRingVersion(final RxRingVersion version)
     {
         return new AfPacketConfiguration(interfaceName, version, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer,
+            roceOnly);
     }
 
     /**
@@ -169,7 +176,8 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxRing(final int blockSize, final int blockCount, final int blockTimeoutMs)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, blockSize, blockCount, blockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer,
+            roceOnly);
     }
 
     /**
@@ -179,7 +187,8 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withRxFrameSize(final int frameSize)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            frameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
+            frameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer,
+            roceOnly);
     }
 
     /**
@@ -189,13 +198,14 @@ public record AfPacketConfiguration(
     public AfPacketConfiguration withTxSocketBuffer(final int bytes)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, bytes);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, bytes, roceOnly);
     }
 
     public AfPacketConfiguration withTxRing(final int frameSize, final int frameCount)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, frameSize, frameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
+            rxFrameSize, frameSize, frameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer,
+            roceOnly);
     }
 
     /**
@@ -211,12 +221,13 @@ public record AfPacketConfiguration(
         if (!segmentationOffload)
         {
             return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount,
-                rxBlockTimeoutMs, rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, false, txSocketBuffer);
+                rxBlockTimeoutMs, rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, false,
+                txSocketBuffer, roceOnly);
         }
         return new AfPacketConfiguration(interfaceName, rxRingVersion, SEGMENTATION_RX_BLOCK_SIZE,
             SEGMENTATION_RX_BLOCK_COUNT, rxBlockTimeoutMs,
             rxFrameSizeForFrames(VirtioNetHeader.LENGTH + SEGMENTATION_MAX_FRAME_LENGTH), SEGMENTATION_TX_FRAME_SIZE,
-            txFrameCount, promiscuous, qdiscBypass, true, txSocketBuffer);
+            txFrameCount, promiscuous, qdiscBypass, true, txSocketBuffer, roceOnly);
     }
 
     /**
@@ -234,19 +245,31 @@ public record AfPacketConfiguration(
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, DEFAULT_RX_BLOCK_SIZE,
             WIRE_FRAMES_RX_BLOCK_COUNT, rxBlockTimeoutMs, AUTO_RX_FRAME_SIZE, txFrameSize, txFrameCount, promiscuous,
-            qdiscBypass, segmentationOffload, txSocketBuffer);
+            qdiscBypass, segmentationOffload, txSocketBuffer, roceOnly);
     }
 
     public AfPacketConfiguration withPromiscuous(final boolean promiscuous)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer,
+            roceOnly);
+    }
+
+    /**
+     * @return this configuration receiving only RoCEv2 frames, or every frame; see {@link #roceOnly()}.
+     */
+    public AfPacketConfiguration withRoceOnly(final boolean roceOnly)
+    {
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer,
+            roceOnly);
     }
 
     public AfPacketConfiguration withQdiscBypass(final boolean qdiscBypass)
     {
         return new AfPacketConfiguration(interfaceName, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
-            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer);
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer,
+            roceOnly);
     }
 
     /**

@@ -176,7 +176,7 @@ public final class AfPacketPort implements PollablePort
             }
             for (final AfPacketPort port : ports)
             {
-                port.detachSocketFilter();
+                port.releaseHoldFilter(configuration.roceOnly());
             }
             return List.copyOf(ports);
         }
@@ -220,11 +220,25 @@ public final class AfPacketPort implements PollablePort
         return fanoutGroup;
     }
 
-    private void detachSocketFilter()
+    /**
+     * The fanout group is complete: the drop-everything filter gives way to the RoCEv2 filter (attaching one
+     * replaces the other at once) or to none.
+     */
+    private void releaseHoldFilter(final boolean roceOnly)
     {
         try (Arena scratch = Arena.ofConfined())
         {
             final MemorySegment errno = Libc.allocateErrnoState(scratch);
+            if (roceOnly)
+            {
+                if (Libc.setsockopt(errno, rxFd, SOL_SOCKET, SO_ATTACH_FILTER,
+                    RoceReceiveFilter.program().toSockFprog(scratch), ClassicBpfProgram.SOCK_FPROG_SIZE) < 0)
+                {
+                    throw new PortException("setsockopt SO_ATTACH_FILTER (RoCEv2 only) on '" + name() + "'",
+                        Libc.errno(errno));
+                }
+                return;
+            }
             final MemorySegment unused = scratch.allocate(ValueLayout.JAVA_INT);
             if (Libc.setsockopt(errno, rxFd, SOL_SOCKET, SO_DETACH_FILTER, unused, Integer.BYTES) < 0)
             {

@@ -152,6 +152,13 @@ final class AfPacketSockets
                 system.setOption(rxFd, SOL_SOCKET, SO_ATTACH_FILTER, ClassicBpfProgram.dropAll().toSockFprog(scratch),
                     ClassicBpfProgram.SOCK_FPROG_SIZE, "SO_ATTACH_FILTER (hold until the fanout group is complete)");
             }
+            else if (configuration.roceOnly())
+            {
+                // Before bind: no frame of other traffic reaches the ring, not even in the first moments.
+                system.setOption(rxFd, SOL_SOCKET, SO_ATTACH_FILTER,
+                    RoceReceiveFilter.program().toSockFprog(scratch), ClassicBpfProgram.SOCK_FPROG_SIZE,
+                    "SO_ATTACH_FILTER (RoCEv2 only)");
+            }
 
             if (configuration.segmentationOffload())
             {

@@ -27,11 +27,15 @@ public final class ClassicBpfProgram
 
     // Instruction classes and modes (linux/bpf_common.h, linux/filter.h).
     static final int BPF_LD = 0x00;
+    static final int BPF_LDX = 0x01;
     static final int BPF_JMP = 0x05;
     static final int BPF_RET = 0x06;
     static final int BPF_W = 0x00;
     static final int BPF_H = 0x08;
+    static final int BPF_B = 0x10;
     static final int BPF_ABS = 0x20;
+    static final int BPF_IND = 0x40;
+    static final int BPF_MSH = 0xA0;
     static final int BPF_JA = 0x00;
     static final int BPF_JEQ = 0x10;
     static final int BPF_K = 0x00;
@@ -144,6 +148,30 @@ public final class ClassicBpfProgram
         public Builder loadWordAbsolute(final int offset)
         {
             return add(BPF_LD | BPF_W | BPF_ABS, 0, 0, offset);
+        }
+
+        /** {@code ldh [k]}: A = the 16-bit big-endian half-word at offset k of the frame. */
+        public Builder loadHalfAbsolute(final int offset)
+        {
+            return add(BPF_LD | BPF_H | BPF_ABS, 0, 0, offset);
+        }
+
+        /** {@code ldb [k]}: A = the byte at offset k of the frame. */
+        public Builder loadByteAbsolute(final int offset)
+        {
+            return add(BPF_LD | BPF_B | BPF_ABS, 0, 0, offset);
+        }
+
+        /** {@code ldxb 4*([k]&0xf)}: X = the length of the IPv4 header whose first byte is at offset k. */
+        public Builder loadIpv4HeaderLengthIntoX(final int offset)
+        {
+            return add(BPF_LDX | BPF_B | BPF_MSH, 0, 0, offset);
+        }
+
+        /** {@code ldh [x + k]}: A = the half-word at offset X + k of the frame. */
+        public Builder loadHalfIndexed(final int offset)
+        {
+            return add(BPF_LD | BPF_H | BPF_IND, 0, 0, offset);
         }
 
         /** {@code ld proto}: A = the skb's EtherType (after any VLAN tag the kernel took off). */

@@ -346,6 +346,49 @@ class AfPacketPortVethTest extends PacketPortVethContract
         assertThat(flags.get(2) & FrameHandler.FLAG_VLAN_TAG_STRIPPED).isEqualTo(FrameHandler.FLAG_VLAN_TAG_STRIPPED);
     }
 
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
+    void shouldReceiveOnlyRoceV2FramesWhenRoceOnly(final RxRingVersion version)
+    {
+        // A worker's port stands for an RDMA NIC: the host's other traffic on the interface stays out of its ring.
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+            .withTxRing(2048, 16));
+        final AfPacketPort b = open(veth.namespaceB, receiver(version).withRoceOnly(true));
+        final java.net.InetAddress v4a = java.net.InetAddress.ofLiteral("10.0.0.1");
+        final java.net.InetAddress v4b = java.net.InetAddress.ofLiteral("10.0.0.2");
+        final java.net.InetAddress v6a = java.net.InetAddress.ofLiteral("fd00::1");
+        final java.net.InetAddress v6b = java.net.InetAddress.ofLiteral("fd00::2");
+        final byte[] otherUdp = IpFrames.frame(v4a, v4b, 2, false);
+        ByteBuffer.wrap(otherUdp).putShort(14 + 20 + 2, (short)5201);
+        final byte[] tcp = IpFrames.frame(v4a, v4b, 3, false);
+        tcp[14 + 9] = 6;
+        final List<byte[]> frames = List.of(testFrame(4, 100, new Random(31)), otherUdp, tcp,
+            IpFrames.frame(v4a, v4b, 11, false), IpFrames.frame(v6a, v6b, 12, false),
+            IpFrames.frame(v4a, v4b, 13, true));
+        for (final byte[] frame : frames)
+        {
+            assertThat(a.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
+        }
+        a.flush();
+        final List<Integer> received = new ArrayList<>();
+        final List<Integer> others = new ArrayList<>();
+        awaitCondition(() ->
+        {
+            b.receive((buffer, offset, length, frameFlags) ->
+            {
+                final byte[] bytes = new byte[length];
+                buffer.getBytes(offset, bytes);
+                final int sequence = IpFrames.sequence(bytes);
+                (sequence >= 11 && sequence <= 13 ? received : others).add(sequence);
+            }, 64);
+            return received.size() >= 3;
+        });
+        // The filtered frames were sent before the RoCE ones, on one link in order: had they passed, they were in.
+        b.receive((buffer, offset, length, frameFlags) -> others.add(-2), 64);
+        assertThat(received).containsExactly(11, 12, 13);
+        assertThat(others).isEmpty();
+    }
+
     private static byte[] withTag(final byte[] frame, final int tpid, final int vlan)
     {
         final byte[] tagged = new byte[frame.length + 4];
