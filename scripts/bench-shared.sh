@@ -21,7 +21,16 @@
 # count (from rank 0's first call to the last call's end). --flow-nice N runs the flows, their server and the probe
 # at nice N: on this 2-core bed the endpoints, the appliance and the flows share the cores, and a flow at a higher
 # priority than the endpoints shows the network's share (the issue's baseline: at default priority the short flows
-# lost to the CPU, not to the links).
+# lost to the CPU, not to the links). --flow-rt P runs the short flows, their server and the probe in the real-time
+# class (SCHED_FIFO P): they preempt every endpoint at once, where nice only weighs their share of the cores; the long
+# flow and its sink stay at --flow-nice.
+#
+# TCP: every worker namespace's TCP (the flows and gloo's) uses --tcp-cc (default reno). PANAMA's other traffic runs
+# DCTCP, which reacts to the marks; this kernel has no DCTCP, and its default, BBR, ignores ECN: with it the marked
+# modes measured a network in which only the ring answered the marks, and a long flow kept its queue at the marking
+# threshold whatever the ring did. reno answers a mark as it answers a loss (classic ECN, RFC 3168). A namespace may
+# use only the laws the host allows (tcp_allowed_congestion_control: reno and bbr here); "default" keeps the host's.
+# --keep-logs DIR keeps each mode's rank logs, the daemon's and the flows' files (DIR/wW-MODE-PASS).
 #
 # Prints one line per mode and writes the CSV (--out, with each mode's window floor in ecn_min_window) and a plot
 # beside it (.png); its last line says what the goal asks: per W, the short flows' p99 under netreduce-ecn against
@@ -33,7 +42,8 @@
 #                                [--modes "none gloo netreduce netreduce-ecn two-netreduce two-netreduce-ecn",
 #                                         also netreduce-ecn-minN, N in 1..99]
 #                                [--flow-rate 30] [--flow-nice N] [--window 16] [--ecn-threshold 262144]
-#                                [--ecn-fraction 1.0] [--out docs/bench/shared.csv] [--no-build] [--prefix P]
+#                                [--ecn-fraction 1.0] [--flow-rt P] [--tcp-cc reno|bbr|default] [--keep-logs DIR]
+#                                [--out docs/bench/shared.csv] [--no-build] [--prefix P]
 # Needs root, 4 or more workers.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
