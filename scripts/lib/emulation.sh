@@ -60,21 +60,22 @@ clsact() {
 }
 
 # ecn_mark NS DEV THRESHOLD [FRACTION]: DEV's egress marks ECN like a switch port's AQM, which this kernel has none of
-# (no RED, no fq_codel): scripts/lib/ecn_marker.c, a tc bpf program ahead of DEV's shaper, keeps a phantom queue fed
-# with every packet DEV is to send and drained at FRACTION of DEV's tbf rate, and marks ECN-capable packets CE while it
-# holds more than THRESHOLD bytes. FRACTION 1.0 (the default) follows the real queue, as a DCTCP switch marks on its
-# instantaneous queue; below 1 it is HULL's phantom queue, which marks whenever the link is nearly full (0.95 cost
-# W = 8 calls up to 18 % on the bed against none at 1.0: docs/performance.md, "Shared links"). Needs clang and libbpf's headers (scripts/setup.sh installs
-# them) and a tbf on DEV (its rate is read from it). Idempotent; ecn_unmark takes it off.
+# (no RED, no fq_codel): scripts/lib/ecn_marker.c, a tc bpf program ahead of DEV's shaper, models the shaper (its
+# token bucket, read from DEV's tbf: the burst, and the rate times FRACTION) with every packet DEV is to send, and marks
+# ECN-capable packets CE while the model's queue holds more than THRESHOLD bytes. FRACTION 1.0 (the default) is the
+# real queue, as a DCTCP switch marks on its instantaneous queue; below 1 the queue builds early, HULL's phantom queue,
+# which marks whenever the link is nearly full. Needs clang and libbpf's headers (scripts/setup.sh installs them) and a
+# tbf on DEV. Idempotent; ecn_unmark takes it off.
 ecn_mark() {
-  local ns="$1" dev="$2" threshold="$3" fraction="${4:-1.0}" rate_bytes bps object
-  rate_bytes="$(ip netns exec "$ns" tc -j qdisc show dev "$dev" | "${NETREDUCE_PYTHON:-python3}" -c '
+  local ns="$1" dev="$2" threshold="$3" fraction="${4:-1.0}" shaper bps burst object
+  shaper="$(ip netns exec "$ns" tc -j qdisc show dev "$dev" | "${NETREDUCE_PYTHON:-python3}" -c '
 import json, sys
-rates = [q["options"]["rate"] for q in json.load(sys.stdin) if q.get("kind") == "tbf"]
-print(rates[0] if rates else "")')"
-  [ -n "$rate_bytes" ] || { echo "ecn_mark: $ns $dev has no tbf to read the link rate from" >&2; return 1; }
-  bps="$(awk -v r="$rate_bytes" -v f="$fraction" 'BEGIN { printf "%d", r * 8 * f }')"
-  object="$(ecn_marker_object "$bps" "$threshold")" || return 1
+tbf = [q["options"] for q in json.load(sys.stdin) if q.get("kind") == "tbf"]
+print(str(tbf[0]["rate"]) + " " + str(tbf[0]["burst"]) if tbf else "")')"
+  [ -n "$shaper" ] || { echo "ecn_mark: $ns $dev has no tbf to read the link rate from" >&2; return 1; }
+  bps="$(awk -v r="${shaper% *}" -v f="$fraction" 'BEGIN { printf "%d", r * 8 * f }')"
+  burst="${shaper#* }"
+  object="$(ecn_marker_object "$bps" "$threshold" "$burst")" || return 1
   clsact "$ns" "$dev"
   ip netns exec "$ns" tc filter replace dev "$dev" egress prio 1 handle 1 bpf direct-action obj "$object" sec tc
 }
@@ -95,16 +96,17 @@ ecn_unmark() {
   return 1
 }
 
-# ecn_marker_object BPS THRESHOLD: the marker built for a drain rate and threshold (cached); prints its path.
+# ecn_marker_object BPS THRESHOLD BURST: the marker built for a drain rate, threshold and bucket (cached); prints its
+# path.
 ecn_marker_object() {
-  local bps="$1" threshold="$2" dir="${TMPDIR:-/tmp}/netreduce-ecn-marker" src object
+  local bps="$1" threshold="$2" burst="$3" dir="${TMPDIR:-/tmp}/netreduce-ecn-marker" src object
   src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/ecn_marker.c"
-  object="$dir/ecn_marker-$bps-$threshold-$(md5sum < "$src" | cut -c1-8).o"
+  object="$dir/ecn_marker-$bps-$threshold-$burst-$(md5sum < "$src" | cut -c1-8).o"
   if [ ! -s "$object" ]; then
     command -v clang >/dev/null || { echo "ecn_mark: needs clang (apt-get install clang libbpf-dev)" >&2; return 1; }
     mkdir -p "$dir"
     clang -O2 -g -target bpf -I"/usr/include/$(uname -m)-linux-gnu" -DRATE_BPS="${bps}ULL" \
-      -DTHRESHOLD="${threshold}ULL" -c "$src" -o "$object.tmp$$" && mv "$object.tmp$$" "$object" || return 1
+      -DTHRESHOLD="${threshold}ULL" -DBURST_BYTES="${burst}ULL" -c "$src" -o "$object.tmp$$" && mv "$object.tmp$$" "$object" || return 1
   fi
   echo "$object"
 }
