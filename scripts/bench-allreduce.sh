@@ -12,8 +12,9 @@
 #              traffic goes worker -> bridge -> worker and never through the software appliance.
 #   gloo:      what users run today: torch.distributed's all-reduce with the gloo backend (Debian's python3-torch),
 #              one process per worker namespace (scripts/bench/gloo_allreduce.py), over TCP on the same shaped links.
-#   netreduce-ecn: netreduce with the bed's links marking ECN (scripts/testbed.sh ecn on: a phantom queue at 100 % of
-#              the link rate on both ends of every worker link, CE above --ecn-threshold BYTES, default 262144;
+#   netreduce-ecn: netreduce with the bed's links marking ECN (scripts/testbed.sh ecn on: a model of each link's
+#              shaper, its bucket drained at 100 % of the link rate, on both ends of every worker link, CE while it
+#              queues more than --ecn-threshold BYTES, default 262144;
 #              netreduce-ecn-K and netreduce-ecn-K-F name the threshold K and the drain fraction F per mode): the
 #              appliance carries the marks into the results and the workers' windows adapt (PANAMA). Not in the
 #              default modes; needs clang (scripts/setup.sh). The CSV's last columns: shaper_dropped (tbf drops on the

@@ -5,8 +5,8 @@
 #   none:          no job: the other traffic alone
 #   gloo:          W gloo ranks (scripts/bench/gloo_allreduce.py), back-to-back 64 MiB all-reduces
 #   netreduce:     W `netreduce worker allreduce` ranks through the appliance, the links not marking
-#   netreduce-ecn: the same with the links marking ECN (testbed.sh ecn on: a phantom queue drained at --ecn-fraction
-#                  of the link rate, CE above --ecn-threshold bytes); the appliance ORs the marks into the results,
+#   netreduce-ecn: the same with the links marking ECN (testbed.sh ecn on: a model of each link's shaper drained at
+#                  --ecn-fraction of the link rate, CE while it queues more than --ecn-threshold bytes); the appliance ORs the marks into the results,
 #                  the workers' windows adapt (PANAMA §4.2), and the TCP flows negotiate ECN (tcp_ecn=1)
 #   netreduce-ecn-minN: netreduce-ecn with the workers' windows never cut below N messages (--ecn-min-window N;
 #                  netreduce-ecn is the law's own floor, 1); several floors compare in one run

@@ -61,10 +61,10 @@
 #                                                           e.g. for a ring all-reduce baseline that bypasses the appliance)
 #        scripts/testbed.sh ecn on|off [--ecn-threshold BYTES] [--ecn-fraction F] [--prefix P]
 #                                    (ECN marking on every shaped device of a bed brought up with --rate: both ends of
-#                                     every worker link and uplink mark ECN-capable packets CE while a phantom queue,
-#                                     drained at F (default 1.0) of the link rate, holds more than BYTES (default
-#                                     262144); see ecn_mark in scripts/lib/emulation.sh. `up --ecn-threshold BYTES`
-#                                     starts with it on)
+#                                     every worker link and uplink mark ECN-capable packets CE while a model of the
+#                                     link's shaper (its token bucket, drained at F (default 1.0: the real queue) of
+#                                     the link rate) queues more than BYTES (default 262144); see ecn_mark in
+#                                     scripts/lib/emulation.sh. `up --ecn-threshold BYTES` starts with it on)
 #   RATE is a tc rate (e.g. 1gbit, 5gbit) applied with tbf to each worker link (and uplink) in both directions.
 #   --burst SIZE (or NETREDUCE_BED_BURST, which scripts that bring the bed up themselves pass on; default 512kb): the
 #   tbf's bucket, a tc size. Whatever fits the bucket leaves at veth speed, not at RATE: with 512kb a call that

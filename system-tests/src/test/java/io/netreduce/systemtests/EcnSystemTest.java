@@ -19,7 +19,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * PANAMA's congestion control on the bed: links shaped to 1 Gbit/s whose both ends mark ECN (testbed.sh ecn on: the
- * tc bpf phantom queue of scripts/lib/ecn_marker.c), the appliance ORs the marks into the results, and every rank's
+ * tc bpf model of each link's shaper in scripts/lib/ecn_marker.c), the appliance ORs the marks into the results, and every rank's
  * window shrinks while every result stays exact; with the marking off, nothing is marked and the windows stay at N.
  * Skipped without root or without clang (the marker is built on the spot).
  */
