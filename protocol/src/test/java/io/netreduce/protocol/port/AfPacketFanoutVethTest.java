@@ -161,6 +161,28 @@ class AfPacketFanoutVethTest
         assertThat(lanes.get(1).hasReceiveWork()).isFalse();
     }
 
+    @Test
+    void shouldKeepOnlyRoceV2FramesInEveryMemberOfARoceOnlyGroup()
+    {
+        // The hold filter gives way to the RoCEv2 filter, not to none, once every member has joined.
+        final AfPacketPort sender = open(veth.namespaceA);
+        final List<AfPacketPort> lanes = openFanout(veth.namespaceB, 2,
+            AfPacketConfiguration.defaults(VethPair.DEVICE_B).withRoceOnly(true));
+        lanes.get(0).steer(new LaneSteeringProgram().route(W0, W1, 1).route(W2, W3, 0).build());
+        final byte[] otherUdp = IpFrames.frame(W0, W1, 50, false);
+        java.nio.ByteBuffer.wrap(otherUdp).putShort(14 + 20 + 2, (short)5201);
+        final byte[] tcp = IpFrames.frame(W2, W3, 51, false);
+        tcp[14 + 9] = 6;
+        final List<byte[]> roce = List.of(IpFrames.frame(W0, W1, 60, false), IpFrames.frame(W2, W3, 61, false));
+        final List<byte[]> all = new ArrayList<>(List.of(otherUdp, tcp));
+        all.addAll(roce);
+        send(sender, all);
+
+        final List<List<Integer>> received = receive(lanes, roce.size());
+        assertThat(received.get(1)).containsExactly(60);
+        assertThat(received.get(0)).containsExactly(61);
+    }
+
     private AfPacketPort open(final String namespace)
     {
         final AfPacketPort port = NetworkNamespace.callIn(namespace, () -> AfPacketPort.open(VethPair.DEVICE_A));
@@ -170,8 +192,14 @@ class AfPacketFanoutVethTest
 
     private List<AfPacketPort> openFanout(final String namespace, final int members)
     {
+        return openFanout(namespace, members, AfPacketConfiguration.defaults(VethPair.DEVICE_B));
+    }
+
+    private List<AfPacketPort> openFanout(final String namespace, final int members,
+        final AfPacketConfiguration configuration)
+    {
         final List<AfPacketPort> opened = NetworkNamespace.callIn(namespace,
-            () -> AfPacketPort.openFanout(AfPacketConfiguration.defaults(VethPair.DEVICE_B), members));
+            () -> AfPacketPort.openFanout(configuration, members));
         ports.addAll(opened);
         return opened;
     }
