@@ -6,8 +6,9 @@
 #   gloo:          W gloo ranks (scripts/bench/gloo_allreduce.py), back-to-back 64 MiB all-reduces
 #   netreduce:     W `netreduce worker allreduce` ranks through the appliance, the links not marking
 #   netreduce-ecn: the same with the links marking ECN (testbed.sh ecn on: a model of each link's shaper drained at
-#                  --ecn-fraction of the link rate, CE while it queues more than --ecn-threshold bytes); the appliance ORs the marks into the results,
-#                  the workers' windows adapt (PANAMA §4.2), and the TCP flows negotiate ECN (tcp_ecn=1)
+#                  --ecn-fraction of the link rate, CE while it queues more than --ecn-threshold bytes); the
+#                  appliance ORs the marks into the results, the workers' windows adapt (PANAMA §4.2), and the TCP
+#                  flows negotiate ECN (tcp_ecn=1)
 #   netreduce-ecn-minN: netreduce-ecn with the workers' windows never cut below N messages (--ecn-min-window N;
 #                  netreduce-ecn is the law's own floor, 1); several floors compare in one run
 #   two-netreduce, two-netreduce-ecn: two jobs (rings 1 and 2, the same W workers), each its own ranks, at once,
@@ -101,7 +102,8 @@ done
 # A worker namespace may choose only the congestion controls the host allows (tcp_allowed_congestion_control);
 # "default" leaves the namespaces at the host's default.
 if [ "$tcp_cc" != default ] && ! grep -qw -- "$tcp_cc" /proc/sys/net/ipv4/tcp_allowed_congestion_control; then
-  echo "bench-shared: --tcp-cc $tcp_cc: a namespace may use $(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)" >&2
+  echo "bench-shared: --tcp-cc $tcp_cc: a namespace may use" \
+    "$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)" >&2
   exit 2
 fi
 case "$flow_rt" in

@@ -78,18 +78,16 @@ if command -v clang >/dev/null; then
   mkdir -p "$tools/ecn"
   # The marker models the shaper's bucket too: the bursts in bytes as the kernel keeps them, read from a tbf made for
   # each size the benches use (512kb, the bed's default; 128kb and 64kb, gpu-bed-check's buckets).
-  probe_ns="nrbundle$$"
-  ip netns add "$probe_ns" && ip netns exec "$probe_ns" ip link add va type veth peer name vb
-  for size in 512kb 128kb 64kb; do
-    ip netns exec "$probe_ns" tc qdisc replace dev va root tbf rate 1gbit burst "$size" latency 20ms
-    burst="$(ip netns exec "$probe_ns" tc -j qdisc show dev va | python3 -c '
-import json, sys
-print([q["options"]["burst"] for q in json.load(sys.stdin) if q.get("kind") == "tbf"][0])')"
-    for threshold in 262144 65536; do
-      cp "$(ecn_marker_object 1000000000 "$threshold" "$burst")" "$tools/ecn/"
-    done
-  done
-  ip netns del "$probe_ns"
+  ( probe_ns="nrbundle$$"
+    trap 'ip netns del "$probe_ns" 2>/dev/null' EXIT
+    ip netns add "$probe_ns" && ip netns exec "$probe_ns" ip link add va type veth peer name vb
+    for size in 512kb 128kb 64kb; do
+      ip netns exec "$probe_ns" tc qdisc replace dev va root tbf rate 1gbit burst "$size" latency 20ms
+      burst="$(tbf_options "$probe_ns" va)"
+      for threshold in 262144 65536; do
+        cp "$(ecn_marker_object 1000000000 "$threshold" "${burst#* }")" "$tools/ecn/"
+      done
+    done )
 fi
 tar -C "$dir" -cf - tools | xz -9 > "$dir/tools.tar.xz" && rm -rf "$tools" "$dir/worker-entries.txt"
 du -sh "$dir"/*

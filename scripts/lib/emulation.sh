@@ -68,16 +68,22 @@ clsact() {
 # tbf on DEV. Idempotent; ecn_unmark takes it off.
 ecn_mark() {
   local ns="$1" dev="$2" threshold="$3" fraction="${4:-1.0}" shaper bps burst object
-  shaper="$(ip netns exec "$ns" tc -j qdisc show dev "$dev" | "${NETREDUCE_PYTHON:-python3}" -c '
-import json, sys
-tbf = [q["options"] for q in json.load(sys.stdin) if q.get("kind") == "tbf"]
-print(str(tbf[0]["rate"]) + " " + str(tbf[0]["burst"]) if tbf else "")')"
+  shaper="$(tbf_options "$ns" "$dev")"
   [ -n "$shaper" ] || { echo "ecn_mark: $ns $dev has no tbf to read the link rate from" >&2; return 1; }
   bps="$(awk -v r="${shaper% *}" -v f="$fraction" 'BEGIN { printf "%d", r * 8 * f }')"
   burst="${shaper#* }"
   object="$(ecn_marker_object "$bps" "$threshold" "$burst")" || return 1
   clsact "$ns" "$dev"
   ip netns exec "$ns" tc filter replace dev "$dev" egress prio 1 handle 1 bpf direct-action obj "$object" sec tc
+}
+
+# tbf_options NS DEV: DEV's tbf as the kernel keeps it, "RATE BURST" (bytes per second, bytes), or nothing where DEV
+# has no tbf.
+tbf_options() {
+  ip netns exec "$1" tc -j qdisc show dev "$2" | "${NETREDUCE_PYTHON:-python3}" -c '
+import json, sys
+tbf = [q["options"] for q in json.load(sys.stdin) if q.get("kind") == "tbf"]
+print(str(tbf[0]["rate"]) + " " + str(tbf[0]["burst"]) if tbf else "")'
 }
 
 # ecn_unmark NS DEV: take the marker off DEV (nothing to do where there is none); checks that no egress bpf filter is
@@ -106,7 +112,8 @@ ecn_marker_object() {
     command -v clang >/dev/null || { echo "ecn_mark: needs clang (apt-get install clang libbpf-dev)" >&2; return 1; }
     mkdir -p "$dir"
     clang -O2 -g -target bpf -I"/usr/include/$(uname -m)-linux-gnu" -DRATE_BPS="${bps}ULL" \
-      -DTHRESHOLD="${threshold}ULL" -DBURST_BYTES="${burst}ULL" -c "$src" -o "$object.tmp$$" && mv "$object.tmp$$" "$object" || return 1
+      -DTHRESHOLD="${threshold}ULL" -DBURST_BYTES="${burst}ULL" -c "$src" -o "$object.tmp$$" &&
+      mv "$object.tmp$$" "$object" || return 1
   fi
   echo "$object"
 }
