@@ -44,6 +44,7 @@
 #                                         also netreduce-ecn-minN, N in 1..99]
 #                                [--flow-rate 30] [--flow-nice N] [--window 16] [--ecn-threshold 262144]
 #                                [--ecn-fraction 1.0] [--flow-rt P] [--tcp-cc reno|bbr|default] [--keep-logs DIR]
+#                                [--appliance-ecn F (dataplane.ecnBacklog; the daemon's default unless given)]
 #                                [--out docs/bench/shared.csv] [--no-build] [--prefix P]
 # Needs root, 4 or more workers.
 set -euo pipefail
@@ -65,6 +66,7 @@ msg_len=16
 payload=4096
 ecn_threshold=262144
 ecn_fraction=1.0
+appliance_ecn=""
 out=docs/bench/shared.csv
 build=1
 prefix=nrsh
@@ -83,6 +85,7 @@ while [ $# -gt 0 ]; do
     --window) window="$2"; shift 2 ;;
     --ecn-threshold) ecn_threshold="$2"; shift 2 ;;
     --ecn-fraction) ecn_fraction="$2"; shift 2 ;;
+    --appliance-ecn) appliance_ecn="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --prefix) prefix="$2"; shift 2 ;;
@@ -120,6 +123,12 @@ short_cmd=("${nice_cmd[@]}")
 netreduce="$NETREDUCE_ROOT/aggregator-daemon/target/netreduce"
 flows="$NETREDUCE_PYTHON scripts/bench/shared_flows.py"
 work="$(mktemp -d /tmp/netreduce-shared.XXXXXX)"
+# The short flows and their server: scripts/lib/short_flows.c, one epoll loop each (the Python generator's threads
+# put 0.4 ms on a 10 KB flow's median with no job at all).
+short_flows="$work/short_flows"
+command -v "${CC:-cc}" >/dev/null || { echo "bench-shared: needs a C compiler (\$CC or cc)" >&2; exit 1; }
+"${CC:-cc}" -O2 -Wall -o "$short_flows" scripts/lib/short_flows.c -lm ||
+  { echo "bench-shared: scripts/lib/short_flows.c did not build" >&2; exit 1; }
 api="unix:$work/api.sock"
 daemon_pid=""
 bg_pids=()
@@ -159,6 +168,7 @@ appliance:
   metrics:
     listen: 127.0.0.1:0
 EOF
+  [ -z "$appliance_ecn" ] || printf '  dataplane:\n    ecnBacklog: %s\n' "$appliance_ecn" >> "$work/netreduce.yaml"
   rm -f "$work/api.sock"
   bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" bench-shared >/dev/null
 }
@@ -212,13 +222,13 @@ markers() { # ECN markers (egress bpf filters) attached anywhere on the bed
 }
 
 flows_up() { # world: the server and sink (they live for the whole W)
-  ip netns exec "${prefix}-w1" "${short_cmd[@]}" $flows server --port 45001 > "$work/server.log" 2>&1 &
+  ip netns exec "${prefix}-w1" "${short_cmd[@]}" "$short_flows" server --port 45001 > "$work/server.log" 2>&1 &
   bg_pids+=($!)
   sleep 0.5
 }
 
 mkdir -p "$(dirname "$out")"
-echo "world,mode,window,ecn_threshold,ecn_fraction,ecn_min_window,flow_nice,flow_rate,ok,job_median_ms,job_p90_ms,job_calls,retransmitted,timeouts,marked_results,window_min,flows,flows_failed,fct10k_p50_ms,fct10k_p99_ms,fct100k_p50_ms,fct100k_p99_ms,fct1m_p50_ms,fct1m_p99_ms,long_mbps,long_share,probe_p50_ms,probe_p99_ms,probe_lost,job1_gbps,job2_gbps,jain,flow_rt,tcp_cc" > "$out"
+echo "world,mode,window,ecn_threshold,ecn_fraction,ecn_min_window,flow_nice,flow_rate,ok,job_median_ms,job_p90_ms,job_calls,retransmitted,timeouts,marked_results,window_min,flows,flows_failed,fct10k_p50_ms,fct10k_p99_ms,fct100k_p50_ms,fct100k_p99_ms,fct1m_p50_ms,fct1m_p99_ms,long_mbps,long_share,probe_p50_ms,probe_p99_ms,probe_lost,job1_gbps,job2_gbps,jain,flow_rt,tcp_cc,appliance_ecn,appliance_marked,appliance_rx_dropped" > "$out"
 
 run_mode() { # world mode
   local world="$1" mode="$2" ecn=0 two=0 stop="$work/stop"
@@ -252,14 +262,15 @@ run_mode() { # world mode
     ip netns exec "${prefix}-w2" "${nice_cmd[@]}" $flows long --server 10.77.0.4:45002 --seconds 900 \
       --until "$stop" > "$work/long.log" 2>&1 &
     other+=($!)
-    ip netns exec "${prefix}-w0" "${short_cmd[@]}" $flows short --server 10.77.0.2:45001 --seconds 900 \
+    ip netns exec "${prefix}-w0" "${short_cmd[@]}" "$short_flows" short --server 10.77.0.2:45001 --seconds 900 \
       --rate "$flow_rate" --out "$work/short.csv" --until "$stop" > "$work/short.log" 2>&1 &
     other+=($!)
     ip netns exec "${prefix}-w0" "${short_cmd[@]}" $flows probe --to 10.77.0.2 --out "$work/probe.csv" \
       --seconds 900 --until "$stop" > "$work/probe.log" 2>&1 &
     other+=($!)
   fi
-  local t0 t1
+  local t0 t1 counters0 counters1
+  counters0="$("$netreduce" ctl --api "$api" --json counters 2>/dev/null || echo '{}')"
   t0="$("$NETREDUCE_PYTHON" -c 'import time; print(time.monotonic())')"
   job_pids=()
   if [ "$mode" = none ]; then
@@ -270,6 +281,7 @@ run_mode() { # world mode
     for pid in "${job_pids[@]}"; do wait "$pid" || true; done
   fi
   t1="$("$NETREDUCE_PYTHON" -c 'import time; print(time.monotonic())')"
+  counters1="$("$netreduce" ctl --api "$api" --json counters 2>/dev/null || echo '{}')"
   touch "$stop"
   # The generators stop at the stop file (their flows in flight end first); the sink when the sender closes. Whatever
   # still runs 30 s later is stuck, and killed (a sink whose sender never connected).
@@ -311,13 +323,27 @@ EOF
   fi
   "$NETREDUCE_PYTHON" - "$work" "$world" "$mode" "$window" "$ecn_threshold" "$ecn_fraction" "${flow_nice:-0}" \
     "$flow_rate" "$size" "$flow_json" "$flow_rt" \
-    "$(ip netns exec "${prefix}-w0" sysctl -n net.ipv4.tcp_congestion_control)" >> "$out" <<'EOF'
+    "$(ip netns exec "${prefix}-w0" sysctl -n net.ipv4.tcp_congestion_control)" "${appliance_ecn:-default}" \
+    "$counters0" "$counters1" >> "$out" <<'EOF'
 import json, os, sys
-work, world, mode, window, k, f, nice, rate, size, flow_json, rt, cc = sys.argv[1:]
+work, world, mode, window, k, f, nice, rate, size, flow_json, rt, cc, appliance_ecn, c0, c1 = sys.argv[1:]
 world, size = int(world), int(size)
 marking = mode.endswith("ecn") or "-ecn-min" in mode
 floor = int(mode.rsplit("-ecn-min", 1)[1]) if "-ecn-min" in mode else 1
 flow = json.loads(flow_json)
+
+def counter(text, name):
+    """The sum of the daemon's counters whose series name holds NAME (ctl --json counters)."""
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return 0
+    items = answer.items() if isinstance(answer, dict) else []
+    return sum(int(v.get("value", 0)) for key, v in items if name in key and isinstance(v, dict))
+
+# the appliance's own marks (dataplane.ecnBacklog) and its ports' kernel drops (ring full) over the mode
+appliance_marked = counter(c1, "ecn_ce_queue") - counter(c0, "ecn_ce_queue")
+appliance_dropped = counter(c1, "rx_dropped") - counter(c0, "rx_dropped")
 
 def job(prefix):
     runs = []
@@ -364,8 +390,8 @@ def fct(size, q):
     return fmt(sizes.get(size, {}).get(q))
 probe = flow.get("probe", {})
 long_bps = flow.get("long_bps")
-if not marking and marked:
-    ok = False  # an unmarked mode whose results came back marked measured something else
+if not marking and marked and not appliance_marked:
+    ok = False  # an unmarked mode whose results came back marked, not by the appliance, measured something else
 row = [world, mode, window, k if marking else "", f if marking else "", floor if mode not in ("none", "gloo") else "",
        nice, rate,
        str(ok and flow.get("failed", 0) == 0).lower(), fmt(median), fmt(p90), ncalls, retx, timeouts, marked, wmin,
@@ -373,7 +399,8 @@ row = [world, mode, window, k if marking else "", f if marking else "", floor if
        fct("100000", "p50_ms"), fct("100000", "p99_ms"), fct("1000000", "p50_ms"), fct("1000000", "p99_ms"),
        fmt(long_bps / 1e6 if long_bps is not None else None), fmt(flow.get("long_share")),
        fmt(probe.get("p50_ms")), fmt(probe.get("p99_ms")), probe.get("lost", ""),
-       fmt(g1 if mode != "none" else None), fmt(g2), fmt(jain), rt, cc]
+       fmt(g1 if mode != "none" else None), fmt(g2), fmt(jain), rt, cc, appliance_ecn, appliance_marked,
+       appliance_dropped]
 print(",".join(str(v) for v in row))
 EOF
   if [ -n "$keep_logs" ]; then

@@ -1,13 +1,7 @@
-"""The other traffic beside a training job (scripts/bench-shared.sh): short TCP request/response flows, one long TCP
-flow, and a ping-like probe, each run in a worker namespace of the test bed.
+"""The other traffic beside a training job (scripts/bench-shared.sh): one long TCP flow and a ping-like probe, each run
+in a worker namespace of the test bed, and the summary of a mode's flows. The short request/response flows and their
+server are scripts/lib/short_flows.c (one epoll loop: a thread per flow here put its own delay on every flow).
 
-    shared_flows.py server --port P                      answers each connection's request: 8 bytes, the size N
-                                                         wanted (big-endian), then N bytes back, then close
-    shared_flows.py short --server IP:P --seconds S --rate R --sizes 10000,100000,1000000 --out FILE [--seed N]
-                          [--until FILE]                 Poisson arrivals at R flows/s for S seconds (or until FILE
-                                                         exists), sizes taken in turn from the list; each flow a new
-                                                         connection; one CSV row per flow: start (s, CLOCK_MONOTONIC),
-                                                         size, completion time (ms), ok
     shared_flows.py sink --port P --out FILE             receives one long flow; writes (CLOCK_MONOTONIC s, bytes)
                                                          every 100 ms
     shared_flows.py long --server IP:P --seconds S [--until FILE]
@@ -24,97 +18,15 @@ flow, and a ping-like probe, each run in a worker namespace of the test bed.
                                                          (ms), failures; the long flow's mean rate over [T0, T1] and
                                                          its share of the link; the probe's RTT p50/p99 and losses
 
-A flow's completion time runs from connect() to its last response byte, as a short RPC's user sees it. The server
-and sink are threaded (one thread per connection) so that a slow flow never holds another back.
+A short flow's completion time runs from connect() to its last response byte, as a short RPC's user sees it.
 """
 import argparse
 import json
 import os
-import random
 import socket
 import struct
 import sys
-import threading
 import time
-
-
-def serve(port: int) -> None:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("0.0.0.0", port))
-    listener.listen(512)
-    payload = bytes(1 << 20)
-
-    def answer(conn: socket.socket) -> None:
-        with conn:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            head = b""
-            while len(head) < 8:
-                chunk = conn.recv(8 - len(head))
-                if not chunk:
-                    return
-                head += chunk
-            (size,) = struct.unpack(">Q", head)
-            left = size
-            while left > 0:
-                n = min(left, len(payload))
-                conn.sendall(memoryview(payload)[:n])
-                left -= n
-
-    while True:
-        conn, _ = listener.accept()
-        threading.Thread(target=answer, args=(conn,), daemon=True).start()
-
-
-def one_flow(server, size: int, start: float, results: list, lock: threading.Lock) -> None:
-    t0 = time.perf_counter()
-    ok = True
-    try:
-        with socket.create_connection(server, timeout=30) as conn:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn.sendall(struct.pack(">Q", size))
-            got = 0
-            buffer = bytearray(1 << 16)
-            while got < size:
-                n = conn.recv_into(buffer)
-                if n == 0:
-                    break
-                got += n
-            ok = got == size
-    except OSError:
-        ok = False
-    fct_ms = (time.perf_counter() - t0) * 1e3
-    with lock:
-        results.append((start, size, fct_ms, ok))
-
-
-def short(args) -> None:
-    host, port = args.server.rsplit(":", 1)
-    server = (host, int(port))
-    sizes = [int(s) for s in args.sizes.split(",")]
-    rng = random.Random(args.seed)
-    results: list = []
-    lock = threading.Lock()
-    threads = []
-    begin = time.monotonic()
-    next_at = 0.0
-    k = 0
-    while next_at < args.seconds and not (args.until and os.path.exists(args.until)):
-        now = time.monotonic() - begin
-        if now < next_at:
-            time.sleep(next_at - now)
-        size = sizes[k % len(sizes)]
-        k += 1
-        thread = threading.Thread(target=one_flow, args=(server, size, begin + next_at, results, lock), daemon=True)
-        thread.start()
-        threads.append(thread)
-        next_at += rng.expovariate(args.rate)
-    for thread in threads:
-        thread.join(timeout=60)
-    with open(args.out, "w") as out:
-        out.write("start_s,size,fct_ms,ok\n")
-        for start, size, fct, ok in sorted(results):
-            out.write(f"{start:.4f},{size},{fct:.3f},{int(ok)}\n")
 
 
 def sink(args) -> None:
@@ -259,16 +171,6 @@ def summary(args) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("server")
-    p.add_argument("--port", type=int, required=True)
-    p = sub.add_parser("short")
-    p.add_argument("--server", required=True)
-    p.add_argument("--seconds", type=float, required=True)
-    p.add_argument("--rate", type=float, required=True)
-    p.add_argument("--sizes", default="10000,100000,1000000")
-    p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--until")
     p = sub.add_parser("sink")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--out", required=True)
@@ -290,11 +192,7 @@ def main(argv=None) -> int:
     p.add_argument("--to", dest="window_to", type=float, default=0)
     p.add_argument("--link-bps", type=float, default=1e9)
     args = ap.parse_args(argv)
-    if args.cmd == "server":
-        serve(args.port)
-    elif args.cmd == "short":
-        short(args)
-    elif args.cmd == "sink":
+    if args.cmd == "sink":
         sink(args)
     elif args.cmd == "probe":
         probe(args)

@@ -115,6 +115,7 @@ final class LaneRunners
             .cltForeignEntries(settings.cltForeignEntries())
             .cltForeignPerSource(settings.cltForeignPerSource())
             .dropProbability(settings.dropProbability(), settings.dropSeed())
+            .ecnBacklog(settings.ecnBacklog())
             .warmUpFrames(WARM_UP_FRAMES);
         if (portsOfLane0.size() == 2)
         {

@@ -116,6 +116,11 @@ final class ApplianceValidator
         {
             errors.add(child(dataplanePath, "dropProbability"), dataplane.dropProbability() + " is not in [0, 1)");
         }
+        if (!(dataplane.ecnBacklog() >= 0.0 && dataplane.ecnBacklog() <= 1.0))
+        {
+            errors.add(child(dataplanePath, "ecnBacklog"), dataplane.ecnBacklog() +
+                " is not a fraction of the receive queue in [0, 1] (0: the appliance never marks ECN itself)");
+        }
 
         if (appliance.memoryBudget() <= 0)
         {

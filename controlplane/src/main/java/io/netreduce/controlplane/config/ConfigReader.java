@@ -29,6 +29,7 @@ final class ConfigReader
     private static final Set<String> PORT_KEYS = Set.of("name", "mtu", "type", "segmentation_offload");
     private static final Set<String> DATAPLANE_KEYS = Set.of(
         "idleStrategy", "batchSize", "commandQueueCapacity", "dropProbability", "dropSeed", "lanes", "laneNice",
+        "ecnBacklog",
         "cltEntries", "cltForeignEntries", "cltForeignPerSource");
     private static final Set<String> LISTEN_KEYS = Set.of("listen");
     private static final Set<String> API_KEYS = Set.of("listen", "tokenFile");
@@ -166,7 +167,9 @@ final class ConfigReader
                 cltEntries,
                 cltForeignEntries,
                 integer(dataplaneNode.get("cltForeignPerSource"), child(dataplanePath, "cltForeignPerSource"),
-                    DataplaneConfig.defaultCltForeignPerSource(cltForeignEntries)));
+                    DataplaneConfig.defaultCltForeignPerSource(cltForeignEntries)),
+                decimal(dataplaneNode.get("ecnBacklog"), child(dataplanePath, "ecnBacklog"),
+                    DataplaneConfig.DEFAULT_ECN_BACKLOG));
         }
 
         final long memoryBudget = size(node.get("memoryBudget"), child(path, "memoryBudget"),

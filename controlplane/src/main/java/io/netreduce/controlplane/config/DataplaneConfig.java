@@ -20,6 +20,9 @@ import io.netreduce.dataplane.agent.DataplaneContext;
  *                              most: any host on the switch can send them, so they never take the ring connections'
  *                              room.
  * @param cltForeignPerSource   foreign connections with one source address each lane's CLT holds at most.
+ * @param ecnBacklog            the fraction (0..1) of a port's receive queue that, filled, makes a lane mark the
+ *                              ECN-capable packets it reads CE, so their positions' results carry the appliance's
+ *                              own congestion to every rank ({@link #DEFAULT_ECN_BACKLOG}; 0: never).
  */
 public record DataplaneConfig(
     IdleStrategyKind idleStrategy,
@@ -31,8 +34,31 @@ public record DataplaneConfig(
     int laneNice,
     int cltEntries,
     int cltForeignEntries,
-    int cltForeignPerSource)
+    int cltForeignPerSource,
+    double ecnBacklog)
 {
+    /** Default ECN marking threshold: half of each receive queue (the dataplane's own default, which says why). */
+    public static final double DEFAULT_ECN_BACKLOG = DataplaneContext.DEFAULT_ECN_BACKLOG;
+
+    /**
+     * The default ECN marking threshold.
+     */
+    public DataplaneConfig(
+        final IdleStrategyKind idleStrategy,
+        final int batchSize,
+        final int commandQueueCapacity,
+        final double dropProbability,
+        final long dropSeed,
+        final int lanes,
+        final int laneNice,
+        final int cltEntries,
+        final int cltForeignEntries,
+        final int cltForeignPerSource)
+    {
+        this(idleStrategy, batchSize, commandQueueCapacity, dropProbability, dropSeed, lanes, laneNice, cltEntries,
+            cltForeignEntries, cltForeignPerSource, DEFAULT_ECN_BACKLOG);
+    }
+
     /** Default CLT size (the dataplane's own default): 16384 connections. */
     public static final int DEFAULT_CLT_ENTRIES = DataplaneContext.DEFAULT_CLT_ENTRIES;
     /** Smallest and largest CLT size accepted. */

@@ -132,6 +132,11 @@ class ConfigLoaderTest
         assertThat(set.cltEntries()).isEqualTo(65536);
         assertThat(set.cltForeignEntries()).isEqualTo(1000);
         assertThat(set.cltForeignPerSource()).isEqualTo(10);
+        assertThat(set.ecnBacklog()).as("half the receive queue by default").isEqualTo(0.5);
+
+        final DataplaneConfig marking = ConfigLoader.parse(BASE.replace("  memoryBudget: 64MiB",
+            "  memoryBudget: 64MiB\n  dataplane: { ecnBacklog: 0.25 }")).appliance().dataplane();
+        assertThat(marking.ecnBacklog()).isEqualTo(0.25);
     }
 
     @Test
@@ -217,6 +222,10 @@ class ConfigLoaderTest
             arguments("drop probability 1", BASE.replace("memoryBudget: 64MiB",
                     "memoryBudget: 64MiB\n  dataplane:\n    dropProbability: 1.0"),
                 "appliance.dataplane.dropProbability", "1.0 is not in [0, 1)"),
+            arguments("ECN backlog above the queue", BASE.replace("memoryBudget: 64MiB",
+                    "memoryBudget: 64MiB\n  dataplane:\n    ecnBacklog: 1.5"),
+                "appliance.dataplane.ecnBacklog", "1.5 is not a fraction of the receive queue in [0, 1] (0: the " +
+                    "appliance never marks ECN itself)"),
             arguments("unknown key at top", BASE + "extra: 1\n",
                 "extra", "unknown key (expected one of appliance, jobs)"),
             arguments("memory over budget", BASE.replace("memoryBudget: 64MiB", "memoryBudget: 1MiB"),
@@ -261,8 +270,8 @@ class ConfigLoaderTest
             arguments("unknown dataplane key", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { lane: 2 }"),
                 "appliance.dataplane.lane", "unknown key (expected one of batchSize, cltEntries, cltForeignEntries, " +
-                    "cltForeignPerSource, commandQueueCapacity, dropProbability, dropSeed, idleStrategy, laneNice, " +
-                    "lanes)"),
+                    "cltForeignPerSource, commandQueueCapacity, dropProbability, dropSeed, ecnBacklog, idleStrategy, " +
+                    "laneNice, lanes)"),
             arguments("foreign share larger than the CLT", BASE.replace("  memoryBudget: 64MiB",
                     "  memoryBudget: 64MiB\n  dataplane: { cltEntries: 1024, cltForeignEntries: 2048 }"),
                 "appliance.dataplane.cltForeignEntries", "2048 is not in 1..1024"),

@@ -28,6 +28,8 @@ public final class DataplaneAgent implements Agent
 
     private final CompletableFuture<Void> ready = new CompletableFuture<>();
     private final PacketPort[] ports;
+    /** Per port: the receive backlog, in frames, at which a batch's packets count as marked CE; 0: never. */
+    private final int[] ecnBacklogFrames;
     private final int batchSize;
     private final int commandsPerCycle;
     private final ManyToOneConcurrentArrayQueue<DataplaneCommand> commands;
@@ -48,6 +50,11 @@ public final class DataplaneAgent implements Agent
     {
         context.conclude();
         this.ports = context.ports().toArray(new PacketPort[0]);
+        this.ecnBacklogFrames = new int[ports.length];
+        for (int i = 0; i < ports.length; i++)
+        {
+            ecnBacklogFrames[i] = context.ecnBacklogFrames(ports[i]);
+        }
         this.batchSize = context.batchSize();
         this.commandsPerCycle = context.commandsPerCycle();
         this.commands = new ManyToOneConcurrentArrayQueue<>(context.commandQueueCapacity());
@@ -104,8 +111,10 @@ public final class DataplaneAgent implements Agent
         final long now = System.nanoTime();
         for (int i = 0; i < ports.length; i++)
         {
-            processor.beginBatch(i, now);
-            work += ports[i].receive(processor, batchSize);
+            final PacketPort port = ports[i];
+            final int markAt = ecnBacklogFrames[i];
+            processor.beginBatch(i, now, markAt > 0 && port.receiveBacklogAtLeast(markAt));
+            work += port.receive(processor, batchSize);
         }
         for (final PacketPort port : ports)
         {

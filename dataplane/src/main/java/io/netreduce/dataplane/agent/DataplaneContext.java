@@ -59,6 +59,16 @@ public final class DataplaneContext
      * {@code netreduce.warmUpFrames}, 65,536 unless set.
      */
     public static final long DEFAULT_WARM_UP_FRAMES = 0;
+    /**
+     * The appliance's own ECN marking (PANAMA's switch AQM, at the appliance): the fraction of a port's receive queue
+     * that, filled, makes the dataplane mark CE the ECN-capable packets of the batch it then reads, and so every
+     * result of their positions. Half by default: marks are an early warning of the queue's overflow (a drop, and a
+     * go-back-N resend by every rank behind it), not a latency target; a queue half full means the lane is behind its
+     * ports by thousands of frames. When rings on a port can have more frames in flight than its queue holds (two
+     * W = 8 jobs at window 16 on the bed's 3584-slot ring), the marks shrink their windows before it overflows. 0
+     * turns marking off; a port that cannot tell its backlog never marks.
+     */
+    public static final double DEFAULT_ECN_BACKLOG = 0.5;
 
     private List<PacketPort> ports = List.of();
     private int[] peers;
@@ -76,6 +86,7 @@ public final class DataplaneContext
     private long foreignIdleNs = DEFAULT_FOREIGN_IDLE_NS;
     private long abandonedRunNs = RingRuns.DEFAULT_ABANDONED_RUN_NS;
     private long warmUpFrames = DEFAULT_WARM_UP_FRAMES;
+    private double ecnBacklog = DEFAULT_ECN_BACKLOG;
 
     /**
      * The ports the agent polls, by index. Default peers: one-armed (every frame leaves on its own port).
@@ -251,6 +262,35 @@ public final class DataplaneContext
         return warmUpFrames;
     }
 
+    /**
+     * @param fraction of each port's receive queue at which the dataplane marks ECN ({@link #DEFAULT_ECN_BACKLOG}):
+     *                 0 (off) to 1.
+     */
+    public DataplaneContext ecnBacklog(final double fraction)
+    {
+        if (!(fraction >= 0 && fraction <= 1))
+        {
+            throw new IllegalArgumentException("ecnBacklog must be a fraction 0..1 of the receive queue: " + fraction);
+        }
+        this.ecnBacklog = fraction;
+        return this;
+    }
+
+    public double ecnBacklog()
+    {
+        return ecnBacklog;
+    }
+
+    /**
+     * @return frames waiting in {@code port}'s receive queue from which the dataplane marks, 0 when it never does
+     *         (marking off, or a port that cannot tell its backlog).
+     */
+    public int ecnBacklogFrames(final PacketPort port)
+    {
+        final int capacity = port.receiveCapacity();
+        return ecnBacklog <= 0 || capacity <= 0 ? 0 : Math.max(1, (int)Math.ceil(ecnBacklog * capacity));
+    }
+
     public DataplaneContext counters(final DataplaneCounters counters)
     {
         this.counters = counters;
@@ -352,6 +392,7 @@ public final class DataplaneContext
         copy.dropSeed = dropSeed + lane;
         copy.foreignIdleNs = foreignIdleNs;
         copy.abandonedRunNs = abandonedRunNs;
+        copy.ecnBacklog = ecnBacklog;
         // The JIT's code is the process's: one lane warming the packet path warms it for all.
         copy.warmUpFrames = lane == 0 ? warmUpFrames : 0;
         return copy;

@@ -120,9 +120,9 @@ public final class PacketProcessor implements FrameHandler
     /**
      * Set the port the next frames come from and the time stamp for their arrival (once per batch).
      */
-    public void beginBatch(final int portIndex, final long nowNs)
+    public void beginBatch(final int portIndex, final long nowNs, final boolean queueCongested)
     {
-        arriving.beginBatch(portIndex, nowNs);
+        arriving.beginBatch(portIndex, nowNs, queueCongested);
     }
 
     @Override

@@ -18,6 +18,7 @@ public enum DataplaneCounter
     DUPLICATES_ANSWERED("duplicates of completed aggregations answered with the stored result"),
     DUPLICATES_PENDING("duplicates of incomplete aggregations (no effect on the result)"),
     ECN_CE_RECEIVED("packets that reached an aggregator (or a leaf's spine result) marked ECN CE"),
+    ECN_CE_QUEUE("ECN-capable packets that reached an aggregator while the appliance's own receive queue held at least its marking threshold (dataplane.ecnBacklog): their position's results go out marked CE, as a switch's AQM marks"),
     ECN_CE_SENT("packets sent marked ECN CE because a packet of their position was (results, partials, answers)"),
     AGGREGATORS_RELEASED("aggregators freed one window later"),
     RING_RESTARTS("ring restarts: a rank connected again, the previous run's aggregators discarded"),

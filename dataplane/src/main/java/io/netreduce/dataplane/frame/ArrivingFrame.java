@@ -22,11 +22,25 @@ public final class ArrivingFrame
     private int flags;
     private int port;
     private long batchNs;
+    private boolean queueCongested;
 
-    public void beginBatch(final int port, final long nowNs)
+    /**
+     * @param queueCongested whether the port's receive queue held at least the marking threshold when the batch
+     *                       began (the appliance's own congestion: its ECN-capable frames count as marked).
+     */
+    public void beginBatch(final int port, final long nowNs, final boolean queueCongested)
     {
         this.port = port;
         this.batchNs = nowNs;
+        this.queueCongested = queueCongested;
+    }
+
+    /**
+     * @return whether the batch began with the port's receive queue at or above the ECN marking threshold.
+     */
+    public boolean queueCongested()
+    {
+        return queueCongested;
     }
 
     /**

@@ -50,6 +50,7 @@ final class Aggregator
     private final AtomicCounter downRepeated;
     private final AtomicCounter ceReceived;
     private final AtomicCounter ceSent;
+    private final AtomicCounter ceQueue;
 
     /**
      * @param latency recorder of first-packet-in to results-out times, in nanoseconds, capped at
@@ -76,6 +77,7 @@ final class Aggregator
         downRepeated = counters.counter(DataplaneCounter.DOWN_REPEATED);
         ceReceived = counters.counter(DataplaneCounter.ECN_CE_RECEIVED);
         ceSent = counters.counter(DataplaneCounter.ECN_CE_SENT);
+        ceQueue = counters.counter(DataplaneCounter.ECN_CE_QUEUE);
     }
 
     /**
@@ -335,6 +337,11 @@ final class Aggregator
         latency.recordValue(Math.max(0, Math.min(elapsed, highestLatency)));
     }
 
+    /**
+     * A CE mark from the path, or the appliance's own: an ECN-capable packet taken from a receive queue that held the
+     * marking threshold counts as marked (a switch's AQM marks on its queue; a Not-ECT packet is never marked,
+     * RFC 3168 §5).
+     */
     private void recordEcn(final AggregatorRegion region, final int agg, final ArrivingFrame arriving)
     {
         final int ecn = arriving.frame().ecn();
@@ -342,6 +349,11 @@ final class Aggregator
         {
             ceReceived.incrementRelease();
             region.recordEcn(agg, ecn);
+        }
+        else if (arriving.queueCongested() && Ecn.isCapable(ecn))
+        {
+            ceQueue.incrementRelease();
+            region.recordEcn(agg, Ecn.CE);
         }
     }
 

@@ -54,6 +54,7 @@ public final class SwitchMlProtocol
     private final AtomicCounter results;
     private final AtomicCounter resultsResent;
     private final AtomicCounter unknownJob;
+    private final AtomicCounter ceQueue;
 
     public SwitchMlProtocol(final SwitchMlJobs jobs, final DataplaneCounters counters, final FrameOutput output)
     {
@@ -64,6 +65,7 @@ public final class SwitchMlProtocol
         this.results = counters.counter(DataplaneCounter.SWITCHML_RESULTS);
         this.resultsResent = counters.counter(DataplaneCounter.SWITCHML_RESULTS_RESENT);
         this.unknownJob = counters.counter(DataplaneCounter.PASS_THROUGH_SWITCHML_NO_JOB);
+        this.ceQueue = counters.counter(DataplaneCounter.ECN_CE_QUEUE);
     }
 
     /**
@@ -131,7 +133,7 @@ public final class SwitchMlProtocol
         job.seen(worker, srcMac, arriving.port());
         final long bit = 1L << worker;
         final long before = job.updateBitmap(slot, set, bit);
-        final int ecn = Ipv4Header.ecn(buffer, l3);
+        final int ecn = ecnOf(arriving, buffer, l3);
         if ((before & bit) != 0)
         {
             onRetransmission(arriving, job, worker, slot, set, header, ecn);
@@ -163,6 +165,21 @@ public final class SwitchMlProtocol
         {
             complete(arriving, job, slot, set, header);
         }
+    }
+
+    /**
+     * The packet's ECN codepoint, CE when it is ECN-capable and the appliance's receive queue held the marking
+     * threshold as its batch began (the appliance's own mark, as NetReduce's aggregator makes it).
+     */
+    private int ecnOf(final ArrivingFrame arriving, final MutableDirectBuffer buffer, final int l3)
+    {
+        final int ecn = Ipv4Header.ecn(buffer, l3);
+        if (ecn != Ecn.CE && Ecn.isCapable(ecn) && arriving.queueCongested())
+        {
+            ceQueue.incrementRelease();
+            return Ecn.CE;
+        }
+        return ecn;
     }
 
     private void onRetransmission(

@@ -227,6 +227,99 @@ class EcnAggregationTest
     }
 
     /**
+     * Harness ports hold 909 frames of the largest length; 3.5 / 909 of that is a threshold of 4 frames.
+     */
+    private static final double FOUR_FRAMES = 3.5 / 909;
+
+    /**
+     * The appliance's own marks: a batch read while the receive queue holds the threshold counts its ECN-capable
+     * packets as marked, and each of their positions' results goes out CE, valid and otherwise unchanged.
+     */
+    @Test
+    void shouldMarkEveryResultOfABatchReadWhileTheReceiveQueueHeldTheThreshold()
+    {
+        final RingDefinition config = Rings.ring(6, RANKS, ElementType.FP32, 2, MSG_LEN, 256);
+        final Random random = new Random(11);
+        final RingWorker[] workers = new RingWorker[RANKS];
+        final byte[][] gradients = new byte[RANKS][];
+        for (int r = 0; r < RANKS; r++)
+        {
+            workers[r] = RingWorker.of(config, r, random.nextInt(1 << 24));
+            gradients[r] = Gradients.random(ElementType.FP32, workers[r].gradientBytes(), random);
+        }
+        try (DataplaneHarness queued = new DataplaneHarness(context -> context.ecnBacklog(FOUR_FRAMES));
+            DataplaneHarness oneByOne = new DataplaneHarness(context -> context.ecnBacklog(FOUR_FRAMES)))
+        {
+            assertThat(queued.port(0).receiveCapacity()).isEqualTo(909);
+            queued.install(config);
+            oneByOne.install(config);
+            final List<List<byte[]>> frames = new ArrayList<>();
+            for (int r = 0; r < RANKS; r++)
+            {
+                frames.add(workers[r].message(0, gradients[r]));
+            }
+            // the whole message waits in the queue (9 frames) when the batch begins
+            for (int p = 0; p < MSG_LEN; p++)
+            {
+                for (int r = 0; r < RANKS; r++)
+                {
+                    assertThat(queued.port(0).inject(withEcn(frames.get(r).get(p).clone(), codepointOf(r)))).isTrue();
+                }
+            }
+            final List<byte[]> marked = queued.runAndDrain(0);
+            // the same frames one at a time: the queue never holds more than one
+            final List<byte[]> plain = send(oneByOne, frames, -1, -1);
+
+            assertThat(marked).hasSize(RANKS * MSG_LEN);
+            assertThat(queued.counter(DataplaneCounter.ECN_CE_QUEUE)).isEqualTo(RANKS * MSG_LEN);
+            assertThat(queued.counter(DataplaneCounter.ECN_CE_RECEIVED)).isZero();
+            assertThat(queued.counter(DataplaneCounter.ECN_CE_SENT)).isEqualTo(RANKS * MSG_LEN);
+            assertThat(oneByOne.counter(DataplaneCounter.ECN_CE_QUEUE)).isZero();
+            assertThat(oneByOne.counter(DataplaneCounter.ECN_CE_SENT)).isZero();
+            for (int i = 0; i < marked.size(); i++)
+            {
+                final byte[] result = marked.get(i);
+                assertValid(result);
+                assertThat(Ecn.of(new UnsafeBuffer(result), 14)).isEqualTo(Ecn.CE);
+                assertThat(Ecn.of(new UnsafeBuffer(plain.get(i)), 14)).isEqualTo(codepointOf(rankOf(plain.get(i))));
+                assertThat(withEcn(result.clone(), Ecn.NOT_ECT)).isEqualTo(withEcn(plain.get(i).clone(), Ecn.NOT_ECT));
+            }
+        }
+    }
+
+    /**
+     * RFC 3168 §5: a packet that is not ECN-capable is never marked; and marking off (0) marks nothing.
+     */
+    @ParameterizedTest(name = "notEct={0}")
+    @ValueSource(booleans = { false, true })
+    void shouldNotMarkNotEctPacketsNorMarkWhenQueueMarkingIsOff(final boolean notEct)
+    {
+        final RingDefinition config = Rings.ring(7, RANKS, ElementType.FP32, 2, MSG_LEN, 256);
+        final Random random = new Random(12);
+        final double threshold = notEct ? FOUR_FRAMES : 0;
+        try (DataplaneHarness harness = new DataplaneHarness(context -> context.ecnBacklog(threshold)))
+        {
+            harness.install(config);
+            for (int r = 0; r < RANKS; r++)
+            {
+                final RingWorker worker = RingWorker.of(config, r, random.nextInt(1 << 24));
+                for (final byte[] frame : worker.message(0,
+                    Gradients.random(ElementType.FP32, worker.gradientBytes(), random)))
+                {
+                    harness.port(0).inject(withEcn(frame, notEct ? Ecn.NOT_ECT : Ecn.ECT_0));
+                }
+            }
+            final List<byte[]> results = harness.runAndDrain(0);
+            assertThat(results).hasSize(RANKS * MSG_LEN);
+            for (final byte[] result : results)
+            {
+                assertThat(Ecn.of(new UnsafeBuffer(result), 14)).isEqualTo(notEct ? Ecn.NOT_ECT : Ecn.ECT_0);
+            }
+            assertThat(harness.counter(DataplaneCounter.ECN_CE_QUEUE)).isZero();
+        }
+    }
+
+    /**
      * Multi-rack: a mark on a rank's packet reaches every rank of every rack (up in the leaf's partial, down in the
      * spine's result); a mark on a partial going up reaches every rank; a mark on the spine's result going down to
      * one leaf reaches that rack's ranks only.

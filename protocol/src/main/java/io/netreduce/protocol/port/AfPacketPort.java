@@ -84,7 +84,8 @@ public final class AfPacketPort implements PollablePort
         rxFrameSize = sockets.rxFrameSize();
         rxReader = configuration.rxRingVersion() == RxRingVersion.V2 ?
             new TpacketV2RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), rxFrameSize, counters) :
-            new TpacketV3RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), counters);
+            new TpacketV3RxRing(rxRing, configuration.rxBlockSize(), configuration.rxBlockCount(), v3SlotSize(mtu),
+                counters);
         splitter = configuration.segmentationOffload() ? new UdpSegmentSplitter(counters) : null;
         tx = sockets.newTxRing(counters);
     }
@@ -383,11 +384,32 @@ public final class AfPacketPort implements PollablePort
         return rxFd;
     }
 
+    /**
+     * In V3 a frame takes its header, the Ethernet header (and a tag) and its length, 16-byte aligned: for the
+     * backlog, count frames of the MTU.
+     */
+    private static int v3SlotSize(final int mtu)
+    {
+        return (TPACKET3_HDR_ROOM + 18 + Math.max(mtu, 64) + 15) & ~15;
+    }
+
     /** Whether the receive ring holds frames not yet handed over (no system call). */
     @Override
     public boolean hasReceiveWork()
     {
         return !closed && rxReader.hasWork();
+    }
+
+    @Override
+    public int receiveCapacity()
+    {
+        return rxReader.capacity();
+    }
+
+    @Override
+    public boolean receiveBacklogAtLeast(final int frames)
+    {
+        return !closed && rxReader.backlogAtLeast(frames);
     }
 
     /** Whether frames are queued on the transmit ring that the kernel has not taken yet. */

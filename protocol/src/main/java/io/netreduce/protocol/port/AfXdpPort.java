@@ -240,6 +240,18 @@ public final class AfXdpPort implements PollablePort
     }
 
     @Override
+    public int receiveCapacity()
+    {
+        return receiver.capacity();
+    }
+
+    @Override
+    public boolean receiveBacklogAtLeast(final int frames)
+    {
+        return !closed && receiver.backlogAtLeast(frames);
+    }
+
+    @Override
     public boolean hasReceiveWork()
     {
         return !closed && receiver.hasWork();

@@ -230,6 +230,8 @@ final class LinuxPacketAbi
     static final int TPACKET3_HDR_SIZE = 48;
     /** Where the sockaddr_ll of a V3 frame starts: TPACKET_ALIGN(sizeof(struct tpacket3_hdr)). */
     static final int TPACKET3_SOCKADDR_LL_OFFSET = 48;
+    /** Room ahead of a V3 frame's data: the header, the sockaddr_ll (20 bytes) and the alignment tp_mac keeps. */
+    static final int TPACKET3_HDR_ROOM = 80;
 
     // ---------------------------------------------------------------------------------------------------------
     // struct tpacket2_hdr (32 bytes), followed by struct sockaddr_ll at TPACKET_ALIGN(32) = 32.

@@ -6,6 +6,7 @@ import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RecordDescriptor;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
 import java.nio.ByteBuffer;
@@ -48,6 +49,7 @@ public final class MemoryPort implements PacketPort
     private final UnsafeBuffer txSlots;
     private final int[] txLengths;
     private final AtomicLong inboundLost = new AtomicLong();
+    private final AtomicLong inboundWaiting = new AtomicLong();
     private final MessageHandler inboundReader = this::onInboundRecord;
     private volatile MemoryPort peer;
     private FrameHandler currentHandler;
@@ -190,7 +192,11 @@ public final class MemoryPort implements PacketPort
             if (null != destination)
             {
                 // On a wire the frame leaves this port whatever happens at the far end, like a real link.
-                if (!destination.inbound.write(FLAGS_TYPE_BIAS, txSlots, slotOffset, length))
+                if (destination.inbound.write(FLAGS_TYPE_BIAS, txSlots, slotOffset, length))
+                {
+                    destination.inboundWaiting.incrementAndGet();
+                }
+                else
                 {
                     destination.inboundLost.incrementAndGet();
                 }
@@ -256,7 +262,30 @@ public final class MemoryPort implements PacketPort
         {
             return false;
         }
-        return inbound.write(flags + FLAGS_TYPE_BIAS, buffer, offset, length);
+        if (inbound.write(flags + FLAGS_TYPE_BIAS, buffer, offset, length))
+        {
+            inboundWaiting.incrementAndGet();
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * @return frames of the largest length the inbound queue holds.
+     */
+    @Override
+    public int receiveCapacity()
+    {
+        return inbound.capacity() / (maxFrameLength + RecordDescriptor.HEADER_LENGTH);
+    }
+
+    /**
+     * @return whether at least {@code frames} frames were queued and not yet received.
+     */
+    @Override
+    public boolean receiveBacklogAtLeast(final int frames)
+    {
+        return frames >= 1 && inboundWaiting.get() >= frames;
     }
 
     /**
@@ -286,6 +315,7 @@ public final class MemoryPort implements PacketPort
 
     private void onInboundRecord(final int type, final MutableDirectBuffer buffer, final int index, final int length)
     {
+        inboundWaiting.decrementAndGet();
         counters.onFrameReceived(length);
         currentHandler.onFrame(buffer, index, length, type - FLAGS_TYPE_BIAS);
     }

@@ -25,6 +25,28 @@ public interface PacketPort extends AutoCloseable
     int receive(FrameHandler handler, int limit);
 
     /**
+     * @return frames the port's receive queue holds at most (the slots the kernel fills before it drops), or 0 when
+     *         the port cannot tell; then {@link #receiveBacklogAtLeast} is always false.
+     */
+    default int receiveCapacity()
+    {
+        return 0;
+    }
+
+    /**
+     * Whether at least {@code frames} received frames wait to be read: one look at the shared ring, no system call,
+     * so a dataplane can ask once per batch. The appliance marks ECN by it (PANAMA's switch queue, at the appliance:
+     * docs/architecture.md, "Congestion marks").
+     *
+     * @param frames at least 1; a figure above {@link #receiveCapacity()} is never reached.
+     * @return false when fewer wait, or when the port cannot tell.
+     */
+    default boolean receiveBacklogAtLeast(final int frames)
+    {
+        return false;
+    }
+
+    /**
      * Queue a copy of a frame for transmission. The frame is not on the wire until {@link #flush()}. By default a
      * claim of the frame's length, one copy into the claimed slot and a commit.
      *

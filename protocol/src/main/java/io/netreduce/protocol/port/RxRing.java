@@ -18,4 +18,14 @@ interface RxRing
      * @return true if {@link #read} would find frames (or, for V3, an empty block to hand back) without waiting.
      */
     boolean hasWork();
+
+    /**
+     * @return frames the ring holds at most (V3: blocks times the frames of {@code slotSize} that fit a block).
+     */
+    int capacity();
+
+    /**
+     * @return whether at least {@code frames} frames wait to be read (one volatile read; V3 counts whole blocks).
+     */
+    boolean backlogAtLeast(int frames);
 }

@@ -125,6 +125,30 @@ final class TpacketV2RxRing implements RxRing
             (ring.getIntVolatile(slotOffset + TPACKET2_HDR_STATUS_OFFSET) & TP_STATUS_USER) != 0;
     }
 
+    @Override
+    public int capacity()
+    {
+        return framesPerBlock * blockCount;
+    }
+
+    /**
+     * The kernel fills slots strictly in ring order and we release them in the same order, so the slots it has
+     * handed over and we have not read form one run from the read position: if the slot {@code frames - 1} ahead is
+     * ours, every slot before it is too.
+     */
+    @Override
+    public boolean backlogAtLeast(final int frames)
+    {
+        final int capacity = framesPerBlock * blockCount;
+        if (frames < 1 || frames > capacity)
+        {
+            return false;
+        }
+        final int ahead = (blockIndex * framesPerBlock + slotInBlock + frames - 1) % capacity;
+        final int offset = (ahead / framesPerBlock) * blockSize + (ahead % framesPerBlock) * frameSize;
+        return (ring.getIntVolatile(offset + TPACKET2_HDR_STATUS_OFFSET) & TP_STATUS_USER) != 0;
+    }
+
     private void advance()
     {
         if (++slotInBlock < framesPerBlock)

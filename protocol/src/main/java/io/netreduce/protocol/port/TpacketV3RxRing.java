@@ -19,6 +19,7 @@ final class TpacketV3RxRing implements RxRing
     private final int blockSize;
     private final int blockCount;
     private final PortCounters counters;
+    private final int framesPerBlock;
 
     private int blockIndex;
     private boolean blockHeld;
@@ -30,10 +31,17 @@ final class TpacketV3RxRing implements RxRing
      * @param ring       the mapped ring: {@code blockCount} blocks of {@code blockSize} bytes.
      * @param blockSize  tp_block_size the ring was set up with.
      * @param blockCount tp_block_nr the ring was set up with.
+     * @param slotSize   bytes a frame of the port's MTU takes in a block, for {@link #capacity()} and the backlog.
      * @param counters   where received and truncated frames are counted.
      */
-    TpacketV3RxRing(final UnsafeBuffer ring, final int blockSize, final int blockCount, final PortCounters counters)
+    TpacketV3RxRing(
+        final UnsafeBuffer ring,
+        final int blockSize,
+        final int blockCount,
+        final int slotSize,
+        final PortCounters counters)
     {
+        this.framesPerBlock = Math.max(1, blockSize / Math.max(1, slotSize));
         this.ring = ring;
         this.blockSize = blockSize;
         this.blockCount = blockCount;
@@ -112,6 +120,29 @@ final class TpacketV3RxRing implements RxRing
     {
         return blockHeld ||
             (ring.getIntVolatile(blockIndex * blockSize + BLOCK_DESC_BLOCK_STATUS_OFFSET) & TP_STATUS_USER) != 0;
+    }
+
+    @Override
+    public int capacity()
+    {
+        return framesPerBlock * blockCount;
+    }
+
+    /**
+     * Counted in whole blocks of {@code framesPerBlock} frames (a V3 block holds as many frames as arrived before it
+     * filled or timed out, so this is the estimate for frames of the port's slot size): at least that many blocks,
+     * the one in hand included, are ours. Blocks, like V2's slots, are filled and released in ring order.
+     */
+    @Override
+    public boolean backlogAtLeast(final int frames)
+    {
+        if (frames < 1 || frames > framesPerBlock * blockCount)
+        {
+            return false;
+        }
+        final int blocks = (frames + framesPerBlock - 1) / framesPerBlock;
+        final int ahead = (blockIndex + blocks - 1) % blockCount;
+        return (ring.getIntVolatile(ahead * blockSize + BLOCK_DESC_BLOCK_STATUS_OFFSET) & TP_STATUS_USER) != 0;
     }
 
     private void releaseBlock()

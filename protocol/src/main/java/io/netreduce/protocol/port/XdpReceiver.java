@@ -123,6 +123,22 @@ final class XdpReceiver
     }
 
     /**
+     * @return descriptors the RX ring holds at most.
+     */
+    int capacity()
+    {
+        return rx.size();
+    }
+
+    /**
+     * @return whether at least {@code frames} descriptors wait in the RX ring (no system call).
+     */
+    boolean backlogAtLeast(final int frames)
+    {
+        return frames >= 1 && rx.producer() - rxConsumer >= frames;
+    }
+
+    /**
      * @return whether the RX ring holds descriptors not yet read (no system call).
      */
     boolean hasWork()

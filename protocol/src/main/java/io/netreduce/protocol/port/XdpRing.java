@@ -37,6 +37,12 @@ final class XdpRing
         this.mask = size - 1;
     }
 
+    /** Entries the ring holds (a power of two). */
+    int size()
+    {
+        return mask + 1;
+    }
+
     long mapAddress()
     {
         return mapAddress;

@@ -236,6 +236,70 @@ class AfPacketPortVethTest extends PacketPortVethContract
     }
 
     @Test
+    void shouldTellAV2RingsBacklogExactlyAcrossTheRingsEnd()
+    {
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
+        // two 2 KiB slots per 4 KiB block, 64 blocks: 128 slots
+        final AfPacketPort b = open(veth.namespaceB, receiver(RxRingVersion.V2)
+            .withRxRing(4096, 64, 1).withRxFrameSize(2048));
+        assertThat(b.receiveCapacity()).isEqualTo(128);
+        final UnsafeBuffer frame = new UnsafeBuffer(testFrame(1, 700, new Random(5)));
+        final FrameHandler ignore = (buffer, offset, length, flags) -> { };
+        sendFrames(a, frame, 40);
+        awaitCondition(() -> b.receiveBacklogAtLeast(40));
+        assertThat(b.receiveBacklogAtLeast(41)).isFalse();
+        assertThat(b.receive(ignore, 10)).isEqualTo(10);
+        assertThat(b.receiveBacklogAtLeast(30)).isTrue();
+        assertThat(b.receiveBacklogAtLeast(31)).isFalse();
+        assertThat(b.receive(ignore, 64)).isEqualTo(30);
+        assertThat(b.receiveBacklogAtLeast(1)).isFalse();
+
+        // 100 more: slots 40..127 and on from 0 again
+        sendFrames(a, frame, 100);
+        awaitCondition(() -> b.receiveBacklogAtLeast(100));
+        assertThat(b.receiveBacklogAtLeast(101)).isFalse();
+        assertThat(b.receiveBacklogAtLeast(129)).as("more than the ring holds").isFalse();
+        int read = 0;
+        while (read < 100)
+        {
+            read += b.receive(ignore, 64);
+        }
+        assertThat(b.receiveBacklogAtLeast(1)).isFalse();
+    }
+
+    @Test
+    void shouldTellAV3RingsBacklogInWholeBlocks()
+    {
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));
+        final AfPacketPort b = open(veth.namespaceB, receiver(RxRingVersion.V3).withRxRing(32768, 16, 1));
+        // a frame of the pair's 9000-byte MTU takes 9104 bytes of a block: three to a 32 KiB block, 48 in the ring
+        assertThat(b.mtu()).isEqualTo(JUMBO_MTU);
+        assertThat(b.receiveCapacity()).isEqualTo(48);
+        final UnsafeBuffer frame = new UnsafeBuffer(testFrame(1, 700, new Random(6)));
+        sendFrames(a, frame, 100);
+        // 100 frames of 700 bytes fill two blocks and part of a third (handed over by its 1 ms timer): at least
+        // three blocks, counted as 9 frames of the MTU, and far from the ring's 16
+        awaitCondition(() -> b.receiveBacklogAtLeast(9));
+        assertThat(b.receiveBacklogAtLeast(13)).isFalse();
+        final int[] read = {0};
+        awaitCondition(() ->
+        {
+            read[0] += b.receive((buffer, offset, length, flags) -> { }, 64);
+            return read[0] >= 100;
+        });
+        assertThat(b.receiveBacklogAtLeast(1)).isFalse();
+    }
+
+    private static void sendFrames(final AfPacketPort port, final UnsafeBuffer frame, final int count)
+    {
+        for (int i = 0; i < count; i++)
+        {
+            assertThat(port.send(frame, 0, 700)).isTrue();
+        }
+        assertThat(port.flush()).isEqualTo(count);
+    }
+
+    @Test
     void shouldLimitTxFramesToTheSlotLessItsHeader()
     {
         final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A));

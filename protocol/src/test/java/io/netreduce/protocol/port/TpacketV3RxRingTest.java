@@ -22,7 +22,7 @@ class TpacketV3RxRingTest
 
     private final UnsafeBuffer ring = new UnsafeBuffer(new byte[BLOCK_SIZE * BLOCK_COUNT]);
     private final PortCounters counters = new PortCounters();
-    private final TpacketV3RxRing reader = new TpacketV3RxRing(ring, BLOCK_SIZE, BLOCK_COUNT, counters);
+    private final TpacketV3RxRing reader = new TpacketV3RxRing(ring, BLOCK_SIZE, BLOCK_COUNT, 2048, counters);
     private final List<byte[]> frames = new ArrayList<>();
     private final List<Integer> flags = new ArrayList<>();
     private final FrameHandler collect = (buffer, offset, length, frameFlags) ->
