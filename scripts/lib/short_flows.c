@@ -133,6 +133,7 @@ static int serve(int port)
             }
         }
     }
+    return 0; // not reached: the server runs until it is killed
 }
 
 // --- short flows --------------------------------------------------------------------------------------------------

@@ -71,6 +71,30 @@ final class DataplaneRingInstaller implements RingInstaller
             installed.ringId(), ring.job(), describeRole(config), config.worldSize(),
             installed.aggregators(), installed.memoryBytes(), installed.budgetUsedBytes(),
             installed.budgetBytes());
+        warnIfWindowsOutgrowTheReceiveRing();
+    }
+
+    /**
+     * PANAMA's {@code wnd_cap} is a job's share of the aggregator's buffer. Here a ring's window is its cap whatever
+     * else shares the port, so say when the windows of every ring together could put more frames in flight than a
+     * port's receive ring holds: the appliance then marks ECN at {@code dataplane.ecnBacklog} (workers with the ECN
+     * window slow down), and drops (ranks resend by go-back-N) if it fills. An estimate: every rank of every ring a
+     * full window of MsgLen packets ahead, all on one lane.
+     */
+    private void warnIfWindowsOutgrowTheReceiveRing()
+    {
+        long inFlight = 0;
+        for (final RingDefinition ring : installedRings.values())
+        {
+            inFlight += (long)ring.worldSize() * ring.window() * ring.msgLen();
+        }
+        final int capacity = lanes.smallestReceiveCapacity();
+        if (capacity > 0 && inFlight > capacity)
+        {
+            LOG.warn("the {} rings installed can have {} frames in flight, more than a port's receive ring holds " +
+                "({}): a lane that falls behind marks ECN from dataplane.ecnBacklog of it, and drops when it is " +
+                "full; smaller windows, or a larger ring, keep it in", installedRings.size(), inFlight, capacity);
+        }
     }
 
     @Override

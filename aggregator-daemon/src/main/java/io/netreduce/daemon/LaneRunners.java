@@ -160,6 +160,26 @@ final class LaneRunners
     /**
      * @return for each lane, its ports in configuration order (empty before {@link #start} and after {@link #close}).
      */
+    /**
+     * @return the fewest frames a lane's port's receive queue holds, 0 when no port can tell.
+     */
+    int smallestReceiveCapacity()
+    {
+        int smallest = Integer.MAX_VALUE;
+        for (final List<PacketPort> lane : lanePorts)
+        {
+            for (final PacketPort port : lane)
+            {
+                final int capacity = port.receiveCapacity();
+                if (capacity > 0)
+                {
+                    smallest = Math.min(smallest, capacity);
+                }
+            }
+        }
+        return smallest == Integer.MAX_VALUE ? 0 : smallest;
+    }
+
     List<List<PacketPort>> lanePorts()
     {
         return lanePorts;

@@ -37,7 +37,7 @@ public record DataplaneConfig(
     int cltForeignPerSource,
     double ecnBacklog)
 {
-    /** Default ECN marking threshold: half of each receive queue (the dataplane's own default, which says why). */
+    /** Default ECN marking threshold: a quarter of each receive queue (the dataplane's own default, which says why). */
     public static final double DEFAULT_ECN_BACKLOG = DataplaneContext.DEFAULT_ECN_BACKLOG;
 
     /**

@@ -132,11 +132,11 @@ class ConfigLoaderTest
         assertThat(set.cltEntries()).isEqualTo(65536);
         assertThat(set.cltForeignEntries()).isEqualTo(1000);
         assertThat(set.cltForeignPerSource()).isEqualTo(10);
-        assertThat(set.ecnBacklog()).as("half the receive queue by default").isEqualTo(0.5);
+        assertThat(set.ecnBacklog()).as("a quarter of the receive queue by default").isEqualTo(0.25);
 
         final DataplaneConfig marking = ConfigLoader.parse(BASE.replace("  memoryBudget: 64MiB",
-            "  memoryBudget: 64MiB\n  dataplane: { ecnBacklog: 0.25 }")).appliance().dataplane();
-        assertThat(marking.ecnBacklog()).isEqualTo(0.25);
+            "  memoryBudget: 64MiB\n  dataplane: { ecnBacklog: 0.5 }")).appliance().dataplane();
+        assertThat(marking.ecnBacklog()).isEqualTo(0.5);
     }
 
     @Test
