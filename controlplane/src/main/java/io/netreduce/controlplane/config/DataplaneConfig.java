@@ -40,25 +40,6 @@ public record DataplaneConfig(
     /** Default ECN marking threshold: a quarter of each receive queue (the dataplane's own default, which says why). */
     public static final double DEFAULT_ECN_BACKLOG = DataplaneContext.DEFAULT_ECN_BACKLOG;
 
-    /**
-     * The default ECN marking threshold.
-     */
-    public DataplaneConfig(
-        final IdleStrategyKind idleStrategy,
-        final int batchSize,
-        final int commandQueueCapacity,
-        final double dropProbability,
-        final long dropSeed,
-        final int lanes,
-        final int laneNice,
-        final int cltEntries,
-        final int cltForeignEntries,
-        final int cltForeignPerSource)
-    {
-        this(idleStrategy, batchSize, commandQueueCapacity, dropProbability, dropSeed, lanes, laneNice, cltEntries,
-            cltForeignEntries, cltForeignPerSource, DEFAULT_ECN_BACKLOG);
-    }
-
     /** Default CLT size (the dataplane's own default): 16384 connections. */
     public static final int DEFAULT_CLT_ENTRIES = DataplaneContext.DEFAULT_CLT_ENTRIES;
     /** Smallest and largest CLT size accepted. */
@@ -84,7 +65,7 @@ public record DataplaneConfig(
     }
 
     /**
-     * The default CLT.
+     * The default CLT and ECN marking threshold.
      */
     public DataplaneConfig(
         final IdleStrategyKind idleStrategy,
@@ -97,7 +78,7 @@ public record DataplaneConfig(
     {
         this(idleStrategy, batchSize, commandQueueCapacity, dropProbability, dropSeed, lanes, laneNice,
             DEFAULT_CLT_ENTRIES, defaultCltForeignEntries(DEFAULT_CLT_ENTRIES),
-            defaultCltForeignPerSource(defaultCltForeignEntries(DEFAULT_CLT_ENTRIES)));
+            defaultCltForeignPerSource(defaultCltForeignEntries(DEFAULT_CLT_ENTRIES)), DEFAULT_ECN_BACKLOG);
     }
 
     /**
