@@ -8,6 +8,7 @@ import io.netreduce.controlplane.config.NetreduceConfig;
 import io.netreduce.controlplane.config.ValidationOptions;
 import io.netreduce.daemon.Daemon;
 import io.netreduce.daemon.PacketDataplane;
+import io.netreduce.controlplane.config.DataplaneConfig;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.port.NetworkNamespace;
 
@@ -43,6 +44,15 @@ final class Appliance implements AutoCloseable
     static Appliance start(final TestBed bed, final double dropProbability, final String jobs)
     {
         return start(bed.applianceNamespace(), bed.mtu(), null, dropProbability, jobs);
+    }
+
+    /**
+     * @param ecnBacklog {@code appliance.dataplane.ecnBacklog}: the fraction of its receive ring from which the
+     *                   appliance marks ECN itself (0: never).
+     */
+    static Appliance start(final TestBed bed, final String jobs, final double ecnBacklog)
+    {
+        return start(bed.applianceNamespace(), bed.mtu(), null, 0.0, jobs, 1, "", ecnBacklog);
     }
 
     /**
@@ -88,6 +98,14 @@ final class Appliance implements AutoCloseable
     private static Appliance start(final String namespace, final int mtu, final String name,
         final double dropProbability, final String jobs, final int lanes, final String switchml)
     {
+        return start(namespace, mtu, name, dropProbability, jobs, lanes, switchml,
+            DataplaneConfig.DEFAULT_ECN_BACKLOG);
+    }
+
+    private static Appliance start(final String namespace, final int mtu, final String name,
+        final double dropProbability, final String jobs, final int lanes, final String switchml,
+        final double ecnBacklog)
+    {
         final String text = """
             appliance:
               %s
@@ -98,6 +116,7 @@ final class Appliance implements AutoCloseable
                 lanes: %d
                 dropProbability: %s
                 dropSeed: 7
+                ecnBacklog: %s
               memoryBudget: 512MiB
               api:
                 listen: 127.0.0.1:0
@@ -109,7 +128,7 @@ final class Appliance implements AutoCloseable
               %s
             %s
             """.formatted(name == null ? "" : "name: " + name, mtu, lanes, Double.toString(dropProbability),
-            switchml.replace("\n", "\n  ").stripTrailing(), jobs);
+            Double.toString(ecnBacklog), switchml.replace("\n", "\n  ").stripTrailing(), jobs);
         try
         {
             // The interface exists in the appliance namespace, not in the JVM's: only the document is validated here;

@@ -1,5 +1,6 @@
 package io.netreduce.systemtests;
 
+import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.host.allreduce.AllReduce;
 import io.netreduce.host.allreduce.CongestionWindow;
 import io.netreduce.host.allreduce.NetReduceAllReduce;
@@ -36,6 +37,8 @@ class EcnSystemTest
     private static final int THRESHOLD = 64 * 1024;
 
     private static TestBed bed;
+    /** Packets the appliance marked itself in the last run (ecn_ce_queue). */
+    private static long queueMarked;
 
     @BeforeAll
     static void up()
@@ -54,14 +57,20 @@ class EcnSystemTest
         }
     }
 
-    private static CongestionWindow[] run(final boolean marking)
+    /**
+     * @param marking    whether the links mark.
+     * @param ecnBacklog the fraction of its receive ring from which the appliance marks itself: 0 where only the
+     *                   links' marks are under test (on a loaded 2-core machine the lane can fall a quarter of its
+     *                   ring behind, and the appliance then marks too).
+     */
+    private static CongestionWindow[] run(final boolean marking, final double ecnBacklog)
     {
         bed.ecn(marking, THRESHOLD);
         final ElementType type = ElementType.FP32;
         final NetReduceConfig config = new NetReduceConfig(RING, WINDOW, MSG_LEN, PMTU, TimeUnit.SECONDS.toNanos(10));
         final int elements = (int)(200.5 * config.dataBytesPerMessage()) / type.size();
-        try (Appliance appliance = Appliance.start(bed, 0.0,
-                Appliance.ringJob("ecn", RING, "fp32", WORLD, WINDOW, MSG_LEN, PMTU));
+        try (Appliance appliance = Appliance.start(bed,
+                Appliance.ringJob("ecn", RING, "fp32", WORLD, WINDOW, MSG_LEN, PMTU), ecnBacklog);
             WorkerRing ring = new WorkerRing(bed, WORLD, r -> new RcConfig()
                 .pmtu(PMTU)
                 .retransmitTimeoutNs(TimeUnit.MILLISECONDS.toNanos(50)), config.regionBytes(), config.regionBytes()))
@@ -83,6 +92,7 @@ class EcnSystemTest
             }
             // RC timeouts are not asserted: on a loaded 2-core machine a 50 ms RTO fires spuriously, marks or not
             // (the bench's W = 8 comparison counts them: docs/performance.md, "ECN marking on the bed").
+            queueMarked = appliance.counter(DataplaneCounter.ECN_CE_QUEUE);
             return windows;
         }
         finally
@@ -94,7 +104,7 @@ class EcnSystemTest
     @Test
     void shouldShrinkEveryRanksWindowWhereTheLinksMarkWithEveryResultExact()
     {
-        final CongestionWindow[] windows = run(true);
+        final CongestionWindow[] windows = run(true, 0);
         for (int r = 0; r < WORLD; r++)
         {
             assertThat(windows[r].markedResults()).as("rank %d: %s", r, windows[r]).isPositive();
@@ -106,11 +116,29 @@ class EcnSystemTest
     @Test
     void shouldKeepTheWindowAtNWhereNothingMarks()
     {
-        final CongestionWindow[] windows = run(false);
+        final CongestionWindow[] windows = run(false, 0);
         for (int r = 0; r < WORLD; r++)
         {
             assertThat(windows[r].markedResults()).as("rank %d", r).isZero();
             assertThat(windows[r].minWindow()).isEqualTo(WINDOW);
+        }
+        assertThat(queueMarked).isZero();
+    }
+
+    /**
+     * The appliance's own marks: links that never mark, and an appliance that marks from a thousandth of its receive
+     * ring (4 frames of the 3584; a window's burst of 16 messages from 4 ranks is 1024 frames): every rank's window
+     * shrinks on them and every result stays exact.
+     */
+    @Test
+    void shouldShrinkEveryRanksWindowOnTheAppliancesOwnMarks()
+    {
+        final CongestionWindow[] windows = run(false, 0.001);
+        assertThat(queueMarked).isPositive();
+        for (int r = 0; r < WORLD; r++)
+        {
+            assertThat(windows[r].markedResults()).as("rank %d: %s", r, windows[r]).isPositive();
+            assertThat(windows[r].decreases()).as("rank %d", r).isPositive();
         }
     }
 }
