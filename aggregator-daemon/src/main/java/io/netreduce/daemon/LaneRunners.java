@@ -158,9 +158,6 @@ final class LaneRunners
     }
 
     /**
-     * @return for each lane, its ports in configuration order (empty before {@link #start} and after {@link #close}).
-     */
-    /**
      * @return the fewest frames a lane's port's receive queue holds, 0 when no port can tell.
      */
     int smallestReceiveCapacity()
@@ -180,6 +177,9 @@ final class LaneRunners
         return smallest == Integer.MAX_VALUE ? 0 : smallest;
     }
 
+    /**
+     * @return for each lane, its ports in configuration order (empty before {@link #start} and after {@link #close}).
+     */
     List<List<PacketPort>> lanePorts()
     {
         return lanePorts;

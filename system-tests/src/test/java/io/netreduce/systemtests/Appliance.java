@@ -72,7 +72,7 @@ final class Appliance implements AutoCloseable
     static Appliance start(final String namespace, final int mtu, final String name, final double dropProbability,
         final String jobs, final int lanes)
     {
-        return start(namespace, mtu, name, dropProbability, jobs, lanes, "");
+        return start(namespace, mtu, name, dropProbability, jobs, lanes, "", DataplaneConfig.DEFAULT_ECN_BACKLOG);
     }
 
     /**
@@ -92,13 +92,7 @@ final class Appliance implements AutoCloseable
                   listen: %s
                   allow: [10.77.0.0/24, 127.0.0.0/8]
             """.formatted(controller));
-        return start(bed.applianceNamespace(), bed.mtu(), null, dropProbability, jobs, 1, switchml);
-    }
-
-    private static Appliance start(final String namespace, final int mtu, final String name,
-        final double dropProbability, final String jobs, final int lanes, final String switchml)
-    {
-        return start(namespace, mtu, name, dropProbability, jobs, lanes, switchml,
+        return start(bed.applianceNamespace(), bed.mtu(), null, dropProbability, jobs, 1, switchml,
             DataplaneConfig.DEFAULT_ECN_BACKLOG);
     }
 

@@ -1,6 +1,7 @@
 package io.netreduce.dataplane.frame;
 
 import io.netreduce.dataplane.clt.FlowKey;
+import io.netreduce.protocol.wire.Ecn;
 import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.MutableDirectBuffer;
 
@@ -36,11 +37,16 @@ public final class ArrivingFrame
     }
 
     /**
-     * @return whether the batch began with the port's receive queue at or above the ECN marking threshold.
+     * The appliance's own mark, one rule for every protocol: a packet read while the batch began with the port's
+     * receive queue at or above the marking threshold counts as CE, unless it is CE already or not ECN-capable (a
+     * Not-ECT packet is never marked, RFC 3168 §5).
+     *
+     * @param ecn the packet's ECN codepoint as it arrived.
+     * @return whether the appliance marks it.
      */
-    public boolean queueCongested()
+    public boolean queueMarks(final int ecn)
     {
-        return queueCongested;
+        return queueCongested && ecn != Ecn.CE && Ecn.isCapable(ecn);
     }
 
     /**

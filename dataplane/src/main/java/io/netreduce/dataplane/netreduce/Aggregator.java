@@ -338,9 +338,8 @@ final class Aggregator
     }
 
     /**
-     * A CE mark from the path, or the appliance's own: an ECN-capable packet taken from a receive queue that held the
-     * marking threshold counts as marked (a switch's AQM marks on its queue; a Not-ECT packet is never marked,
-     * RFC 3168 §5).
+     * A CE mark from the path, or the appliance's own ({@link ArrivingFrame#queueMarks}: a switch's AQM marks on its
+     * queue).
      */
     private void recordEcn(final AggregatorRegion region, final int agg, final ArrivingFrame arriving)
     {
@@ -350,7 +349,7 @@ final class Aggregator
             ceReceived.incrementRelease();
             region.recordEcn(agg, ecn);
         }
-        else if (arriving.queueCongested() && Ecn.isCapable(ecn))
+        else if (arriving.queueMarks(ecn))
         {
             ceQueue.incrementRelease();
             region.recordEcn(agg, Ecn.CE);

@@ -168,13 +168,13 @@ public final class SwitchMlProtocol
     }
 
     /**
-     * The packet's ECN codepoint, CE when it is ECN-capable and the appliance's receive queue held the marking
-     * threshold as its batch began (the appliance's own mark, as NetReduce's aggregator makes it).
+     * The packet's ECN codepoint, CE where the appliance marks it itself ({@link ArrivingFrame#queueMarks}, as for
+     * NetReduce's aggregators).
      */
     private int ecnOf(final ArrivingFrame arriving, final MutableDirectBuffer buffer, final int l3)
     {
         final int ecn = Ipv4Header.ecn(buffer, l3);
-        if (ecn != Ecn.CE && Ecn.isCapable(ecn) && arriving.queueCongested())
+        if (arriving.queueMarks(ecn))
         {
             ceQueue.incrementRelease();
             return Ecn.CE;

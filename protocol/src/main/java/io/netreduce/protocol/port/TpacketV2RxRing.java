@@ -139,12 +139,11 @@ final class TpacketV2RxRing implements RxRing
     @Override
     public boolean backlogAtLeast(final int frames)
     {
-        final int capacity = framesPerBlock * blockCount;
-        if (frames < 1 || frames > capacity)
+        if (frames < 1 || frames > capacity())
         {
             return false;
         }
-        final int ahead = (blockIndex * framesPerBlock + slotInBlock + frames - 1) % capacity;
+        final int ahead = (blockIndex * framesPerBlock + slotInBlock + frames - 1) % capacity();
         final int offset = (ahead / framesPerBlock) * blockSize + (ahead % framesPerBlock) * frameSize;
         return (ring.getIntVolatile(offset + TPACKET2_HDR_STATUS_OFFSET) & TP_STATUS_USER) != 0;
     }

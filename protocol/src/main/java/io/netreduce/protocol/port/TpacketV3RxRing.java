@@ -136,7 +136,7 @@ final class TpacketV3RxRing implements RxRing
     @Override
     public boolean backlogAtLeast(final int frames)
     {
-        if (frames < 1 || frames > framesPerBlock * blockCount)
+        if (frames < 1 || frames > capacity())
         {
             return false;
         }
