@@ -156,6 +156,14 @@ if [ "$build" -eq 1 ]; then
   bash scripts/aot-train.sh
 fi
 
+# The plot's package (Debian's, for /usr/bin/python3), as train.sh installs its own.
+if ! "$NETREDUCE_PYTHON" -c 'import matplotlib' >/dev/null 2>&1; then
+  echo "bench-shared: installing python3-matplotlib (for the plot)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-matplotlib >/dev/null ||
+    echo "bench-shared: could not install python3-matplotlib: no plot" >&2
+fi
+
 start_daemon() {
   cat > "$work/netreduce.yaml" <<EOF
 appliance:
