@@ -55,6 +55,8 @@ public final class RcEndpoint implements Agent, AutoCloseable
     private final SplittableRandom psnRandom;
     private final FrameHandler frameHandler = this::onFrame;
     private QueuePair[] qps = new QueuePair[0];
+    private int[] qpns = new int[0];
+    private boolean portFiltersQueuePairs;
     private int nextQpn;
     private long nowNs;
 
@@ -120,7 +122,21 @@ public final class RcEndpoint implements Agent, AutoCloseable
         qpsByNumber.put(qpn, qp);
         qps = Arrays.copyOf(qps, qps.length + 1);
         qps[qps.length - 1] = qp;
+        qpns = Arrays.copyOf(qpns, qpns.length + 1);
+        qpns[qpns.length - 1] = qpn;
+        // Before the QPN is given to any peer: from here the kernel hands this endpoint's port only RoCE frames to
+        // its own queue pairs (where the port can filter), as an RDMA NIC would, not every endpoint's on the host.
+        portFiltersQueuePairs = port.receiveOnlyQueuePairs(qpns, qpns.length);
         return qp;
+    }
+
+    /**
+     * @return whether the kernel filters this endpoint's frames by its queue pairs' numbers
+     *         ({@link PacketPort#receiveOnlyQueuePairs}); false before the first queue pair, or on a port that cannot.
+     */
+    public boolean portFiltersQueuePairs()
+    {
+        return portFiltersQueuePairs;
     }
 
     public QueuePair queuePair(final int qpn)

@@ -28,6 +28,29 @@ class MemoryPortEndpointTest
     }
 
     @Test
+    void shouldAskItsPortForItsOwnQueuePairsOnlyEachTimeItMakesOne()
+    {
+        // As an RDMA NIC hands a QP only its packets: the kernel filters an AF_PACKET port by these numbers.
+        final TestLink link = new TestLink();
+        final CachedNanoClock clock = new CachedNanoClock();
+        final RcEndpoint endpoint = new RcEndpoint(link.a, new RcConfig().firstQpn(0x311), clock,
+            RcPair.ip("10.0.0.1"), RcPair.MAC_A);
+        final CompletionQueue cq = new CompletionQueue(8);
+        assertThat(endpoint.portFiltersQueuePairs()).as("no queue pair yet").isFalse();
+        endpoint.createQueuePair(cq, cq);
+        assertThat(link.a.queuePairsAsked).containsExactly(0x311);
+        endpoint.createQueuePair(0x999, cq, cq);
+        endpoint.createQueuePair(cq, cq);
+        assertThat(link.a.queuePairsAsked).containsExactly(0x311, 0x999, 0x312);
+        assertThat(endpoint.portFiltersQueuePairs()).isTrue();
+
+        final RcEndpoint onMemory = new RcEndpoint(new MemoryPort("m"), new RcConfig(), clock, RcPair.ip("10.0.0.1"),
+            RcPair.MAC_A);
+        onMemory.createQueuePair(cq, cq);
+        assertThat(onMemory.portFiltersQueuePairs()).as("a memory port cannot filter").isFalse();
+    }
+
+    @Test
     void shouldMoveWritesAndSendsByteExactOverWiredMemoryPorts()
     {
         final MemoryPort portA = new MemoryPort("a");

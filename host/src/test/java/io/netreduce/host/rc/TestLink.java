@@ -40,6 +40,8 @@ final class TestLink
         private final PortCounters counters = new PortCounters();
         Tap tap = (frame, length) -> true;
         long sent;
+        /** The queue pairs the endpoint last asked this port to receive for ({@link #receiveOnlyQueuePairs}). */
+        int[] queuePairsAsked;
 
         End(final String name)
         {
@@ -50,6 +52,13 @@ final class TestLink
         public String name()
         {
             return name;
+        }
+
+        @Override
+        public boolean receiveOnlyQueuePairs(final int[] qpns, final int count)
+        {
+            queuePairsAsked = java.util.Arrays.copyOf(qpns, count);
+            return true;
         }
 
         @Override

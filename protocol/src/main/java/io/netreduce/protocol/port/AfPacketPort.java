@@ -249,6 +249,32 @@ public final class AfPacketPort implements PollablePort
     }
 
     /**
+     * A {@link AfPacketConfiguration#roceOnly() RoCE-only} port outside a fanout group (an endpoint's) swaps its
+     * RoCEv2 filter for one that also checks the destination QP; attaching a filter replaces the last one at once.
+     */
+    @Override
+    public boolean receiveOnlyQueuePairs(final int[] qpns, final int count)
+    {
+        if (!configuration.roceOnly() || fanoutGroup >= 0)
+        {
+            return false;
+        }
+        final ClassicBpfProgram narrow = RoceReceiveFilter.forQueuePairs(qpns, count);
+        final ClassicBpfProgram program = narrow != null ? narrow : RoceReceiveFilter.program();
+        try (Arena scratch = Arena.ofConfined())
+        {
+            final MemorySegment errno = Libc.allocateErrnoState(scratch);
+            if (Libc.setsockopt(errno, rxFd, SOL_SOCKET, SO_ATTACH_FILTER, program.toSockFprog(scratch),
+                ClassicBpfProgram.SOCK_FPROG_SIZE) < 0)
+            {
+                throw new PortException("setsockopt SO_ATTACH_FILTER (RoCEv2 to " + count + " queue pairs) on '" +
+                    name() + "'", Libc.errno(errno));
+            }
+        }
+        return narrow != null;
+    }
+
+    /**
      * Open a port with {@link AfPacketConfiguration#defaults(String) default} settings.
      */
     public static AfPacketPort open(final String interfaceName)

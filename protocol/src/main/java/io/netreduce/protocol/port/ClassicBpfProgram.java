@@ -28,6 +28,7 @@ public final class ClassicBpfProgram
     // Instruction classes and modes (linux/bpf_common.h, linux/filter.h).
     static final int BPF_LD = 0x00;
     static final int BPF_LDX = 0x01;
+    static final int BPF_ALU = 0x04;
     static final int BPF_JMP = 0x05;
     static final int BPF_RET = 0x06;
     static final int BPF_W = 0x00;
@@ -38,6 +39,9 @@ public final class ClassicBpfProgram
     static final int BPF_MSH = 0xA0;
     static final int BPF_JA = 0x00;
     static final int BPF_JEQ = 0x10;
+    static final int BPF_JGT = 0x20;
+    static final int BPF_JGE = 0x30;
+    static final int BPF_AND = 0x50;
     static final int BPF_K = 0x00;
     static final int BPF_A = 0x10;
     /** Ancillary loads start at this (negative) offset: SKF_AD_OFF. */
@@ -174,6 +178,18 @@ public final class ClassicBpfProgram
             return add(BPF_LD | BPF_H | BPF_IND, 0, 0, offset);
         }
 
+        /** {@code ld [x + k]}: A = the 32-bit big-endian word at offset X + k of the frame. */
+        public Builder loadWordIndexed(final int offset)
+        {
+            return add(BPF_LD | BPF_W | BPF_IND, 0, 0, offset);
+        }
+
+        /** {@code and #k}: A = A &amp; k. */
+        public Builder andConstant(final int mask)
+        {
+            return add(BPF_ALU | BPF_AND | BPF_K, 0, 0, mask);
+        }
+
         /** {@code ld proto}: A = the skb's EtherType (after any VLAN tag the kernel took off). */
         public Builder loadProtocol()
         {
@@ -194,6 +210,26 @@ public final class ClassicBpfProgram
         {
             final int next = length + 1;
             return add(BPF_JMP | BPF_JEQ | BPF_K, offset(targetIfEqual, next, 255), offset(targetIfNot, next, 255), value);
+        }
+
+        /**
+         * {@code jge #k, target if A >= k, target if not} (unsigned), targets as {@link #jumpIfEqual}'s.
+         */
+        public Builder jumpIfAtLeast(final int value, final int targetIfAtLeast, final int targetIfNot)
+        {
+            final int next = length + 1;
+            return add(BPF_JMP | BPF_JGE | BPF_K, offset(targetIfAtLeast, next, 255), offset(targetIfNot, next, 255),
+                value);
+        }
+
+        /**
+         * {@code jgt #k, target if A > k, target if not} (unsigned), targets as {@link #jumpIfEqual}'s.
+         */
+        public Builder jumpIfAbove(final int value, final int targetIfAbove, final int targetIfNot)
+        {
+            final int next = length + 1;
+            return add(BPF_JMP | BPF_JGT | BPF_K, offset(targetIfAbove, next, 255), offset(targetIfNot, next, 255),
+                value);
         }
 
         /** {@code ja target}: an unconditional jump of any forward distance. */

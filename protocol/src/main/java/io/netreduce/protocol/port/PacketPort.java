@@ -47,6 +47,21 @@ public interface PacketPort extends AutoCloseable
     }
 
     /**
+     * Receive only RoCEv2 frames to these queue pairs from now on, filtered by the kernel before it copies anything
+     * ({@link RoceReceiveFilter#forQueuePairs}): an endpoint's port, as an RDMA NIC hands a QP only its own packets.
+     * Each call replaces the last one's set. A port that cannot (a memory port, an appliance's port that takes all
+     * RoCE, an AF_XDP port) says so and keeps receiving what it did.
+     *
+     * @param qpns  the endpoint's QP numbers.
+     * @param count how many of {@code qpns} count.
+     * @return whether the port now filters by them.
+     */
+    default boolean receiveOnlyQueuePairs(final int[] qpns, final int count)
+    {
+        return false;
+    }
+
+    /**
      * Queue a copy of a frame for transmission. The frame is not on the wire until {@link #flush()}. By default a
      * claim of the frame's length, one copy into the claimed slot and a commit.
      *

@@ -1,5 +1,7 @@
 package io.netreduce.protocol.port;
 
+import java.util.Arrays;
+
 /**
  * The socket filter of a port that serves RoCEv2 endpoints only (a worker's, standing for an RDMA NIC): the kernel
  * puts into its receive ring only UDP datagrams to port 4791 over IPv4 or IPv6, and nothing of the host's other
@@ -24,6 +26,20 @@ package io.netreduce.protocol.port;
  * </pre>
  * RoCEv2 uses neither IPv6 extension headers nor fragments, so a frame that needs them to be read is not RoCEv2 to
  * this filter. Frames the filter refuses are not counted by the ring (the kernel drops them before the socket).
+ * <p>
+ * {@link #forQueuePairs} narrows it to the queue pairs of one endpoint, as an RDMA NIC hands a QP only the packets
+ * addressed to it: the BTH's destination QP (its low 24 bits of the word 4 bytes into the BTH, the UDP payload's
+ * first 12 bytes) must fall in one of the endpoint's ranges of QP numbers. Why: every endpoint on a host opens its
+ * own packet socket on the same interface (a sidecar per trainer, an agent's sessions, two jobs on the same
+ * workers), and without it each one copied, woke for and parsed every RoCE frame for every other endpoint there,
+ * and a busy neighbour could fill its ring.
+ * <pre>
+ *   ... as above, to the destination port; then
+ *   IPv4: ld [x+26]; IPv6: ld [66]           (the BTH's reserved byte and destination QP)
+ *   and #0xffffff
+ *   per range [lo, hi]: jge #lo else next range; jgt #hi → next range; ja accept
+ *   ret #0 (another endpoint's); accept: ret #-1
+ * </pre>
  */
 public final class RoceReceiveFilter
 {
@@ -40,6 +56,18 @@ public final class RoceReceiveFilter
     private static final int UDP_DESTINATION_PORT_OFFSET = 2;
     /** A socket filter's return value is the number of bytes to keep; all of them. */
     private static final int WHOLE_FRAME = -1;
+    private static final int UDP_HEADER_LENGTH = 8;
+    /** The BTH word that holds the reserved byte and the 24-bit destination QP. */
+    private static final int BTH_DEST_QP_WORD_OFFSET = 4;
+    private static final int QPN_MASK = 0xFF_FFFF;
+    /** Instructions of the queue-pair program before its ranges, and per range. */
+    private static final int QP_PROGRAM_HEAD = 18;
+    private static final int QP_PROGRAM_PER_RANGE = 3;
+    /**
+     * Most ranges of QP numbers one program checks: within the kernel's 4,096 instructions with room to spare.
+     * An endpoint's QP numbers are given out in order, so they form a handful of ranges at most.
+     */
+    public static final int MAX_QP_RANGES = 1024;
 
     private static final ClassicBpfProgram PROGRAM = build();
 
@@ -53,6 +81,80 @@ public final class RoceReceiveFilter
     public static ClassicBpfProgram program()
     {
         return PROGRAM;
+    }
+
+    /**
+     * The RoCEv2 filter for one endpoint: frames to the queue pairs {@code qpns[0..count)} only.
+     *
+     * @param qpns  QP numbers (24-bit), in any order, duplicates allowed; the array is not changed.
+     * @param count how many of {@code qpns} to take; 0 accepts no RoCE frame at all (an endpoint without queue
+     *              pairs has nothing to receive).
+     * @return the program, or null when the numbers form more than {@link #MAX_QP_RANGES} ranges (then keep
+     *         {@link #program()}).
+     */
+    public static ClassicBpfProgram forQueuePairs(final int[] qpns, final int count)
+    {
+        final int[] sorted = new int[count];
+        for (int i = 0; i < count; i++)
+        {
+            sorted[i] = qpns[i] & QPN_MASK;
+        }
+        Arrays.sort(sorted);
+        final int[] ranges = new int[2 * Math.max(1, count)];
+        int n = 0;
+        for (int i = 0; i < count; i++)
+        {
+            final int qpn = sorted[i];
+            if (n > 0 && qpn <= ranges[2 * n - 1] + 1)
+            {
+                ranges[2 * n - 1] = Math.max(ranges[2 * n - 1], qpn);
+            }
+            else
+            {
+                if (n == MAX_QP_RANGES)
+                {
+                    return null;
+                }
+                ranges[2 * n] = qpn;
+                ranges[2 * n + 1] = qpn;
+                n++;
+            }
+        }
+        final int earlyDrop = QP_PROGRAM_HEAD - 1;
+        final int end = QP_PROGRAM_HEAD + n * QP_PROGRAM_PER_RANGE;
+        final int accept = end + 1;
+        final ClassicBpfProgram.Builder b = ClassicBpfProgram.builder();
+        b.loadProtocol();                                                                  // 0
+        b.jumpIfEqual(ETHER_TYPE_IPV4, 2, 9);                                              // 1
+        b.loadByteAbsolute(IPV4_PROTOCOL_OFFSET);                                          // 2
+        b.jumpIfEqual(IP_PROTOCOL_UDP, 4, earlyDrop);                                      // 3
+        b.loadIpv4HeaderLengthIntoX(ETHERNET_HEADER_LENGTH);                               // 4
+        b.loadHalfIndexed(ETHERNET_HEADER_LENGTH + UDP_DESTINATION_PORT_OFFSET);           // 5
+        b.jumpIfEqual(ROCEV2_UDP_PORT, 7, earlyDrop);                                      // 6
+        b.loadWordIndexed(ETHERNET_HEADER_LENGTH + UDP_HEADER_LENGTH + BTH_DEST_QP_WORD_OFFSET); // 7
+        b.jumpTo(15);                                                                      // 8
+        b.jumpIfEqual(ETHER_TYPE_IPV6, 10, earlyDrop);                                     // 9
+        b.loadByteAbsolute(IPV6_NEXT_HEADER_OFFSET);                                       // 10
+        b.jumpIfEqual(IP_PROTOCOL_UDP, 12, earlyDrop);                                     // 11
+        b.loadHalfAbsolute(ETHERNET_HEADER_LENGTH + IPV6_HEADER_LENGTH + UDP_DESTINATION_PORT_OFFSET); // 12
+        b.jumpIfEqual(ROCEV2_UDP_PORT, 14, earlyDrop);                                     // 13
+        b.loadWordAbsolute(ETHERNET_HEADER_LENGTH + IPV6_HEADER_LENGTH + UDP_HEADER_LENGTH +
+            BTH_DEST_QP_WORD_OFFSET);                                                      // 14
+        b.andConstant(QPN_MASK);                                                           // 15
+        b.jumpTo(QP_PROGRAM_HEAD);                                                         // 16
+        b.returnConstant(0);                                                               // 17: not RoCEv2
+        for (int r = 0; r < n; r++)
+        {
+            // conditional jumps reach 255 instructions: each range's go to its neighbours, "ja" to the accept
+            final int at = b.label();
+            final int next = at + QP_PROGRAM_PER_RANGE;
+            b.jumpIfAtLeast(ranges[2 * r], at + 1, next);
+            b.jumpIfAbove(ranges[2 * r + 1], next, at + 2);
+            b.jumpTo(accept);
+        }
+        b.returnConstant(0);                                                               // end: another QP's
+        b.returnConstant(WHOLE_FRAME);                                                     // accept
+        return b.build();
     }
 
     private static ClassicBpfProgram build()

@@ -453,6 +453,78 @@ class AfPacketPortVethTest extends PacketPortVethContract
         assertThat(others).isEmpty();
     }
 
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(RxRingVersion.class)
+    void shouldReceiveOnlyFramesToItsQueuePairsOnceAskedAndFollowEachNewSet(final RxRingVersion version)
+    {
+        // Two endpoints on one interface (two trainers' sidecars on a host): each sees only its own QPs' frames.
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+            .withTxRing(2048, 16));
+        final AfPacketPort mine = open(veth.namespaceB, receiver(version).withRoceOnly(true));
+        final AfPacketPort theirs = open(veth.namespaceB, receiver(version).withRoceOnly(true));
+        assertThat(mine.receiveOnlyQueuePairs(new int[] {0x111, 0x112}, 2)).isTrue();
+        assertThat(theirs.receiveOnlyQueuePairs(new int[] {0x211}, 1)).isTrue();
+        final java.net.InetAddress v4a = java.net.InetAddress.ofLiteral("10.0.0.1");
+        final java.net.InetAddress v4b = java.net.InetAddress.ofLiteral("10.0.0.2");
+        final java.net.InetAddress v6a = java.net.InetAddress.ofLiteral("fd00::1");
+        final java.net.InetAddress v6b = java.net.InetAddress.ofLiteral("fd00::2");
+        final List<byte[]> frames = List.of(IpFrames.frameToQp(v4a, v4b, 1, false, 0, 0x211),
+            IpFrames.frameToQp(v4a, v4b, 2, false, 0, 0x999), IpFrames.frameToQp(v6a, v6b, 3, false, 0, 0x211),
+            IpFrames.frameToQp(v4a, v4b, 11, false, 0, 0x111), IpFrames.frameToQp(v6a, v6b, 12, false, 0, 0x112),
+            IpFrames.frameToQp(v4a, v4b, 13, true, 0, 0x112));
+        sendAll(a, frames);
+        assertThat(receiveSequences(mine, 3)).containsExactly(11, 12, 13);
+        assertThat(receiveSequences(theirs, 2)).containsExactly(1, 3);
+
+        // A new queue pair: the next call's set replaces the last at once.
+        assertThat(mine.receiveOnlyQueuePairs(new int[] {0x111, 0x112, 0x999}, 3)).isTrue();
+        sendAll(a, List.of(IpFrames.frameToQp(v4a, v4b, 21, false, 0, 0x211),
+            IpFrames.frameToQp(v4a, v4b, 22, false, 0, 0x999)));
+        assertThat(receiveSequences(mine, 1)).containsExactly(22);
+        assertThat(receiveSequences(theirs, 1)).containsExactly(21);
+        // Had a refused frame passed, it would have arrived before the last accepted one, on one link in order.
+        assertThat(receiveSequences(mine, 0)).isEmpty();
+        assertThat(receiveSequences(theirs, 0)).isEmpty();
+    }
+
+    @Test
+    void shouldNotFilterByQueuePairsOnAPortThatTakesEveryFrame()
+    {
+        final AfPacketPort appliance = open(veth.namespaceB, receiver(RxRingVersion.V2));
+        assertThat(appliance.receiveOnlyQueuePairs(new int[] {0x111}, 1)).isFalse();
+    }
+
+    private static void sendAll(final AfPacketPort port, final List<byte[]> frames)
+    {
+        for (final byte[] frame : frames)
+        {
+            assertThat(port.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
+        }
+        port.flush();
+    }
+
+    /** The sequence numbers of the next {@code expected} frames, and of any more that came with them. */
+    private static List<Integer> receiveSequences(final AfPacketPort port, final int expected)
+    {
+        final List<Integer> sequences = new ArrayList<>();
+        final FrameHandler handler = (buffer, offset, length, frameFlags) ->
+        {
+            final byte[] bytes = new byte[length];
+            buffer.getBytes(offset, bytes);
+            sequences.add(IpFrames.sequence(bytes));
+        };
+        if (expected > 0)
+        {
+            awaitCondition(() ->
+            {
+                port.receive(handler, 64);
+                return sequences.size() >= expected;
+            });
+        }
+        port.receive(handler, 64);
+        return sequences;
+    }
+
     private static byte[] withTag(final byte[] frame, final int tpid, final int vlan)
     {
         final byte[] tagged = new byte[frame.length + 4];

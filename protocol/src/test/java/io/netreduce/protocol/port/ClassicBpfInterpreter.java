@@ -5,11 +5,11 @@ import java.util.Arrays;
 
 /**
  * Test oracle: runs a {@link ClassicBpfProgram} as the kernel runs it, for the instructions netreduce emits
- * (absolute word, half-word and byte loads, half-word loads indexed by X, the IPv4 header length into X, the
- * protocol and flow-hash ancillary loads, jeq #k, ja, ret #k, ret a). As in the kernel, an 802.1Q tag is already
- * taken off into the metadata, and a load past the end ends the program with 0. A fanout classifier sees the frame
- * from its network header on ({@link #run}); a packet socket's filter from its Ethernet header
- * ({@link #runSocketFilter}).
+ * (absolute word, half-word and byte loads, half-word and word loads indexed by X, the IPv4 header length into X, the
+ * protocol and flow-hash ancillary loads, and #k, jeq #k, jgt #k, jge #k, ja, ret #k, ret a). As in the kernel, an
+ * 802.1Q tag is already taken off into the metadata, and a load past the end ends the program with 0. A fanout
+ * classifier sees the frame from its network header on ({@link #run}); a packet socket's filter from its Ethernet
+ * header ({@link #runSocketFilter}).
  */
 final class ClassicBpfInterpreter
 {
@@ -110,15 +110,32 @@ final class ClassicBpfInterpreter
                     }
                     pc++;
                 }
+                case ClassicBpfProgram.BPF_ALU ->
+                {
+                    if ((code & 0xF8) != (ClassicBpfProgram.BPF_AND | ClassicBpfProgram.BPF_K))
+                    {
+                        throw new IllegalStateException("instruction " + pc + ": ALU operation not interpreted");
+                    }
+                    a &= k;
+                    pc++;
+                }
                 case ClassicBpfProgram.BPF_JMP ->
                 {
-                    if ((code & 0xF0) == ClassicBpfProgram.BPF_JA)
+                    final int op = code & 0xF0;
+                    if (op == ClassicBpfProgram.BPF_JA)
                     {
                         pc += 1 + k;
                     }
                     else
                     {
-                        pc += 1 + (a == k ? program.jumpTrue(pc) : program.jumpFalse(pc));
+                        final boolean taken = switch (op)
+                        {
+                            case ClassicBpfProgram.BPF_JEQ -> a == k;
+                            case ClassicBpfProgram.BPF_JGT -> Integer.compareUnsigned(a, k) > 0;
+                            case ClassicBpfProgram.BPF_JGE -> Integer.compareUnsigned(a, k) >= 0;
+                            default -> throw new IllegalStateException("instruction " + pc + ": jump not interpreted");
+                        };
+                        pc += 1 + (taken ? program.jumpTrue(pc) : program.jumpFalse(pc));
                     }
                 }
                 case ClassicBpfProgram.BPF_RET ->

@@ -45,6 +45,18 @@ final class IpFrames
     }
 
     /**
+     * {@link #frame} whose UDP payload's second word is the BTH's: a reserved byte, then the destination QP.
+     */
+    static byte[] frameToQp(final InetAddress source, final InetAddress destination, final int sequence,
+        final boolean vlan, final int reserved, final int destQp)
+    {
+        final byte[] frame = frame(source, destination, sequence, vlan);
+        final int payload = (vlan ? 18 : 14) + (source instanceof Inet4Address ? 20 : 40) + 8;
+        ByteBuffer.wrap(frame).putInt(payload + 4, (reserved << 24) | (destQp & 0xFF_FFFF));
+        return frame;
+    }
+
+    /**
      * @return the sequence number of a frame built by {@link #frame} (untagged once received), or -1.
      */
     static int sequence(final byte[] frame)

@@ -71,9 +71,97 @@ class RoceReceiveFilterTest
         assertThat(accepted(truncated)).isFalse();
     }
 
+    @Test
+    void shouldKeepOnlyFramesToTheEndpointsQueuePairsOverIpv4AndIpv6TaggedOrNot()
+    {
+        final ClassicBpfProgram filter = RoceReceiveFilter.forQueuePairs(new int[] {0x113, 0x111, 0x112, 0x2000}, 4);
+        for (final boolean vlan : new boolean[] {false, true})
+        {
+            for (final InetAddress[] pair : new InetAddress[][] {{A, B}, {V6A, V6B}})
+            {
+                for (final int qpn : new int[] {0x111, 0x112, 0x113, 0x2000})
+                {
+                    assertThat(accepted(filter, IpFrames.frameToQp(pair[0], pair[1], 1, vlan, 0, qpn)))
+                        .as("QP 0x%x %s vlan %s", qpn, pair[0], vlan).isTrue();
+                }
+                for (final int qpn : new int[] {0x110, 0x114, 0x1FFF, 0x2001, 0x11, 0xFF_FFFF})
+                {
+                    assertThat(accepted(filter, IpFrames.frameToQp(pair[0], pair[1], 1, vlan, 0, qpn)))
+                        .as("QP 0x%x %s vlan %s", qpn, pair[0], vlan).isFalse();
+                }
+            }
+        }
+    }
+
+    @Test
+    void shouldReadTheDestinationQpBehindIpv4OptionsAndIgnoreTheReservedByte()
+    {
+        final ClassicBpfProgram filter = RoceReceiveFilter.forQueuePairs(new int[] {0x42}, 1);
+        assertThat(accepted(filter, withIpv4Options(IpFrames.frameToQp(A, B, 1, false, 0, 0x42), 1))).isTrue();
+        final byte[] shifted = withIpv4Options(IpFrames.frameToQp(A, B, 1, false, 0, 0x43), 1);
+        ByteBuffer.wrap(shifted).putInt(14 + 20 + 8 + 4, 0x42); // where the QP would be without the options
+        assertThat(accepted(filter, shifted)).isFalse();
+        assertThat(accepted(filter, IpFrames.frameToQp(A, B, 1, false, 0xFF, 0x42))).isTrue();
+    }
+
+    @Test
+    void shouldStillRefuseWhatIsNotRoceV2AndEverythingWithoutQueuePairs()
+    {
+        final ClassicBpfProgram filter = RoceReceiveFilter.forQueuePairs(new int[] {0x42}, 1);
+        final byte[] otherPort = IpFrames.frameToQp(A, B, 1, false, 0, 0x42);
+        ByteBuffer.wrap(otherPort).putShort(14 + 20 + 2, (short)4792);
+        assertThat(accepted(filter, otherPort)).isFalse();
+        final byte[] tcp = IpFrames.frameToQp(A, B, 1, false, 0, 0x42);
+        tcp[14 + 9] = 6;
+        assertThat(accepted(filter, tcp)).isFalse();
+        final byte[] arp = new byte[60];
+        arp[12] = 0x08;
+        arp[13] = 0x06;
+        assertThat(accepted(filter, arp)).isFalse();
+        final byte[] cut = java.util.Arrays.copyOf(IpFrames.frameToQp(A, B, 1, false, 0, 0x42), 14 + 20 + 8 + 6);
+        assertThat(accepted(filter, cut)).as("cut inside the QP").isFalse();
+
+        final ClassicBpfProgram none = RoceReceiveFilter.forQueuePairs(new int[0], 0);
+        assertThat(accepted(none, IpFrames.frameToQp(A, B, 1, false, 0, 0x42))).isFalse();
+    }
+
+    @Test
+    void shouldMergeConsecutiveNumbersIntoRangesAndGiveUpPastTheLimit()
+    {
+        final int[] consecutive = new int[3000];
+        for (int i = 0; i < consecutive.length; i++)
+        {
+            consecutive[i] = 0x11 + i;
+        }
+        final ClassicBpfProgram one = RoceReceiveFilter.forQueuePairs(consecutive, consecutive.length);
+        assertThat(one.length()).as("one range").isEqualTo(RoceReceiveFilter.forQueuePairs(new int[] {7}, 1).length());
+        assertThat(accepted(one, IpFrames.frameToQp(A, B, 1, false, 0, 0x11 + 2999))).isTrue();
+        assertThat(accepted(one, IpFrames.frameToQp(A, B, 1, false, 0, 0x11 + 3000))).isFalse();
+
+        final int[] scattered = new int[RoceReceiveFilter.MAX_QP_RANGES];
+        for (int i = 0; i < scattered.length; i++)
+        {
+            scattered[i] = 0x100 + 2 * i;
+        }
+        final ClassicBpfProgram widest = RoceReceiveFilter.forQueuePairs(scattered, scattered.length);
+        assertThat(widest.length()).isLessThanOrEqualTo(ClassicBpfProgram.MAX_INSTRUCTIONS);
+        assertThat(accepted(widest, IpFrames.frameToQp(A, B, 1, false, 0, 0x100 + 2 * 1023))).isTrue();
+        assertThat(accepted(widest, IpFrames.frameToQp(A, B, 1, false, 0, 0x100 + 2 * 1023 + 1))).isFalse();
+        assertThat(accepted(widest, IpFrames.frameToQp(A, B, 1, false, 0, 0x101))).isFalse();
+
+        final int[] tooMany = java.util.Arrays.copyOf(scattered, scattered.length + 1);
+        tooMany[scattered.length] = 0x100 + 2 * scattered.length;
+        assertThat(RoceReceiveFilter.forQueuePairs(tooMany, tooMany.length)).isNull();
+    }
+
     private static boolean accepted(final byte[] frame)
     {
-        final int kept = ClassicBpfInterpreter.runSocketFilter(FILTER, frame);
+        return accepted(FILTER, frame);
+    }
+
+    private static boolean accepted(final ClassicBpfProgram filter, final byte[] frame)
+    {
+        final int kept = ClassicBpfInterpreter.runSocketFilter(filter, frame);
         assertThat(kept == 0 || kept == -1).as("keeps all or nothing: " + kept).isTrue();
         return kept != 0;
     }
