@@ -471,5 +471,8 @@ for world in sorted({r["world"] for r in rows}, key=int):
     parts.append(f"W={world}: " + ", ".join(bits))
 print("bench-shared: " + "; ".join(parts))
 EOF
-"$NETREDUCE_PYTHON" scripts/bench/plot_shared.py "$out" "${out%.csv}.png" 2>/dev/null &&
-  echo "bench-shared: plot ${out%.csv}.png" || echo "bench-shared: no plot (needs matplotlib: apt-get install python3-matplotlib)"
+if plot_err="$("$NETREDUCE_PYTHON" scripts/bench/plot_shared.py "$out" "${out%.csv}.png" 2>&1)"; then
+  echo "bench-shared: plot ${out%.csv}.png"
+else
+  echo "bench-shared: no plot: $(printf '%s\n' "$plot_err" | tail -1)"
+fi
