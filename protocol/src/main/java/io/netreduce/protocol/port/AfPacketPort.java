@@ -227,19 +227,14 @@ public final class AfPacketPort implements PollablePort
      */
     private void releaseHoldFilter(final boolean roceOnly)
     {
+        if (roceOnly)
+        {
+            attachRoceOnly();
+            return;
+        }
         try (Arena scratch = Arena.ofConfined())
         {
             final MemorySegment errno = Libc.allocateErrnoState(scratch);
-            if (roceOnly)
-            {
-                if (Libc.setsockopt(errno, rxFd, SOL_SOCKET, SO_ATTACH_FILTER,
-                    RoceReceiveFilter.program().toSockFprog(scratch), ClassicBpfProgram.SOCK_FPROG_SIZE) < 0)
-                {
-                    throw new PortException("setsockopt SO_ATTACH_FILTER (RoCEv2 only) on '" + name() + "'",
-                        Libc.errno(errno));
-                }
-                return;
-            }
             final MemorySegment unused = scratch.allocate(ValueLayout.JAVA_INT);
             if (Libc.setsockopt(errno, rxFd, SOL_SOCKET, SO_DETACH_FILTER, unused, Integer.BYTES) < 0)
             {
@@ -260,18 +255,36 @@ public final class AfPacketPort implements PollablePort
             return false;
         }
         final ClassicBpfProgram narrow = RoceReceiveFilter.forQueuePairs(qpns, count);
-        final ClassicBpfProgram program = narrow != null ? narrow : RoceReceiveFilter.program();
+        // Never left narrower than asked: a set the kernel refuses (or too many ranges) falls back to all RoCEv2,
+        // the filter the port opened with, rather than keep the last set without the new queue pair.
+        if (narrow != null && attachFilter(narrow) == 0)
+        {
+            return true;
+        }
+        attachRoceOnly();
+        return false;
+    }
+
+    private void attachRoceOnly()
+    {
+        final int errno = attachFilter(RoceReceiveFilter.program());
+        if (errno != 0)
+        {
+            throw new PortException("setsockopt SO_ATTACH_FILTER (RoCEv2 only) on '" + name() + "'", errno);
+        }
+    }
+
+    /**
+     * @return 0, or the errno of a refused SO_ATTACH_FILTER.
+     */
+    private int attachFilter(final ClassicBpfProgram program)
+    {
         try (Arena scratch = Arena.ofConfined())
         {
             final MemorySegment errno = Libc.allocateErrnoState(scratch);
-            if (Libc.setsockopt(errno, rxFd, SOL_SOCKET, SO_ATTACH_FILTER, program.toSockFprog(scratch),
-                ClassicBpfProgram.SOCK_FPROG_SIZE) < 0)
-            {
-                throw new PortException("setsockopt SO_ATTACH_FILTER (RoCEv2 to " + count + " queue pairs) on '" +
-                    name() + "'", Libc.errno(errno));
-            }
+            return Libc.setsockopt(errno, rxFd, SOL_SOCKET, SO_ATTACH_FILTER, program.toSockFprog(scratch),
+                ClassicBpfProgram.SOCK_FPROG_SIZE) < 0 ? Libc.errno(errno) : 0;
         }
-        return narrow != null;
     }
 
     /**
