@@ -16,6 +16,12 @@
 #                 systemctl reload applies a changed ring (window 4 -> 8, same process) that then sums exactly;
 #                 then the same with an af_xdp port and the shipped drop-in systemd/af-xdp.conf (PASS/FAIL as
 #                 systemd-xdp; --only systemd-xdp runs that part alone). Builds nothing: needs aggregator-daemon/target (launcher, jar) and the host's JDK.
+#   systemd-agent (not in the default set) in the same systemd VM, the sidecar agent's shipped unit
+#                 (systemd/netreduce-agent@.service, instance lo, User=trainer in a drop-in as docs/operations.md
+#                 says): it starts and binds its socket; it runs as trainer with CAP_NET_RAW only, NoNewPrivs and
+#                 seccomp, its socket 0600 in a 0700 directory; two sessions of it, as trainer, sum a ring of two
+#                 ranks exactly (scripts/interop/agent_ring.py); systemd-analyze security gives the documented score;
+#                 after a kill -9 systemd starts it again and the ring is exact again. Needs worker/target too.
 #
 # usage: scripts/interop/run.sh [--elements N] [--drop P] [--iterations K] [--prefix P]
 #                               [--logs DIR] [--only pass-through,aggregation,loss,session] [--keep]
@@ -457,6 +463,99 @@ systemd_phase() { # name port-type -> records PASS/FAIL for name
   else record FAIL "$name" "${detail% ;} ($(since "$t0") s; logs $logs/$name-*)"; fi
 }
 
+# --- the systemd-agent scenario ---------------------------------------------------------------------------------
+# The sidecar agent's shipped unit (systemd/netreduce-agent@.service) under the systemd VM's real systemd, as
+# docs/operations.md tells a trainer host to run it: the launcher and the workers' jar in /opt/netreduce/bin, the unit
+# unchanged, the trainers' account named in a drop-in (User=trainer), instance lo. Then, as that account, two sessions
+# of the agent in a ring of two ranks (scripts/interop/agent_ring.py: no appliance, no PyTorch), every call exact;
+# the process's user, capabilities, NoNewPrivs and seccomp; the socket's owner and mode; systemd-analyze security's
+# score against the one docs/operations.md states; a kill -9 followed by systemd's restart and an exact ring again.
+
+AGENT_UNIT=netreduce-agent@lo
+AGENT_SOCKET=/run/netreduce-agent-lo/agent.sock
+# Up: active and its socket bound (after its start warm-up, at most 20 s of it: under TCG the JVM's start and the
+# warm-up take minutes, and the unit restarts a failed start).
+AGENT_WAIT="end=\$((SECONDS + 840))
+while [ \$SECONDS -lt \$end ]; do
+  if [ \"\$(systemctl is-active $AGENT_UNIT)\" = active ] && [ -S $AGENT_SOCKET ]; then
+    systemctl show -p MainPID --value $AGENT_UNIT; exit 0
+  fi
+  [ \"\$(systemctl is-active $AGENT_UNIT)\" = failed ] && break
+  sleep 1
+done
+systemctl status --no-pager $AGENT_UNIT; journalctl -u $AGENT_UNIT --no-pager | tail -40; exit 1"
+AGENT_RING="runuser -u trainer -- env TMPDIR=/tmp timeout 900 python3 /nr/src/scripts/interop/agent_ring.py \
+  --agent $AGENT_SOCKET --calls 3 --elements 16384 --timeout 600"
+
+systemd_agent_phase() { # -> records PASS/FAIL for systemd-agent
+  local name=systemd-agent t0 out pid pid2 score doc_score detail="" ok=1
+  t0=$(now)
+  if ! app 300 "set -e
+    systemctl stop $AGENT_UNIT 2>/dev/null || true
+    install -D -m 0755 /nr/src/aggregator-daemon/target/netreduce /opt/netreduce/bin/netreduce
+    install -m 0644 /nr/src/worker/target/netreduce-worker.jar /opt/netreduce/bin/netreduce-worker.jar
+    install -m 0644 /nr/src/systemd/netreduce-agent@.service /etc/systemd/system/netreduce-agent@.service
+    id trainer >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin trainer
+    mkdir -p /etc/systemd/system/$AGENT_UNIT.service.d
+    printf '[Service]\\nUser=trainer\\n' > /etc/systemd/system/$AGENT_UNIT.service.d/user.conf
+    systemctl daemon-reload
+    systemctl reset-failed $AGENT_UNIT 2>/dev/null || true
+    systemctl start $AGENT_UNIT" > "$logs/$name-install.log" 2>&1; then
+    record FAIL "$name" "install or start failed (log $logs/$name-install.log)"; return
+  fi
+  # 1. It starts and binds its socket.
+  if ! pid="$(app 900 "$AGENT_WAIT" 2> "$logs/$name-start.log")"; then
+    echo "$pid" >> "$logs/$name-start.log"
+    record FAIL "$name" "the unit did not come up with its socket (log $logs/$name-start.log)"; return
+  fi
+  pid="$(tail -1 <<< "$pid")"
+  detail+=" up in $(since "$t0") s (pid $pid);"
+  # 2. What it runs as, and what it may do: the trainers' user, CAP_NET_RAW only (bit 13), no new privileges,
+  # seccomp filtering; its socket the trainers' own, 0600 in a 0700 directory.
+  out="$(app "grep -E '^(Uid|CapEff|CapAmb|CapBnd|NoNewPrivs|Seccomp):' /proc/$pid/status; id -u trainer
+    stat -c '%U %a' $AGENT_SOCKET /run/netreduce-agent-lo" 2>&1)"
+  echo "$out" > "$logs/$name-process.log"
+  local uid; uid="$(sed -n 's/^\([0-9][0-9]*\)$/\1/p' <<< "$out" | head -1)"
+  if grep -Eq "^Uid:[[:space:]]+$uid[[:space:]]" <<< "$out" && grep -Eq '^CapEff:[[:space:]]+0000000000002000$' <<< "$out" \
+    && grep -Eq '^CapAmb:[[:space:]]+0000000000002000$' <<< "$out" && grep -Eq '^NoNewPrivs:[[:space:]]+1$' <<< "$out" \
+    && grep -Eq '^Seccomp:[[:space:]]+2$' <<< "$out" && grep -qx 'trainer 600' <<< "$out" && grep -qx 'trainer 700' <<< "$out"; then
+    detail+=" user trainer, CAP_NET_RAW only, NoNewPrivs, seccomp, socket 0600 in 0700;"
+  else
+    ok=0; detail+=" process-or-socket-not-as-documented (log $logs/$name-process.log);"
+  fi
+  # 3. Two sessions in a ring, as the trainers' user: every call exact.
+  if app 960 "$AGENT_RING" > "$logs/$name-ring.log" 2>&1 && grep -q '^{"ok": true' "$logs/$name-ring.log"; then
+    detail+=" two sessions' ring exact;"
+  else
+    ok=0; detail+=" ring-NOT-exact (log $logs/$name-ring.log);"
+  fi
+  # 4. systemd-analyze security: the score docs/operations.md states for the agent's unit.
+  score="$(app "systemd-analyze security --no-pager $AGENT_UNIT.service" 2>&1 | tee "$logs/$name-security.log" \
+           | sed -n "s/.*Overall exposure level for $AGENT_UNIT.service: \([0-9.]*\).*/\1/p")"
+  doc_score="$(grep -o 'the agent.s unit \*\*[0-9.]*\*\*' "$repo_root/docs/operations.md" | head -1 | grep -o '[0-9][0-9.]*')"
+  [ -n "$score" ] && [ "$score" = "$doc_score" ] || { ok=0; detail+=" security-$score-not-documented-$doc_score"; }
+  detail+=" security $score;"
+  # 5. kill -9: systemd starts it again (Restart=on-failure) and the next trainers' sessions work.
+  out="$(app 900 "kill -9 $pid; sleep 3
+    $AGENT_WAIT" 2>&1)"
+  pid2="$(tail -1 <<< "$out")"
+  echo "$out" > "$logs/$name-kill.log"
+  if [[ "$pid2" =~ ^[0-9]+$ ]] && [ "$pid2" != "$pid" ] && [ "$pid2" != 0 ]; then
+    detail+=" kill -9 -> restarted (pid $pid2, NRestarts $(app "systemctl show -p NRestarts --value $AGENT_UNIT"));"
+    if app 960 "$AGENT_RING" > "$logs/$name-ring-after-kill.log" 2>&1 && grep -q '^{"ok": true' "$logs/$name-ring-after-kill.log"; then
+      detail+=" ring exact again;"
+    else
+      ok=0; detail+=" ring-after-restart-NOT-exact (log $logs/$name-ring-after-kill.log);"
+    fi
+  else
+    ok=0; detail+=" not-restarted-after-kill-9 (log $logs/$name-kill.log);"
+  fi
+  app "journalctl -u $AGENT_UNIT --no-pager" > "$logs/$name-journal.log" 2>&1 || true
+  app "systemctl stop $AGENT_UNIT" >/dev/null 2>&1 || true
+  if [ "$ok" = 1 ]; then record PASS "$name" "${detail% ;} ($(since "$t0") s)"
+  else record FAIL "$name" "${detail% ;} ($(since "$t0") s; logs $logs/$name-*)"; fi
+}
+
 # --- run ------------------------------------------------------------------------------------------------------
 
 if [ "$down_only" = 1 ]; then
@@ -492,7 +591,7 @@ vm_mem=512
 wanted session && vm_mem=1024   # PyTorch needs more than the 512 MiB the other scenarios do with
 "$V" up -n 3 --prefix "$prefix" --no-redirect --mem "$vm_mem" > "$logs/vms.log" 2>&1 || { cat "$logs/vms.log"; exit 1; }
 note "test bed and 3 VMs up ($(since "$t0") s)"
-if wanted systemd || wanted systemd-xdp; then
+if wanted systemd || wanted systemd-xdp || wanted systemd-agent; then
   t0=$(now)
   "$V" appliance-up --prefix "$prefix" > "$logs/app-vm.log" 2>&1 || { cat "$logs/app-vm.log"; exit 1; }
   note "appliance VM (systemd) up ($(since "$t0") s): $(tail -1 "$logs/app-vm.log")"
@@ -534,6 +633,7 @@ wanted aggregation && scenario_allreduce aggregation 0
 wanted loss && scenario_allreduce loss "$drop"
 wanted systemd && systemd_phase systemd af_packet
 { wanted systemd || wanted systemd-xdp; } && systemd_phase systemd-xdp af_xdp
+wanted systemd-agent && systemd_agent_phase
 
 # session: the Python package's Session over its verbs transport (persistent RC QPs on rxe0, memory registered
 # once, MsgIDs continuing across calls), torch.distributed (gloo over eth0) for the rendezvous: allreduce_ of odd

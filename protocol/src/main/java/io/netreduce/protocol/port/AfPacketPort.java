@@ -301,6 +301,11 @@ public final class AfPacketPort implements PollablePort
         return configuration.interfaceName();
     }
 
+    /**
+     * @return the settings the port runs with: those it was opened with, except segmentation offload on a kernel
+     *         whose packet sockets cannot segment UDP ({@link KernelRelease#packetSocketsSegmentUdp()}), where it is
+     *         off.
+     */
     public AfPacketConfiguration configuration()
     {
         return configuration;

@@ -46,7 +46,10 @@ final class AfPacketSockets
      */
     AfPacketSockets(final AfPacketConfiguration configuration, final int fanoutGroup)
     {
-        this.configuration = configuration;
+        // Asked for on a kernel whose packet sockets cannot segment UDP, offload is off: frames go one per slot.
+        this.configuration = configuration.segmentationOffload() &&
+            !KernelRelease.current().packetSocketsSegmentUdp() ? configuration.withSegmentationOffload(false) :
+            configuration;
         this.name = configuration.interfaceName();
         this.system = new PortSystemCalls(name);
         this.fanoutGroup = fanoutGroup;
