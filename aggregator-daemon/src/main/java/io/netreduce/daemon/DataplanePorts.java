@@ -6,6 +6,7 @@ import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.AfXdpConfiguration;
 import io.netreduce.protocol.port.AfXdpPort;
+import io.netreduce.protocol.port.KernelRelease;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.EthernetHeader;
 import org.slf4j.Logger;
@@ -35,7 +36,9 @@ final class DataplanePorts
         {
             throw new IllegalArgumentException("port " + port.name() + ": lanes need an af_packet port");
         }
-        return List.copyOf(AfPacketPort.openFanout(afPacketConfiguration(port), lanes));
+        final List<AfPacketPort> members = AfPacketPort.openFanout(afPacketConfiguration(port), lanes);
+        noteOffload(port, members.getFirst());
+        return List.copyOf(members);
     }
 
     /**
@@ -47,7 +50,19 @@ final class DataplanePorts
         {
             return openAfXdpPort(port);
         }
-        return AfPacketPort.open(afPacketConfiguration(port));
+        final AfPacketPort opened = AfPacketPort.open(afPacketConfiguration(port));
+        noteOffload(port, opened);
+        return opened;
+    }
+
+    private static void noteOffload(final PortConfig port, final AfPacketPort opened)
+    {
+        final String note = KernelRelease.offloadNote(port.name(), port.segmentationOffload(),
+            opened.configuration().segmentationOffload());
+        if (note != null)
+        {
+            LOG.warn(note);
+        }
     }
 
     private static AfPacketConfiguration afPacketConfiguration(final PortConfig port)

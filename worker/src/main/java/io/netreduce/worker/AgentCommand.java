@@ -92,7 +92,11 @@ public final class AgentCommand implements Callable<Integer>
                 throw new IllegalArgumentException("--max-sessions must be 1..256: " + maxSessions);
             }
             // the interface is there and ours to open, before anything else starts
-            AfPacketPort.open(ServeCommand.portConfiguration(dev, segmentationOffload, new RcConfig())).close();
+            try (AfPacketPort probe = AfPacketPort.open(ServeCommand.portConfiguration(dev, segmentationOffload,
+                new RcConfig())))
+            {
+                ServeCommand.noteOffload("agent", probe, segmentationOffload);
+            }
         }
         catch (final RuntimeException ex)
         {

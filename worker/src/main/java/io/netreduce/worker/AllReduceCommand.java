@@ -208,6 +208,7 @@ public final class AllReduceCommand implements Callable<Integer>
             final InetAddress localIp =
                 options.ip != null ? InetAddress.getByName(options.ip) : interfaceAddress(options.dev);
             final long localMac = ConnectionInfo.macFromBytes(packetPort.macAddress());
+            ServeCommand.noteOffload("allreduce", packetPort, portConfig.segmentationOffload());
             final RcEndpoint endpoint = new RcEndpoint(packetPort, rc, SystemNanoClock.INSTANCE, localIp, localMac);
             // This thread drives the endpoint; the JSON summary says at which nice value, if the kernel allowed it.
             final boolean endpointNiceApplied = EndpointNice.apply(options.endpointNice, "allreduce", System.err);

@@ -6,6 +6,7 @@ import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.KernelRelease;
 import io.netreduce.protocol.port.Doorbell;
 import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.protocol.writer.SwitchMlPacketWriter;
@@ -142,6 +143,7 @@ public final class ServeCommand implements Callable<Integer>
             Doorbell answer = answerBell())
         {
             final InetAddress localIp = ip != null ? InetAddress.getByName(ip) : AllReduceCommand.interfaceAddress(dev);
+            noteOffload("serve", port, segmentationOffload);
             final RcEndpoint endpoint = new RcEndpoint(port, rc, SystemNanoClock.INSTANCE, localIp,
                 ConnectionInfo.macFromBytes(port.macAddress()));
             EndpointNice.apply(endpointNice, "serve", System.err); // the runner drives the endpoint on this thread
@@ -158,6 +160,18 @@ public final class ServeCommand implements Callable<Integer>
      * A sidecar's port ({@code worker serve}, and each session of {@code worker agent}): rings for a window of
      * 4 KiB frames both ways, and a transmit socket buffer that holds the RC window.
      */
+    /**
+     * Say on stderr when the port opened without the segmentation offload asked for (a kernel before 6.2).
+     */
+    static void noteOffload(final String who, final AfPacketPort port, final boolean asked)
+    {
+        final String note = KernelRelease.offloadNote(port.name(), asked, port.configuration().segmentationOffload());
+        if (note != null)
+        {
+            System.err.println(who + ": " + note);
+        }
+    }
+
     static AfPacketConfiguration portConfiguration(final String dev, final boolean segmentationOffload,
         final RcConfig rc)
     {

@@ -47,6 +47,16 @@ public record KernelRelease(int major, int minor)
         return atLeast(6, 2);
     }
 
+    /**
+     * @return what to tell the operator when a port asked for segmentation offload opened without it on this kernel,
+     *         or null when it has it (or was not asked).
+     */
+    public static String offloadNote(final String interfaceName, final boolean asked, final boolean opened)
+    {
+        return asked && !opened ? "port " + interfaceName + ": segmentation offload off: packet sockets segment UDP " +
+            "from Linux 6.2, this kernel is " + current() + " (frames go one by one)" : null;
+    }
+
     @Override
     public String toString()
     {

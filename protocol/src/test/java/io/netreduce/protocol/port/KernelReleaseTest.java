@@ -28,6 +28,15 @@ class KernelReleaseTest
     }
 
     @Test
+    void shouldNoteOnlyAnOffloadAskedForAndNotGot()
+    {
+        assertThat(KernelRelease.offloadNote("eth0", true, true)).isNull();
+        assertThat(KernelRelease.offloadNote("eth0", false, false)).isNull();
+        assertThat(KernelRelease.offloadNote("eth0", true, false)).startsWith("port eth0: segmentation offload off")
+            .contains("Linux 6.2", "this kernel is " + KernelRelease.current());
+    }
+
+    @Test
     void shouldOpenAPortWithOffloadOnlyWhereTheRunningKernelSegmentsUdp()
     {
         final AfPacketConfiguration asked = AfPacketConfiguration.defaults("lo").withSegmentationOffload(true);
