@@ -60,7 +60,7 @@ final class WorkerRing implements AutoCloseable
         {
             for (int r = 0; r < world; r++)
             {
-                final AfPacketPort port = openPort(bed.workerNamespace(firstWorker + r));
+                final AfPacketPort port = openPort(bed.workerNamespace(firstWorker + r), true);
                 endpoints[r] = new RcEndpoint(port, rc.apply(r), SystemNanoClock.INSTANCE,
                     TestBed.workerIp(firstWorker + r),
                     ConnectionInfo.macFromBytes(port.macAddress()));
@@ -101,13 +101,26 @@ final class WorkerRing implements AutoCloseable
         return ring;
     }
 
+    /**
+     * A port that sees every frame on the namespace's eth0 (a tap, a stranger's sender, a SwitchML worker's).
+     */
     static AfPacketPort openPort(final String namespace)
     {
-        // As `netreduce worker allreduce` opens it: with segmentation offload, since the appliance's (on by default)
-        // result batches reach a worker whole over veth, as they reach a NIC that splits them.
+        return openPort(namespace, false);
+    }
+
+    /**
+     * @param roceOnly RoCEv2 only, and from the endpoint's first queue pair on only RoCE to its own QPs (the
+     *                 kernel's socket filter), as `netreduce worker allreduce` opens an endpoint's port.
+     */
+    static AfPacketPort openPort(final String namespace, final boolean roceOnly)
+    {
+        // With segmentation offload, as `netreduce worker allreduce` opens it: the appliance's (on by default) result
+        // batches reach a worker whole over veth, as they reach a NIC that splits them.
         final AfPacketConfiguration config = AfPacketConfiguration.defaults("eth0")
             .withTxRing(8192, 512)
-            .withSegmentationOffload(true);
+            .withSegmentationOffload(true)
+            .withRoceOnly(roceOnly);
         return NetworkNamespace.callIn(namespace, () -> AfPacketPort.open(config));
     }
 

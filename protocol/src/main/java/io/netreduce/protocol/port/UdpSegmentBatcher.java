@@ -1,5 +1,6 @@
 package io.netreduce.protocol.port;
 
+import io.netreduce.protocol.wire.BthHeader;
 import io.netreduce.protocol.wire.EthernetHeader;
 import io.netreduce.protocol.wire.Ipv4Header;
 import io.netreduce.protocol.wire.L4Checksum;
@@ -289,7 +290,7 @@ final class UdpSegmentBatcher
     private boolean eligible(final int frame, final int length)
     {
         final UnsafeBuffer ring = this.ring;
-        return length > HEADER_LENGTH &&
+        return length >= HEADER_LENGTH + BthHeader.LENGTH &&
             ring.getShort(frame + EthernetHeader.ETHER_TYPE_OFFSET, BIG_ENDIAN) == EthernetHeader.ETHER_TYPE_IPV4 &&
             ring.getByte(frame + L3 + Ipv4Header.VERSION_IHL_OFFSET) == 0x45 &&
             !Ipv4Header.isFragment(ring, frame + L3) &&
@@ -301,7 +302,11 @@ final class UdpSegmentBatcher
     }
 
     /**
-     * Same Ethernet header, IPv4 version/TOS/flags/TTL/protocol/addresses and UDP ports.
+     * Same Ethernet header, IPv4 version/TOS/flags/TTL/protocol/addresses, UDP ports and BTH destination QP (with
+     * its reserved byte): one RoCE connection. Two connections between the same two hosts and ports (two jobs'
+     * ranks on the same workers, whose results the appliance sends in turn) must not share a batch: a receiving
+     * endpoint's socket filter ({@code RoceReceiveFilter.forQueuePairs}) reads the first segment's QP only, and
+     * would give one endpoint the other's segments.
      */
     private boolean sameFlow(final int a, final int b)
     {
@@ -313,7 +318,9 @@ final class UdpSegmentBatcher
             ring.getInt(a + L3 + Ipv4Header.FLAGS_FRAGMENT_OFFSET) ==
                 ring.getInt(b + L3 + Ipv4Header.FLAGS_FRAGMENT_OFFSET) &&
             ring.getLong(a + L3 + Ipv4Header.SRC_OFFSET) == ring.getLong(b + L3 + Ipv4Header.SRC_OFFSET) &&
-            ring.getInt(a + L4) == ring.getInt(b + L4);
+            ring.getInt(a + L4) == ring.getInt(b + L4) &&
+            ring.getInt(a + HEADER_LENGTH + BthHeader.DEST_QP_OFFSET) ==
+                ring.getInt(b + HEADER_LENGTH + BthHeader.DEST_QP_OFFSET);
     }
 
     /**

@@ -186,6 +186,35 @@ class AfPacketSegmentationOffloadVethTest
     }
 
     /**
+     * Two connections between the same two hosts and UDP ports (two jobs' ranks on the same workers, the appliance
+     * sending their results in turn), one IPv4 identification sequence across both: each connection's run is a
+     * batch of its own, never one batch across both (a receiving endpoint's socket filter reads the first segment's
+     * destination QP only).
+     */
+    @Test
+    void shouldNotBatchTwoQueuePairsFramesTogetherEvenWithConsecutiveIdentifications()
+    {
+        final AfPacketPort sender = open(veth.namespaceA, VethPair.DEVICE_A, true);
+        final AfPacketPort receiver = open(veth.namespaceB, VethPair.DEVICE_B, true);
+        final RoceFrameWriter both = writer(DESTINATION_1, 0x0A4D_0101, 0xC001, 0x101);
+        final List<byte[]> sent = new ArrayList<>();
+        for (final int qp : new int[] {0x101, 0x201})
+        {
+            both.destQp(qp);
+            for (int psn = 0; psn < 3; psn++)
+            {
+                sent.add(write(both, Opcode.SEND_MIDDLE, psn, PAYLOAD));
+            }
+        }
+        send(sender, sent);
+        final List<Received> received = receive(receiver, sent.size());
+
+        assertDeliveredUnchangedInOrderPerDestination(sent, received);
+        assertThat(sender.counters().get(PortCounters.TX_GSO_FRAMES)).as("a batch per queue pair").isEqualTo(2);
+        assertThat(receiver.counters().get(PortCounters.RX_GSO_FRAMES)).isEqualTo(2);
+    }
+
+    /**
      * With UDP segmentation off on the sender's veth the kernel segments each offload frame in software, and a
      * receiver without offload gets its segments: the frames written, but for the UDP checksum, which the kernel
      * fills in. With checksum offload on (veth's default) it leaves the segments' checksums for offload, as the

@@ -1,0 +1,154 @@
+package io.netreduce.systemtests;
+
+import io.netreduce.dataplane.counters.DataplaneCounter;
+import io.netreduce.host.allreduce.AllReduce;
+import io.netreduce.host.allreduce.NetReduceAllReduce;
+import io.netreduce.host.allreduce.NetReduceConfig;
+import io.netreduce.host.allreduce.Tensor;
+import io.netreduce.host.rc.RcConfig;
+import io.netreduce.host.rc.RcEndpoint;
+import io.netreduce.protocol.element.ElementType;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Two jobs whose ranks share the same two workers' interfaces (two trainers per host, each with its own endpoint,
+ * as two sidecars on one NIC): both rings through the appliance at once. Each endpoint's port takes only RoCE frames
+ * to its own queue pairs (the kernel's socket filter, {@code RoceReceiveFilter.forQueuePairs}), so neither job's
+ * endpoints see a frame of the other's, and every rank of both gets the exact rank-order sum.
+ */
+@Timeout(value = 240, unit = TimeUnit.SECONDS)
+class SharedWorkersSystemTest
+{
+    private static final int MSG_LEN = 4;
+    private static final int PAYLOAD = 4096;
+    private static final int WINDOW = 8;
+    private static final int CALLS = 3;
+    private static final int WORLD = 2;
+    private static TestBed bed;
+
+    @BeforeAll
+    static void up()
+    {
+        Assumptions.assumeTrue(TestBed.isRoot(), "system tests need root (network namespaces)");
+        bed = TestBed.up('q', WORLD, 9000, false);
+    }
+
+    @AfterAll
+    static void down()
+    {
+        if (bed != null)
+        {
+            bed.close();
+        }
+    }
+
+    @Test
+    void shouldKeepEachJobsFramesOutOfTheOtherJobsEndpointsWithEverySumExact() throws Exception
+    {
+        final String jobs = "jobs:\n" + job("job-a", 1) + job("job-b", 2);
+        final ExecutorService threads = Executors.newFixedThreadPool(2);
+        final List<WorkerRing> rings = new ArrayList<>();
+        try (Appliance appliance = Appliance.start(bed.applianceNamespace(), bed.mtu(), null, 0.0, jobs, 1))
+        {
+            // Both jobs' endpoints and queue pairs exist before either sends: a frame of one reaching the other's
+            // endpoint could then only be the filter's miss.
+            final NetReduceConfig[] configs = new NetReduceConfig[2];
+            for (int job = 0; job < 2; job++)
+            {
+                configs[job] = new NetReduceConfig(job + 1, WINDOW, MSG_LEN, PAYLOAD, TimeUnit.SECONDS.toNanos(10));
+                final int firstQpn = 0x11 + job * 0x1_0000;
+                rings.add(new WorkerRing(bed, 0, WORLD, r -> new RcConfig().pmtu(PAYLOAD).firstQpn(firstQpn)
+                    .retransmitTimeoutNs(TimeUnit.SECONDS.toNanos(1)), configs[job].regionBytes(),
+                    configs[job].regionBytes()));
+            }
+            final List<Future<Long>> runs = new ArrayList<>();
+            for (int job = 0; job < 2; job++)
+            {
+                runs.add(threads.submit(run(rings.get(job), configs[job])));
+            }
+            long aggregations = 0;
+            for (final Future<Long> run : runs)
+            {
+                aggregations += run.get(200, TimeUnit.SECONDS);
+            }
+
+            assertThat(appliance.counter(DataplaneCounter.AGGREGATIONS_COMPLETED)).isEqualTo(aggregations);
+            for (final WorkerRing ring : rings)
+            {
+                for (int r = 0; r < WORLD; r++)
+                {
+                    final RcEndpoint endpoint = ring.endpoint(r);
+                    assertThat(endpoint.portFiltersQueuePairs()).isTrue();
+                    assertThat(endpoint.framesReceived()).as("its own results and ACKs").isPositive();
+                    assertThat(endpoint.unknownQp()).as("job %d rank %d: frames to queue pairs it does not have, of %d",
+                        rings.indexOf(ring), r, endpoint.framesReceived()).isZero();
+                    assertThat(endpoint.port().counters().rxDropped()).as("its ring never overflowed").isZero();
+                }
+            }
+        }
+        finally
+        {
+            threads.shutdownNow();
+            rings.forEach(WorkerRing::close);
+        }
+    }
+
+    /**
+     * CALLS exact all-reduces on {@code ring}.
+     *
+     * @return the aggregations the appliance must have completed for it.
+     */
+    private static Callable<Long> run(final WorkerRing ring, final NetReduceConfig config)
+    {
+        return () ->
+        {
+            final int elements = (int)(40.5 * config.dataBytesPerMessage()) / ElementType.FP32.size();
+            final AllReduce[] ops = new AllReduce[WORLD];
+            for (int r = 0; r < WORLD; r++)
+            {
+                ops[r] = new NetReduceAllReduce(ring.link(r), config);
+            }
+            for (int call = 0; call < CALLS; call++)
+            {
+                final Tensor[] tensors = ring.inputs(ElementType.FP32, elements, call);
+                final WorkerRing.Outcome outcome = ring.allReduce(ops, tensors, () -> 0, TimeUnit.SECONDS.toNanos(60));
+                assertThat(outcome.allSucceeded()).as("ring %d call %d failed:%s", config.ringId(), call,
+                    outcome.describe()).isTrue();
+                assertThat(ring.checkRankOrderSum(tensors, call)).as("ring %d call %d", config.ringId(), call).isNull();
+            }
+            return (long)CALLS * ((NetReduceAllReduce)ops[0]).messagesFor(elements * 4) * MSG_LEN;
+        };
+    }
+
+    private static String job(final String name, final int ringId)
+    {
+        return """
+              - name: %s
+                rings:
+                  - id: %d
+                    elementType: fp32
+                    window: %d
+                    msgLen: %d
+                    payloadSize: %d
+                    pmtu: %d
+                    members:
+                      - { rank: 0, ip: %s }
+                      - { rank: 1, ip: %s }
+            """.formatted(name, ringId, WINDOW, MSG_LEN, PAYLOAD, PAYLOAD,
+            TestBed.workerIp(0).getHostAddress(), TestBed.workerIp(1).getHostAddress());
+    }
+}
