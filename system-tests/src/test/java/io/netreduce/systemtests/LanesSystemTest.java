@@ -182,7 +182,11 @@ class LanesSystemTest
         };
     }
 
-    private static String job(final String name, final int ringId, final int first)
+    /**
+     * @return a jobs-list item: one fp32 ring of bed workers {@code first} and {@code first + 1} (window 8, MsgLen 4,
+     *         4 KiB payloads), for a daemon's configuration.
+     */
+    static String job(final String name, final int ringId, final int first)
     {
         return """
               - name: %s

@@ -59,7 +59,8 @@ class SharedWorkersSystemTest
     @Test
     void shouldKeepEachJobsFramesOutOfTheOtherJobsEndpointsWithEverySumExact() throws Exception
     {
-        final String jobs = "jobs:\n" + job("job-a", 1) + job("job-b", 2);
+        // both rings of the same two workers (LanesSystemTest's ring settings)
+        final String jobs = "jobs:\n" + LanesSystemTest.job("job-a", 1, 0) + LanesSystemTest.job("job-b", 2, 0);
         final ExecutorService threads = Executors.newFixedThreadPool(2);
         final List<WorkerRing> rings = new ArrayList<>();
         try (Appliance appliance = Appliance.start(bed.applianceNamespace(), bed.mtu(), null, 0.0, jobs, 1))
@@ -132,23 +133,5 @@ class SharedWorkersSystemTest
             }
             return (long)CALLS * ((NetReduceAllReduce)ops[0]).messagesFor(elements * 4) * MSG_LEN;
         };
-    }
-
-    private static String job(final String name, final int ringId)
-    {
-        return """
-              - name: %s
-                rings:
-                  - id: %d
-                    elementType: fp32
-                    window: %d
-                    msgLen: %d
-                    payloadSize: %d
-                    pmtu: %d
-                    members:
-                      - { rank: 0, ip: %s }
-                      - { rank: 1, ip: %s }
-            """.formatted(name, ringId, WINDOW, MSG_LEN, PAYLOAD, PAYLOAD,
-            TestBed.workerIp(0).getHostAddress(), TestBed.workerIp(1).getHostAddress());
     }
 }
