@@ -36,9 +36,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class LanesSystemTest
 {
-    private static final int MSG_LEN = 4;
-    private static final int PAYLOAD = 4096;
-    private static final int WINDOW = 8;
+    static final int MSG_LEN = 4;
+    static final int PAYLOAD = 4096;
+    static final int WINDOW = 8;
     private static final int CALLS = 3;
     private static final ObjectMapper JSON = new ObjectMapper();
     private static TestBed bed;
@@ -153,7 +153,6 @@ class LanesSystemTest
             final int world = 2;
             final NetReduceConfig config =
                 new NetReduceConfig(ringId, WINDOW, MSG_LEN, PAYLOAD, TimeUnit.SECONDS.toNanos(10));
-            final int elements = (int)(40.5 * config.dataBytesPerMessage()) / ElementType.FP32.size();
             try (WorkerRing ring = new WorkerRing(bed, first, world, r -> new RcConfig()
                 .pmtu(PAYLOAD)
                 // No loss is injected here, and the test asserts that nothing is dropped: a 50 ms timer (the other
@@ -162,24 +161,33 @@ class LanesSystemTest
                 .retransmitTimeoutNs(TimeUnit.SECONDS.toNanos(1))
                 .faultSeed(first * 10L + r), config.regionBytes(), config.regionBytes()))
             {
-                final AllReduce[] ops = new AllReduce[world];
-                for (int r = 0; r < world; r++)
-                {
-                    ops[r] = new NetReduceAllReduce(ring.link(r), config);
-                }
-                for (int call = 0; call < CALLS; call++)
-                {
-                    final Tensor[] tensors = ring.inputs(ElementType.FP32, elements, call);
-                    final WorkerRing.Outcome outcome =
-                        ring.allReduce(ops, tensors, () -> 0, TimeUnit.SECONDS.toNanos(60));
-                    assertThat(outcome.allSucceeded()).as("ring of workers %d-%d call %d failed:%s", first, first + 1,
-                        call, outcome.describe()).isTrue();
-                    assertThat(ring.checkRankOrderSum(tensors, call)).as("ring of workers %d-%d call %d", first,
-                        first + 1, call).isNull();
-                }
-                return (long)CALLS * ((NetReduceAllReduce)ops[0]).messagesFor(elements * 4) * MSG_LEN;
+                return exactCalls(ring, world, config, "ring of workers " + first + "-" + (first + 1));
             }
         };
+    }
+
+    /**
+     * CALLS all-reduces of 40.5 messages' worth of fp32 on {@code ring}, each asserted to succeed with the exact
+     * rank-order sum on every rank.
+     *
+     * @return the aggregations the appliance must have completed for them.
+     */
+    static long exactCalls(final WorkerRing ring, final int world, final NetReduceConfig config, final String name)
+    {
+        final int elements = (int)(40.5 * config.dataBytesPerMessage()) / ElementType.FP32.size();
+        final AllReduce[] ops = new AllReduce[world];
+        for (int r = 0; r < world; r++)
+        {
+            ops[r] = new NetReduceAllReduce(ring.link(r), config);
+        }
+        for (int call = 0; call < CALLS; call++)
+        {
+            final Tensor[] tensors = ring.inputs(ElementType.FP32, elements, call);
+            final WorkerRing.Outcome outcome = ring.allReduce(ops, tensors, () -> 0, TimeUnit.SECONDS.toNanos(60));
+            assertThat(outcome.allSucceeded()).as("%s call %d failed:%s", name, call, outcome.describe()).isTrue();
+            assertThat(ring.checkRankOrderSum(tensors, call)).as("%s call %d", name, call).isNull();
+        }
+        return (long)CALLS * ((NetReduceAllReduce)ops[0]).messagesFor(elements * 4) * MSG_LEN;
     }
 
     /**

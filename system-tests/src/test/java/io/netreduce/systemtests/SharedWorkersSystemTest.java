@@ -1,13 +1,9 @@
 package io.netreduce.systemtests;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
-import io.netreduce.host.allreduce.AllReduce;
-import io.netreduce.host.allreduce.NetReduceAllReduce;
 import io.netreduce.host.allreduce.NetReduceConfig;
-import io.netreduce.host.allreduce.Tensor;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
-import io.netreduce.protocol.element.ElementType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -16,7 +12,6 @@ import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -33,10 +28,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class SharedWorkersSystemTest
 {
-    private static final int MSG_LEN = 4;
-    private static final int PAYLOAD = 4096;
-    private static final int WINDOW = 8;
-    private static final int CALLS = 3;
     private static final int WORLD = 2;
     private static TestBed bed;
 
@@ -70,16 +61,20 @@ class SharedWorkersSystemTest
             final NetReduceConfig[] configs = new NetReduceConfig[2];
             for (int job = 0; job < 2; job++)
             {
-                configs[job] = new NetReduceConfig(job + 1, WINDOW, MSG_LEN, PAYLOAD, TimeUnit.SECONDS.toNanos(10));
+                configs[job] = new NetReduceConfig(job + 1, LanesSystemTest.WINDOW, LanesSystemTest.MSG_LEN,
+                    LanesSystemTest.PAYLOAD, TimeUnit.SECONDS.toNanos(10));
                 final int firstQpn = 0x11 + job * 0x1_0000;
-                rings.add(new WorkerRing(bed, 0, WORLD, r -> new RcConfig().pmtu(PAYLOAD).firstQpn(firstQpn)
-                    .retransmitTimeoutNs(TimeUnit.SECONDS.toNanos(1)), configs[job].regionBytes(),
+                rings.add(new WorkerRing(bed, 0, WORLD, r -> new RcConfig().pmtu(LanesSystemTest.PAYLOAD)
+                    .firstQpn(firstQpn).retransmitTimeoutNs(TimeUnit.SECONDS.toNanos(1)), configs[job].regionBytes(),
                     configs[job].regionBytes()));
             }
             final List<Future<Long>> runs = new ArrayList<>();
             for (int job = 0; job < 2; job++)
             {
-                runs.add(threads.submit(run(rings.get(job), configs[job])));
+                final WorkerRing ring = rings.get(job);
+                final NetReduceConfig config = configs[job];
+                runs.add(threads.submit(() ->
+                    LanesSystemTest.exactCalls(ring, WORLD, config, "ring " + config.ringId())));
             }
             long aggregations = 0;
             for (final Future<Long> run : runs)
@@ -106,32 +101,5 @@ class SharedWorkersSystemTest
             threads.shutdownNow();
             rings.forEach(WorkerRing::close);
         }
-    }
-
-    /**
-     * CALLS exact all-reduces on {@code ring}.
-     *
-     * @return the aggregations the appliance must have completed for it.
-     */
-    private static Callable<Long> run(final WorkerRing ring, final NetReduceConfig config)
-    {
-        return () ->
-        {
-            final int elements = (int)(40.5 * config.dataBytesPerMessage()) / ElementType.FP32.size();
-            final AllReduce[] ops = new AllReduce[WORLD];
-            for (int r = 0; r < WORLD; r++)
-            {
-                ops[r] = new NetReduceAllReduce(ring.link(r), config);
-            }
-            for (int call = 0; call < CALLS; call++)
-            {
-                final Tensor[] tensors = ring.inputs(ElementType.FP32, elements, call);
-                final WorkerRing.Outcome outcome = ring.allReduce(ops, tensors, () -> 0, TimeUnit.SECONDS.toNanos(60));
-                assertThat(outcome.allSucceeded()).as("ring %d call %d failed:%s", config.ringId(), call,
-                    outcome.describe()).isTrue();
-                assertThat(ring.checkRankOrderSum(tensors, call)).as("ring %d call %d", config.ringId(), call).isNull();
-            }
-            return (long)CALLS * ((NetReduceAllReduce)ops[0]).messagesFor(elements * 4) * MSG_LEN;
-        };
     }
 }

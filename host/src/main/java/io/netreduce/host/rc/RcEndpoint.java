@@ -55,7 +55,6 @@ public final class RcEndpoint implements Agent, AutoCloseable
     private final SplittableRandom psnRandom;
     private final FrameHandler frameHandler = this::onFrame;
     private QueuePair[] qps = new QueuePair[0];
-    private int[] qpns = new int[0];
     private boolean portFiltersQueuePairs;
     private int nextQpn;
     private long nowNs;
@@ -122,11 +121,14 @@ public final class RcEndpoint implements Agent, AutoCloseable
         qpsByNumber.put(qpn, qp);
         qps = Arrays.copyOf(qps, qps.length + 1);
         qps[qps.length - 1] = qp;
-        qpns = Arrays.copyOf(qpns, qpns.length + 1);
-        qpns[qpns.length - 1] = qpn;
         // Before the QPN is given to any peer: from here the kernel hands this endpoint's port only RoCE frames to
         // its own queue pairs (where the port can filter), as an RDMA NIC would, not every endpoint's on the host.
-        portFiltersQueuePairs = port.receiveOnlyQueuePairs(qpns, qpns.length);
+        final int[] numbers = new int[qps.length];
+        for (int i = 0; i < qps.length; i++)
+        {
+            numbers[i] = qps[i].qpn();
+        }
+        portFiltersQueuePairs = port.receiveOnlyQueuePairs(numbers, numbers.length);
         return qp;
     }
 
