@@ -16,7 +16,8 @@ import java.util.Objects;
  *                         blocks (docs/performance.md, "AF_PACKET receive latency").
  * @param rxBlockSize      bytes per receive block; a multiple of the page size. In V3 a block is handed to user
  *                         space when full or after {@code rxBlockTimeoutMs}; in V2 it is only the unit the ring's
- *                         memory comes in and must hold at least one frame slot. Default
+ *                         memory comes in and must hold at least one frame slot (where an MTU-sized slot
+ *                         does not fit, the port opens with larger blocks: {@link #withRxRingHolding}). Default
  *                         {@value #DEFAULT_RX_BLOCK_SIZE}.
  * @param rxBlockCount     receive blocks in the ring. Default {@value #DEFAULT_RX_BLOCK_COUNT} (16 MiB in all).
  * @param rxBlockTimeoutMs V3 only: how long the kernel keeps a partly filled block before handing it over; bounds
@@ -285,6 +286,32 @@ public record AfPacketConfiguration(
         }
         return rxFrameSizeForFrames((segmentationOffload ? VirtioNetHeader.LENGTH : 0) + LinuxPacketAbi.ETH_HLEN +
             LinuxPacketAbi.VLAN_HLEN + mtu);
+    }
+
+    /**
+     * @param mtu the interface's MTU.
+     * @return this configuration, or, where its V2 slot for {@code mtu} is sized from the MTU
+     *         ({@link #AUTO_RX_FRAME_SIZE}) and does not fit a block, one with the receive ring of a port with
+     *         segmentation offload: blocks of {@value #SEGMENTATION_RX_BLOCK_SIZE} bytes, as many as hold this
+     *         ring's bytes and at least {@value #SEGMENTATION_RX_BLOCK_COUNT} (64 MiB, 960 slots at MTU 65536).
+     *         An MTU above about 16 KiB ({@code lo}'s 65536, an interface with a large jumbo MTU) otherwise left
+     *         a port without offload unable to open, and no option of the worker's commands or the daemon's
+     *         configuration sets the block size. A slot size set explicitly is kept as asked (and refused where
+     *         it cannot fit).
+     */
+    public AfPacketConfiguration withRxRingHolding(final int mtu)
+    {
+        if (rxRingVersion != RxRingVersion.V2 || rxFrameSize != AUTO_RX_FRAME_SIZE ||
+            rxFrameSizeFor(mtu) <= rxBlockSize || rxFrameSizeFor(mtu) > SEGMENTATION_RX_BLOCK_SIZE)
+        {
+            return this;
+        }
+        final long ringBytes = (long)rxBlockSize * rxBlockCount;
+        final int blocks = (int)Math.max(SEGMENTATION_RX_BLOCK_COUNT,
+            (ringBytes + SEGMENTATION_RX_BLOCK_SIZE - 1) / SEGMENTATION_RX_BLOCK_SIZE);
+        return new AfPacketConfiguration(interfaceName, rxRingVersion, SEGMENTATION_RX_BLOCK_SIZE, blocks,
+            rxBlockTimeoutMs, rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload,
+            txSocketBuffer, roceOnly);
     }
 
     /**

@@ -23,7 +23,8 @@ final class AfPacketSockets
     /** The largest TX block made to hold whole slots and whole pages; past it, one page-rounded slot per block. */
     private static final long MAX_TX_BLOCK_SIZE = 1 << 22;
 
-    private final AfPacketConfiguration configuration;
+    /** As asked, offload off where the kernel cannot segment, the receive ring grown to hold an MTU slot. */
+    private AfPacketConfiguration configuration;
     private final String name;
     private final PortSystemCalls system;
     private int ifIndex;
@@ -148,6 +149,7 @@ final class AfPacketSockets
             final InterfaceInfo info = system.interfaceInfo(rxFd, scratch);
             mtu = info.mtu();
             macAddress = info.macAddress();
+            configuration = configuration.withRxRingHolding(mtu);
             // Best effort (Linux 4.20+): the ring then never holds our own transmissions; receive() filters too.
             system.setIntOption(scratch, rxFd, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1, null);
             if (fanoutGroup != NO_FANOUT)

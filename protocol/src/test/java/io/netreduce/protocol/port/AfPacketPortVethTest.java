@@ -666,15 +666,32 @@ class AfPacketPortVethTest extends PacketPortVethContract
         assertThat(v3.rxFrameSize()).isZero();
     }
 
+    /**
+     * No option of the worker's commands or the daemon's configuration sets the receive block size, so a port
+     * whose MTU-sized slot does not fit its blocks (lo's 65536 without offload) grows them instead of refusing.
+     */
     @Test
-    void shouldRefuseAV2RingWhoseBlocksCannotHoldAnMtuSizedSlot()
+    void shouldGrowTheBlocksOfAV2RingThatCannotHoldAnMtuSizedSlot()
     {
-        final AfPacketConfiguration tooSmall = receiver(RxRingVersion.V2).withRxRing(8192, 4, 1);
+        final AfPacketPort a = open(veth.namespaceA, AfPacketConfiguration.defaults(VethPair.DEVICE_A)
+            .withTxRing(AfPacketConfiguration.JUMBO_TX_FRAME_SIZE, 16));
+        final AfPacketPort b = open(veth.namespaceB, receiver(RxRingVersion.V2).withRxRing(8192, 4, 1));
+        final byte[] jumbo = testFrame(1, JUMBO_FRAME, new Random(17));
+        a.send(new UnsafeBuffer(jumbo), 0, jumbo.length);
+        assertThat(a.flush()).isEqualTo(1);
 
-        assertThatThrownBy(() -> open(veth.namespaceB, tooSmall))
-            .isInstanceOf(PortException.class)
-            .hasMessageContaining("9088")
-            .hasMessageContaining("rxBlockSize");
+        final List<byte[]> received = new ArrayList<>();
+        awaitCondition(() ->
+        {
+            b.receive(collectTestFrames(received), 64);
+            return !received.isEmpty();
+        });
+
+        assertThat(b.configuration().rxBlockSize()).isEqualTo(AfPacketConfiguration.SEGMENTATION_RX_BLOCK_SIZE);
+        assertThat(b.configuration().rxBlockCount()).isEqualTo(AfPacketConfiguration.SEGMENTATION_RX_BLOCK_COUNT);
+        assertThat(b.rxFrameSize()).isEqualTo(AfPacketConfiguration.defaults("x").rxFrameSizeFor(JUMBO_MTU));
+        assertThat(received).containsExactly(jumbo);
+        assertThat(b.counters().rxTruncated()).isZero();
     }
 
     /**
