@@ -157,10 +157,6 @@ public final class ServeCommand implements Callable<Integer>
     }
 
     /**
-     * A sidecar's port ({@code worker serve}, and each session of {@code worker agent}): rings for a window of
-     * 4 KiB frames both ways, and a transmit socket buffer that holds the RC window.
-     */
-    /**
      * Say on stderr when the port opened without the segmentation offload asked for (a kernel before 6.2).
      */
     static void noteOffload(final String who, final AfPacketPort port, final boolean asked)
@@ -172,6 +168,10 @@ public final class ServeCommand implements Callable<Integer>
         }
     }
 
+    /**
+     * A sidecar's port ({@code worker serve}, and each session of {@code worker agent}): rings for a window of
+     * 4 KiB frames both ways, and a transmit socket buffer that holds the RC window.
+     */
     static AfPacketConfiguration portConfiguration(final String dev, final boolean segmentationOffload,
         final RcConfig rc)
     {

@@ -1,5 +1,7 @@
 package io.netreduce.worker;
 
+import io.netreduce.protocol.port.PortException;
+
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -92,13 +94,19 @@ final class ServeCommandLine
 
     /**
      * Runs a command {@link #parse} made, as picocli's {@code execute} would: its status, or, when it throws, the
-     * stack trace on standard error and {@link #EXIT_EXCEPTION}.
+     * stack trace on standard error and {@link #EXIT_EXCEPTION}; a port that cannot open or fails gets one line and
+     * {@link WorkerCommand#EXIT_PORT_FAILURE}, as the picocli path gives it.
      */
     static int run(final ServeCommand command)
     {
         try
         {
             return command.call();
+        }
+        catch (final PortException ex)
+        {
+            System.err.println("serve: " + ex.getMessage());
+            return WorkerCommand.EXIT_PORT_FAILURE;
         }
         catch (final Exception ex)
         {

@@ -1,5 +1,6 @@
 package io.netreduce.worker;
 
+import io.netreduce.protocol.port.PortException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -15,6 +16,9 @@ import picocli.CommandLine.Command;
         ServeCommand.class, AgentCommand.class })
 public final class WorkerCommand implements Runnable
 {
+    /** Exit status of a command whose port could not open or failed ({@link #portFailure}). */
+    static final int EXIT_PORT_FAILURE = 3;
+
     @CommandLine.Spec
     private CommandLine.Model.CommandSpec spec;
 
@@ -26,7 +30,23 @@ public final class WorkerCommand implements Runnable
 
     public static CommandLine commandLine()
     {
-        return new CommandLine(new WorkerCommand());
+        return new CommandLine(new WorkerCommand()).setExecutionExceptionHandler(WorkerCommand::portFailure);
+    }
+
+    /**
+     * A port that cannot open (no such interface, no CAP_NET_RAW, rings the kernel refuses) or fails is the
+     * operator's to fix, not a bug: one line naming the command and what failed, status
+     * {@link #EXIT_PORT_FAILURE}, no stack trace. Anything else is rethrown to picocli, which prints it whole.
+     */
+    static int portFailure(final Exception ex, final CommandLine commandLine, final CommandLine.ParseResult parsed)
+        throws Exception
+    {
+        if (ex instanceof PortException)
+        {
+            commandLine.getErr().println(commandLine.getCommandName() + ": " + ex.getMessage());
+            return EXIT_PORT_FAILURE;
+        }
+        throw ex;
     }
 
     /** The jar's main class is {@link WorkerMain}, which comes here for every command line but a quick serve. */
