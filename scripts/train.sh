@@ -35,6 +35,10 @@
 #   size: --start-warm-up-frames N).
 #   --agent-sessions N (with --agent, default 2): N netreduce runs through the same agents, the first before gloo's
 #   run and the others after it (netreduce, then netreduce-s3, ...), each compared with gloo's run.
+#   --appliance-served (with --agent): before the agents start, one netreduce training through a sidecar per trainer
+#   (netreduce-served: other hosts' job on the same appliance), so that the agents' first sessions meet an appliance
+#   that has served a job, as a deployed one has, instead of a daemon started a moment before; compared with gloo's
+#   run too.
 #   --kill-appliance STEP:DOWN: the netreduce run's sessions fall back to gloo when a call fails and go back to
 #   the appliance when it answers again (fallback=True, recover_after 2 s, a call fails after 3 s without
 #   progress); the daemon is killed (SIGKILL) once rank 0 has finished step STEP and started again DOWN seconds
@@ -98,6 +102,7 @@ zipf=1.2
 pooling=8
 use_agent=0
 agent_sessions=2
+appliance_served=0
 agent_pids=()
 
 while [ $# -gt 0 ]; do
@@ -125,6 +130,7 @@ while [ $# -gt 0 ]; do
     --kill-appliance) kill_appliance="$2"; shift 2 ;;
     --agent) use_agent=1; shift ;;
     --agent-sessions) agent_sessions="$2"; shift 2 ;;
+    --appliance-served) appliance_served=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "train: unknown option $1" >&2; exit 2 ;;
   esac
@@ -136,6 +142,9 @@ case "$workers" in ''|*[!0-9]*) echo "train: --workers must be a number" >&2; ex
 case "$agent_sessions" in ''|*[!0-9]*|0|1) echo "train: --agent-sessions must be a number of at least 2" >&2; exit 2 ;; esac
 if [ "$use_agent" -eq 1 ] && { [ "$model" = dlrm ] || [ -n "$kill_appliance" ]; }; then
   echo "train: --agent is for the cnn and mlp runs, without --kill-appliance" >&2; exit 2
+fi
+if [ "$appliance_served" -eq 1 ] && [ "$use_agent" -eq 0 ]; then
+  echo "train: --appliance-served goes with --agent" >&2; exit 2
 fi
 kill_step="" kill_down=""
 if [ -n "$kill_appliance" ]; then
@@ -371,6 +380,14 @@ if [ "$model" = dlrm ]; then
 fi
 
 nr_name=netreduce
+if [ "$appliance_served" -eq 1 ]; then
+  # Another job first, each trainer with a sidecar of its own (no agent yet): the daemon then has served a job, as a
+  # deployed appliance has before a host's first training.
+  use_agent=0
+  step "netreduce-served: $workers DDP ranks through the appliance, a sidecar per trainer (the appliance's earlier job)"
+  run_mode netreduce 29490 netreduce-served || exit 1
+  use_agent=1
+fi
 if [ "$use_agent" -eq 1 ]; then
   step "sidecar agents: one per worker namespace (netreduce worker agent)"
   for i in $(seq 0 $(( workers - 1 ))); do
@@ -437,6 +454,11 @@ compare_with_gloo() {
   "$NETREDUCE_PYTHON" scripts/train/compare.py "$work/$name.json" "$work/gloo.json" "$work/reference.json" \
     ${warmup:+--warmup "$warmup"} --plot "$to" --rate "${rate:-unshaped}" "$@"
 }
+if [ "$appliance_served" -eq 1 ]; then
+  cp "$work/netreduce-served.json" "$results/"
+  echo "-- the appliance's earlier job (netreduce-served: a sidecar per trainer, the daemon new) against gloo:"
+  compare_with_gloo netreduce-served "${plot%.png}-served.png" || exit 1
+fi
 if [ "$use_agent" -eq 1 ]; then
   cp "$work/netreduce-first.json" "$results/"
   echo "-- the agents' first sessions (netreduce-first) against gloo:"

@@ -10,7 +10,6 @@ group (``env://`` or whatever ``init_process_group`` was given), so no other han
 """
 import ctypes
 import logging
-import os
 import queue
 import threading
 import time
@@ -76,10 +75,13 @@ class Session:
     * ``endpoint_nice``: nice value of the sidecar's endpoint thread (default: the sidecar's, -10, so frames get a
       core at once while the trainer keeps the host busy; lowering it needs CAP_SYS_NICE or RLIMIT_NICE, and without
       either the sidecar keeps its value and its warning goes to the ``netreduce`` logger).
-    * ``agent``: the Unix socket of this host's sidecar agent (``netreduce worker agent``; default: the
-      ``NETREDUCE_AGENT`` environment variable, else none): the sidecar is a session of that long-lived process
-      instead of a process of this trainer's own, so its packet path is compiled already (docs/python.md, "The
-      sidecar agent"). ``ip`` and ``endpoint_nice`` are then the agent's (its ``--ip``, ``--endpoint-nice``).
+    * ``agent``: the Unix socket of this host's sidecar agent (``netreduce worker agent``): the sidecar is a
+      session of that long-lived process instead of a process of this trainer's own, so its packet path is compiled
+      already (docs/python.md, "The sidecar agent"). ``ip`` and ``endpoint_nice`` are then the agent's (its
+      ``--ip``, ``--endpoint-nice``). Default: the ``NETREDUCE_AGENT`` environment variable, else the agent the
+      shipped unit runs for ``device`` (``/run/netreduce-agent-DEVICE/agent.sock``) when this process can reach it
+      (one that gives no session is logged and a sidecar of our own starts instead), else none. ``False`` (or
+      ``"off"``, also as the variable's value): a sidecar of this trainer's own.
     * ``doorbell``: the sidecar's calls go through the call doorbell in the shared memory (an 8-byte request word
       and an eventfd each way) instead of a JSON line each way over its socket (default True; control requests and
       errors stay JSON; :mod:`netreduce.sidecar`).
@@ -110,7 +112,7 @@ class Session:
                  controller: Optional[str] = None,
                  switchml_elements: int = 256, switchml_outstanding: int = 128, cuda_piece_bytes: Optional[int] = None,
                  recover_after: Optional[float] = 30.0, ecn_window: bool = True, ecn_gain: float = 1 / 16,
-                 ecn_min_window: int = 1, agent: Optional[str] = None):
+                 ecn_min_window: int = 1, agent=None):
         torch, dist = _torch()
         if element_type not in _TORCH_DTYPES:
             raise SetupError(f"element_type must be one of {', '.join(_TORCH_DTYPES)}: {element_type!r}")
@@ -173,13 +175,11 @@ class Session:
         if transport == "sidecar":
             if device is None:
                 raise SetupError("the sidecar transport needs device= (the interface to the switch)")
-            from .sidecar import SidecarTransport  # noqa: PLC0415
-
-            agent = agent if agent is not None else (os.environ.get("NETREDUCE_AGENT") or None)
+            from .sidecar import sidecar_transport  # noqa: PLC0415
 
             def factory():
-                return SidecarTransport(device, shm_bytes, payload_size, ip=ip, command=sidecar_command,
-                                        rto_us=rto_us, endpoint_nice=endpoint_nice, doorbell=doorbell, agent=agent)
+                return sidecar_transport(device, shm_bytes, payload_size, agent=agent, ip=ip, command=sidecar_command,
+                                         rto_us=rto_us, endpoint_nice=endpoint_nice, doorbell=doorbell)
         elif transport == "switchml":
             from .switchml import SwitchMlTransport  # noqa: PLC0415
 

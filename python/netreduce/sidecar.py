@@ -27,6 +27,7 @@ import platform
 import select
 import shutil
 import socket
+import stat
 import struct
 import subprocess
 import tempfile
@@ -63,6 +64,45 @@ def _default_command() -> list:
         raise SetupError("the sidecar transport needs the `netreduce` command (set NETREDUCE_COMMAND or "
                          "pass sidecar_command=[...])")
     return [found]
+
+
+#: Where the shipped agent unit (systemd/netreduce-agent@.service, instance IFACE) keeps its socket.
+HOST_AGENT_SOCKET = "/run/netreduce-agent-{device}/agent.sock"
+
+#: What ``agent=`` or ``NETREDUCE_AGENT`` say to start a sidecar of the trainer's own even where the host runs an agent.
+NO_AGENT = ("off", "none")
+
+
+def host_agent(device: str) -> Optional[str]:
+    """The socket of the agent the shipped unit runs for ``device`` on this host, when it is there and this process
+    may reach it (the unit's runtime directory is its user's only); None otherwise."""
+    path = HOST_AGENT_SOCKET.format(device=device)
+    try:
+        return path if stat.S_ISSOCK(os.stat(path).st_mode) else None
+    except OSError:
+        return None
+
+
+def sidecar_transport(device: str, shm_bytes: int, pmtu: int, agent=None, **options) -> "SidecarTransport":
+    """A :class:`SidecarTransport` as ``Session`` makes one. ``agent``: a socket path to take a session of that agent
+    (an error if it gives none); False, "off" or "none" for a sidecar of this trainer's own; None for the
+    ``NETREDUCE_AGENT`` environment variable (a path, or "off"), else the agent the shipped unit runs for ``device``
+    (:func:`host_agent`) if there is one, else a sidecar of our own. An agent found that way that gives no session
+    (stopped, refusing) is logged as a warning and the trainer starts its own sidecar: the training goes on."""
+    if agent is None:
+        agent = os.environ.get("NETREDUCE_AGENT") or None
+    if agent is False or (isinstance(agent, str) and agent.lower() in NO_AGENT):
+        return SidecarTransport(device, shm_bytes, pmtu, **options)
+    if agent is not None:
+        return SidecarTransport(device, shm_bytes, pmtu, agent=agent, **options)
+    found = host_agent(device)
+    if found is not None:
+        try:
+            return SidecarTransport(device, shm_bytes, pmtu, agent=found, **options)
+        except SetupError as error:
+            log.warning("netreduce: this host's sidecar agent at %s gave no session (%s); starting a sidecar of "
+                        "this trainer's own", found, error)
+    return SidecarTransport(device, shm_bytes, pmtu, **options)
 
 
 def default_first_qpn(pid: Optional[int] = None) -> int:

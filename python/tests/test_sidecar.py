@@ -345,3 +345,78 @@ def test_should_say_so_when_the_agent_closes_without_an_answer_or_is_not_there(t
     thread.join(5)
     with pytest.raises(SetupError, match="cannot start a session of the sidecar agent at .*missing.sock"):
         SidecarTransport("eth0", 1 << 16, 4096, start_timeout=10, agent=str(tmp_path / "missing.sock"))
+
+
+def _host_agent_at(tmp_path, monkeypatch):
+    """Point the shipped unit's socket path into tmp_path; no NETREDUCE_AGENT in the environment."""
+    import netreduce.sidecar as sidecar
+
+    monkeypatch.delenv("NETREDUCE_AGENT", raising=False)
+    monkeypatch.setattr(sidecar, "HOST_AGENT_SOCKET", str(tmp_path / "agent-{device}.sock"))
+    return tmp_path / "agent-eth0.sock"
+
+
+def test_should_find_the_agent_the_shipped_unit_runs_for_the_device_only_where_its_socket_is(tmp_path, monkeypatch):
+    from netreduce.sidecar import host_agent
+
+    path = _host_agent_at(tmp_path, monkeypatch)
+    assert host_agent("eth0") is None
+    path.write_text("not a socket")
+    assert host_agent("eth0") is None
+    path.unlink()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    try:
+        assert host_agent("eth0") == str(path)
+        assert host_agent("eth1") is None
+    finally:
+        server.close()
+
+
+def test_should_start_its_own_sidecar_with_a_warning_when_the_hosts_agent_gives_no_session(tmp_path, monkeypatch,
+                                                                                          caplog):
+    from netreduce.sidecar import sidecar_transport
+
+    path = _host_agent_at(tmp_path, monkeypatch)
+    got, thread = _fake_agent(path, lambda request: {"ok": False, "error": "runs 16 sessions"})
+    fake = tmp_path / "fake_serve.py"
+    fake.write_text(FAKE_SERVE)
+    with caplog.at_level(logging.WARNING, logger="netreduce"):
+        transport = sidecar_transport("eth0", 1 << 16, 4096, command=[sys.executable, str(fake)], start_timeout=10)
+    try:
+        thread.join(5)
+        assert got["request"]["op"] == "session"  # the host's agent was asked first
+        assert transport._process is not None  # then a sidecar of our own
+    finally:
+        transport.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("gave no session" in w and "runs 16 sessions" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_should_not_ask_the_hosts_agent_when_told_off(tmp_path, monkeypatch, how):
+    from netreduce.sidecar import sidecar_transport
+
+    path = _host_agent_at(tmp_path, monkeypatch)
+    got, thread = _fake_agent(path, lambda request: {"ok": False, "error": "should not be asked"})
+    fake = tmp_path / "fake_serve.py"
+    fake.write_text(FAKE_SERVE)
+    agent = False
+    if how == "environment":
+        monkeypatch.setenv("NETREDUCE_AGENT", "off")
+        agent = None
+    transport = sidecar_transport("eth0", 1 << 16, 4096, agent=agent, command=[sys.executable, str(fake)],
+                                  start_timeout=10)
+    transport.close()
+    assert "request" not in got
+
+
+def test_should_fail_when_an_agent_named_gives_no_session(tmp_path, monkeypatch):
+    from netreduce.sidecar import sidecar_transport
+
+    _host_agent_at(tmp_path, monkeypatch)
+    monkeypatch.setenv("NETREDUCE_AGENT", str(tmp_path / "named.sock"))
+    got, thread = _fake_agent(tmp_path / "named.sock", lambda request: {"ok": False, "error": "runs 16 sessions"})
+    with pytest.raises(SetupError, match="refused a session: runs 16 sessions"):
+        sidecar_transport("eth0", 1 << 16, 4096, start_timeout=10)
+    thread.join(5)
