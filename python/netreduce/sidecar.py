@@ -134,6 +134,13 @@ class SidecarTransport:
 
     name = "sidecar"
 
+    @property
+    def agent_session(self) -> Optional[str]:
+        """"session K of the agent at PATH" where this sidecar is a session of a host's agent; None for a sidecar
+        process of our own."""
+        process = getattr(self, "_process", None)
+        return process.description if isinstance(process, _AgentSession) else None
+
     def __init__(self, device: str, shm_bytes: int, pmtu: int, ip: Optional[str] = None,
                  command: Optional[list] = None, rto_us: int = 400_000, start_timeout: float = 60.0,
                  endpoint_nice: Optional[int] = None, doorbell: bool = True,

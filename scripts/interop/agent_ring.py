@@ -8,7 +8,10 @@ result (as the agent's own start warm-up does), and the check is that every rank
 predecessor's input. Every call goes through the whole path a trainer's does: the doorbell, the RC queue pairs over
 the agent's AF_PACKET port, the ICRC, the acknowledgements.
 
-    python3 scripts/interop/agent_ring.py --agent /run/netreduce-agent-lo/agent.sock [--calls 3] [--elements N]
+    python3 scripts/interop/agent_ring.py [--agent /run/netreduce-agent-lo/agent.sock] [--calls 3] [--elements N]
+
+Without --agent, each rank is made as a Session makes its sidecar (netreduce.sidecar.sidecar_transport): it must find
+the shipped unit's socket for lo by itself.
 
 Prints one JSON line ({"ok": true, ...}); exit status 0 when every call of both ranks was exact.
 """
@@ -21,7 +24,7 @@ import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
-from netreduce.sidecar import SidecarTransport, default_first_qpn  # noqa: E402
+from netreduce.sidecar import default_first_qpn, sidecar_transport  # noqa: E402
 
 INA_LENGTH = 8
 
@@ -53,7 +56,8 @@ def read(transport, elements: int) -> list:
 
 def main(argv) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--agent", required=True)
+    parser.add_argument("--agent", help="the agent's socket; without it, the one a Session finds for lo (the "
+                        "shipped unit's /run/netreduce-agent-lo/agent.sock), and the check fails if none is found")
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--elements", type=int, default=65_536)
     parser.add_argument("--timeout", type=float, default=600.0, help="session start and call timeout, seconds")
@@ -64,8 +68,11 @@ def main(argv) -> int:
     try:
         for rank in range(2):
             # two sessions from one process: QP ranges of their own, as two trainers' would have
-            ranks.append(SidecarTransport("lo", 1 << 20, 1024, agent=args.agent, start_timeout=args.timeout,
-                                          first_qpn=default_first_qpn() + rank * 0x100))
+            ranks.append(sidecar_transport("lo", 1 << 20, 1024, agent=args.agent, start_timeout=args.timeout,
+                                           first_qpn=default_first_qpn() + rank * 0x100))
+        if args.agent is None and not all(t.agent_session for t in ranks):
+            print(json.dumps({"ok": False, "errors": ["no agent found for lo: a sidecar of our own started"]}))
+            return 1
         infos = [t.open(rank=r, world=2, ring=ring) for r, t in enumerate(ranks)]
         for r, t in enumerate(ranks):
             t.connect(infos[(r + 1) % 2]["receive"], infos[(r - 1) % 2]["send"])
@@ -92,7 +99,7 @@ def main(argv) -> int:
             exact.append(all(read(t, args.elements) == inputs[(r - 1) % 2] for r, t in enumerate(ranks)))
         stats = [t.stats() for t in ranks]
         print(json.dumps({"ok": all(exact), "exact": exact, "elements": args.elements, "ip": infos[0]["ip"],
-                          "stats": stats}))
+                          "via": [t.agent_session for t in ranks], "stats": stats}))
         return 0 if all(exact) else 1
     finally:
         for t in ranks:

@@ -469,7 +469,8 @@ systemd_phase() { # name port-type -> records PASS/FAIL for name
 # unchanged, the trainers' account named in a drop-in (User=trainer), instance lo. Then, as that account, two sessions
 # of the agent in a ring of two ranks (scripts/interop/agent_ring.py: no appliance, no PyTorch), every call exact;
 # the process's user, capabilities, NoNewPrivs and seccomp; the socket's owner and mode; systemd-analyze security's
-# score against the one docs/operations.md states; a kill -9 followed by systemd's restart and an exact ring again.
+# score against the one docs/operations.md states; a kill -9 followed by systemd's restart and an exact ring again,
+# whose ranks find the unit's socket by themselves (no --agent), as a Session does.
 
 AGENT_UNIT=netreduce-agent@lo
 AGENT_SOCKET=/run/netreduce-agent-lo/agent.sock
@@ -486,6 +487,9 @@ done
 systemctl status --no-pager $AGENT_UNIT; journalctl -u $AGENT_UNIT --no-pager | tail -40; exit 1"
 AGENT_RING="runuser -u trainer -- env TMPDIR=/tmp timeout 900 python3 /nr/src/scripts/interop/agent_ring.py \
   --agent $AGENT_SOCKET --calls 3 --elements 16384 --timeout 600"
+# The same without --agent: the ranks must find the unit's socket as a Session does (netreduce.sidecar.host_agent).
+AGENT_RING_FOUND="runuser -u trainer -- env TMPDIR=/tmp timeout 900 python3 /nr/src/scripts/interop/agent_ring.py \
+  --calls 3 --elements 16384 --timeout 600"
 
 systemd_agent_phase() { # -> records PASS/FAIL for systemd-agent
   local name=systemd-agent t0 out pid pid2 score doc_score detail="" ok=1
@@ -542,8 +546,8 @@ systemd_agent_phase() { # -> records PASS/FAIL for systemd-agent
   echo "$out" > "$logs/$name-kill.log"
   if [[ "$pid2" =~ ^[0-9]+$ ]] && [ "$pid2" != "$pid" ] && [ "$pid2" != 0 ]; then
     detail+=" kill -9 -> restarted (pid $pid2, NRestarts $(app "systemctl show -p NRestarts --value $AGENT_UNIT"));"
-    if app 960 "$AGENT_RING" > "$logs/$name-ring-after-kill.log" 2>&1 && grep -q '^{"ok": true' "$logs/$name-ring-after-kill.log"; then
-      detail+=" ring exact again;"
+    if app 960 "$AGENT_RING_FOUND" > "$logs/$name-ring-after-kill.log" 2>&1 && grep -q '^{"ok": true' "$logs/$name-ring-after-kill.log"; then
+      detail+=" ring exact again, its sessions found at the unit's socket as a Session finds it;"
     else
       ok=0; detail+=" ring-after-restart-NOT-exact (log $logs/$name-ring-after-kill.log);"
     fi
