@@ -70,7 +70,7 @@ CATEGORY = re.compile(r"^-\s+(.+?) \(reserved=(\d+)KB, committed=(\d+)KB\)")
 TOTAL = re.compile(r"^Total: reserved=(\d+)KB, committed=(\d+)KB")
 HEAP_USED = re.compile(r"committed (\d+)K, used (\d+)K")
 
-COLUMNS = ["time", "rss_kb", "heap_committed_kb", "heap_live_kb", "offheap_committed_kb", "ring_memory_kb",
+COLUMNS = ["time", "rss_kb", "rss_anon_kb", "rss_file_kb", "heap_committed_kb", "heap_live_kb", "offheap_committed_kb", "ring_memory_kb",
            "offheap_less_rings_kb", "fds", "threads", "clt_entries", "ctt_entries", "jobs", "ring_set", "consistent"]
 
 
@@ -103,6 +103,11 @@ def main() -> int:
         match = HEAP_USED.search(jcmd(args.jcmd, args.pid, "GC.heap_info"))
         heap_live = match.group(2) if match else ""
     rss = proc_status(args.pid, "VmRSS")
+    # RSS in its two parts: anonymous memory (the heap, malloc's arenas, the JIT's code cache, thread stacks: where a
+    # leak shows) and file-backed pages (the jars, the AOT cache, libjvm and the other libraries, the AF_PACKET
+    # rings' pages), which grow as the process first touches more of those mappings, up to their sizes.
+    rss_anon = proc_status(args.pid, "RssAnon")
+    rss_file = proc_status(args.pid, "RssFile")
     threads = proc_status(args.pid, "Threads")
     fds = len(os.listdir(f"/proc/{args.pid}/fd"))
     categories = {}
@@ -131,7 +136,7 @@ def main() -> int:
     heap = categories.get("Java Heap", 0)
     offheap = total - heap - categories.get("Native Memory Tracking", 0)
     ring_kb = ring_bytes // 1024
-    row = [t, rss, heap, heap_live, offheap, ring_kb, offheap - ring_kb, fds, threads, clt, ctt, jobs, after,
+    row = [t, rss, rss_anon, rss_file, heap, heap_live, offheap, ring_kb, offheap - ring_kb, fds, threads, clt, ctt, jobs, after,
            int(before == after)]
     with open(args.csv, "a") as f:
         f.write(",".join(map(str, row)) + "\n")
