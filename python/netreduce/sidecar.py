@@ -75,12 +75,16 @@ NO_AGENT = ("off", "none")
 
 def host_agent(device: str) -> Optional[str]:
     """The socket of the agent the shipped unit runs for ``device`` on this host, when it is there and this process
-    may reach it (the unit's runtime directory is its user's only); None otherwise."""
+    may reach it (the unit's runtime directory is its user's only); None otherwise. A session hands the agent the
+    trainer's gradients, so a socket found without being named must be this user's or root's (systemd makes the
+    unit's directory in /run, where only root creates anything, for the unit's user): one of another user is not
+    taken."""
     path = HOST_AGENT_SOCKET.format(device=device)
     try:
-        return path if stat.S_ISSOCK(os.stat(path).st_mode) else None
+        found = os.stat(path)
     except OSError:
         return None
+    return path if stat.S_ISSOCK(found.st_mode) and found.st_uid in (0, os.getuid()) else None
 
 
 def sidecar_transport(device: str, shm_bytes: int, pmtu: int, agent=None, **options) -> "SidecarTransport":

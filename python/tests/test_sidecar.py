@@ -420,3 +420,18 @@ def test_should_fail_when_an_agent_named_gives_no_session(tmp_path, monkeypatch)
     with pytest.raises(SetupError, match="refused a session: runs 16 sessions"):
         sidecar_transport("eth0", 1 << 16, 4096, start_timeout=10)
     thread.join(5)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to give the socket to another user")
+def test_should_not_take_a_socket_of_another_user_for_the_hosts_agent(tmp_path, monkeypatch):
+    from netreduce.sidecar import host_agent
+
+    path = _host_agent_at(tmp_path, monkeypatch)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    try:
+        assert host_agent("eth0") == str(path)
+        os.chown(path, 65534, 65534)
+        assert host_agent("eth0") is None
+    finally:
+        server.close()
