@@ -286,11 +286,20 @@ class SidecarTransport:
         reader.join(timeout)
         line = result.get("line", b"")
         if not line.startswith(b"listening"):
+            # Ended before listening (a bad interface, no CAP_NET_RAW: its one line says which), or still silent.
+            status = self._process.poll()
+            if status is None and "line" in result and not line:  # its output closed: it is ending
+                try:
+                    status = self._process.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
             self._process.kill()
             self._process.wait()
             detail = self.log_tail()
             self._cleanup_files()
-            raise SetupError(f"the sidecar did not start within {timeout:.0f} s: {detail or 'no output'}")
+            what = (f"the sidecar exited (status {status}) before it listened" if status is not None else
+                    f"the sidecar did not start within {timeout:.0f} s")
+            raise SetupError(f"{what}: {detail or 'no output'}")
 
     def log_tail(self, limit: int = 2000) -> str:
         try:

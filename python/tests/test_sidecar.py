@@ -435,3 +435,15 @@ def test_should_not_take_a_socket_of_another_user_for_the_hosts_agent(tmp_path, 
         assert host_agent("eth0") is None
     finally:
         server.close()
+
+
+def test_should_say_the_sidecar_exited_and_why_when_it_ends_before_listening(tmp_path):
+    fake = tmp_path / "failing_serve.py"
+    fake.write_text("import sys\n"
+                    "print(\"serve: no such network interface 'eth9': No such device (errno 19)\", file=sys.stderr)\n"
+                    "sys.exit(3)\n")
+    started = time.monotonic()
+    with pytest.raises(SetupError, match=r"the sidecar exited \(status 3\) before it listened: serve: no such "
+                                         r"network interface 'eth9'"):
+        SidecarTransport("eth9", 1 << 16, 4096, command=[sys.executable, str(fake)], start_timeout=30)
+    assert time.monotonic() - started < 10  # not the start timeout
