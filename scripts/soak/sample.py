@@ -136,8 +136,11 @@ def main() -> int:
     heap = categories.get("Java Heap", 0)
     offheap = total - heap - categories.get("Native Memory Tracking", 0)
     ring_kb = ring_bytes // 1024
-    row = [t, rss, rss_anon, rss_file, heap, heap_live, offheap, ring_kb, offheap - ring_kb, fds, threads, clt, ctt, jobs, after,
-           int(before == after)]
+    # The rings' aggregator memory was malloc'd, and counted in NMT's "Other", until it was mapped from the kernel
+    # (AnonymousMemory): then NMT does not see it and there is nothing to take off. Told apart by "Other" itself.
+    rings_in_nmt = categories.get("Other", 0) >= ring_kb > 0
+    row = [t, rss, rss_anon, rss_file, heap, heap_live, offheap, ring_kb,
+           offheap - (ring_kb if rings_in_nmt else 0), fds, threads, clt, ctt, jobs, after, int(before == after)]
     with open(args.csv, "a") as f:
         f.write(",".join(map(str, row)) + "\n")
     with open(jit_csv, "a") as f:

@@ -198,7 +198,9 @@ def main() -> int:
     for cat, series in by_cat.items():
         if cat in ("Java Heap", "Native Memory Tracking"):
             continue
-        f = fit([(t, kb - (ring_kb[t] if cat == "Other" else 0)) for t, kb in series.items() if t in ring_kb])
+        # "Other" held the rings while they were malloc'd (as much as they or more); mapped, it does not
+        f = fit([(t, kb - (ring_kb[t] if cat == "Other" and kb >= ring_kb[t] else 0)) for t, kb in series.items()
+                 if t in ring_kb])
         if f:
             moves.append((f[0], f[1], cat + (" less rings" if cat == "Other" else ""), f[2]))
     moves.sort(reverse=True)

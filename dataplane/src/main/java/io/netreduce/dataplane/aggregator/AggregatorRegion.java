@@ -1,10 +1,10 @@
 package io.netreduce.dataplane.aggregator;
 
+import io.netreduce.protocol.port.AnonymousMemory;
 import io.netreduce.protocol.wire.Ecn;
 import org.agrona.BitUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 
@@ -70,7 +70,7 @@ public final class AggregatorRegion implements AutoCloseable
     private final int resultOffset;
     private final int finalOffset;
     private final int stride;
-    private final Arena arena;
+    private final AnonymousMemory memory;
     private final MemorySegment segment;
     private final UnsafeBuffer buffer;
     /** Aggregators bound to a message whose result is not in yet: 0 when the ring is quiescent. */
@@ -87,8 +87,9 @@ public final class AggregatorRegion implements AutoCloseable
         this.finalOffset = withFinal ? resultOffset + payloadSlot : -1;
         this.stride = resultOffset + (withFinal ? 2 : 1) * payloadSlot;
         final long total = (long)stride * aggregators;
-        this.arena = Arena.ofShared();
-        this.segment = arena.allocate(total, BitUtil.CACHE_LINE_LENGTH);
+        // Mapped, not malloc'd: a removed ring's memory goes back to the system at once and whole (AnonymousMemory).
+        this.memory = AnonymousMemory.map(total);
+        this.segment = memory.segment();
         this.buffer = new UnsafeBuffer(segment.asByteBuffer());
         for (int i = 0; i < aggregators; i++)
         {
@@ -353,9 +354,6 @@ public final class AggregatorRegion implements AutoCloseable
     @Override
     public void close()
     {
-        if (arena.scope().isAlive())
-        {
-            arena.close();
-        }
+        memory.close();
     }
 }
