@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 
 import static io.netreduce.protocol.port.LinuxPacketAbi.MAP_ANONYMOUS;
 import static io.netreduce.protocol.port.LinuxPacketAbi.MAP_FAILED;
+import static io.netreduce.protocol.port.LinuxPacketAbi.MAP_POPULATE;
 import static io.netreduce.protocol.port.LinuxPacketAbi.MAP_PRIVATE;
 import static io.netreduce.protocol.port.LinuxPacketAbi.PROT_READ;
 import static io.netreduce.protocol.port.LinuxPacketAbi.PROT_WRITE;
@@ -17,8 +18,9 @@ import static io.netreduce.protocol.port.LinuxPacketAbi.PROT_WRITE;
  * a thread's arena once its dynamic mmap threshold has risen past it. Freed, the block stays in that arena, resident
  * until a trim and fragmented by whatever small allocation lands beside it; the 30-minute soak, adding and removing
  * jobs on the API's and the reloads' threads, saw the daemon's anonymous RSS creep by megabytes an hour in a
- * glibc arena while every tracked allocation was flat. Mapped, a block is zero-filled by the kernel on first
- * touch (not written at allocation) and gone from the process at {@link #close}.
+ * glibc arena while every tracked allocation was flat. Mapped, a block is gone from the process at {@link #close}.
+ * It is populated at once ({@code MAP_POPULATE}: the kernel's zeroed pages, resident from the start, as the zeroed
+ * malloc'd block was), so the packet path that later writes it takes no page fault.
  * <p>
  * The segment lives in a shared {@link Arena}: closing it unmaps the block, and any access through the segment after
  * that throws instead of reading unmapped memory. Raw addresses taken from it (an {@code UnsafeBuffer}) are the
@@ -51,7 +53,7 @@ public final class AnonymousMemory implements AutoCloseable
         {
             final MemorySegment errnoState = Libc.allocateErrnoState(arena);
             final MemorySegment mapped = Libc.mmap(errnoState, bytes, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS, -1);
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1);
             if (mapped.address() == MAP_FAILED)
             {
                 final int errno = Libc.errno(errnoState);

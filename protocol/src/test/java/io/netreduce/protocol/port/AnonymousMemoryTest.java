@@ -47,9 +47,29 @@ class AnonymousMemoryTest
     }
 
     @Test
+    void shouldMapTheBlockResidentSoThatItsFirstWritesTakeNoPageFault() throws IOException
+    {
+        final long before = anonymousResidentKb();
+        try (AnonymousMemory memory = AnonymousMemory.map(BLOCK))
+        {
+            assertThat(anonymousResidentKb() - before).as("resident at once, before any write")
+                .isGreaterThanOrEqualTo(BLOCK / 1024 * 9 / 10);
+        }
+    }
+
+    @Test
     void shouldRefuseAnEmptyBlock()
     {
         assertThatThrownBy(() -> AnonymousMemory.map(0)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    private static long anonymousResidentKb() throws IOException
+    {
+        try (var lines = Files.lines(Path.of("/proc/self/status")))
+        {
+            return lines.filter(line -> line.startsWith("RssAnon:"))
+                .mapToLong(line -> Long.parseLong(line.replaceAll("[^0-9]", ""))).findFirst().orElseThrow();
+        }
     }
 
     /** Whether a mapping of the process holds {@code address} (the kernel may merge a block with a neighbour). */
