@@ -70,8 +70,8 @@ CATEGORY = re.compile(r"^-\s+(.+?) \(reserved=(\d+)KB, committed=(\d+)KB\)")
 TOTAL = re.compile(r"^Total: reserved=(\d+)KB, committed=(\d+)KB")
 HEAP_USED = re.compile(r"committed (\d+)K, used (\d+)K")
 
-COLUMNS = ["time", "rss_kb", "rss_anon_kb", "rss_file_kb", "heap_committed_kb", "heap_live_kb", "offheap_committed_kb", "ring_memory_kb",
-           "offheap_less_rings_kb", "fds", "threads", "clt_entries", "ctt_entries", "jobs", "ring_set", "consistent"]
+COLUMNS = ["time", "rss_kb", "rss_anon_kb", "rss_file_kb", "heap_committed_kb", "heap_live_kb",
+           "offheap_committed_kb", "ring_memory_kb", "offheap_less_rings_kb", "fds", "threads", "clt_entries", "ctt_entries", "jobs", "ring_set", "consistent"]
 
 
 def main() -> int:
