@@ -100,6 +100,7 @@ class LauncherTest
             #!/bin/sh
             if [ "$1" = -version ]; then echo 'openjdk version "25.0.1" 2025-10-21' >&2; exit 0; fi
             printf '%s\\n' "$@"
+            echo "MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-unset}" >&2
             """);
         Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwx------"));
         final Path jar = Files.writeString(dir.resolve("netreduce.jar"), "");
@@ -121,6 +122,9 @@ class LauncherTest
                 concat(withVector, START_UP);
             assertThat(result.out().lines().toList()).as("java's arguments for %s", args)
                 .isEqualTo(concat(jvm, List.of("-Xmx64m", "-jar", jar.toString()), args));
+            // The daemon alone runs with two malloc arenas (docs/operations.md, "Soak").
+            assertThat(result.err()).as("java's environment for %s", args)
+                .contains(args.get(0).equals("daemon") ? "MALLOC_ARENA_MAX=2" : "MALLOC_ARENA_MAX=unset");
         }
         final List<String> ctl = List.of("ctl", "--api", "unix:/run/netreduce/api.sock", "jobs");
         final Result result = run(concat(List.of(script.toString()), ctl), dir, env);
