@@ -301,8 +301,9 @@ public record AfPacketConfiguration(
      */
     public AfPacketConfiguration withRxRingHolding(final int mtu)
     {
-        if (rxRingVersion != RxRingVersion.V2 || rxFrameSize != AUTO_RX_FRAME_SIZE ||
-            rxFrameSizeFor(mtu) <= rxBlockSize || rxFrameSizeFor(mtu) > SEGMENTATION_RX_BLOCK_SIZE)
+        final int slot = rxFrameSizeFor(mtu);
+        if (rxRingVersion != RxRingVersion.V2 || rxFrameSize != AUTO_RX_FRAME_SIZE || slot <= rxBlockSize ||
+            slot > SEGMENTATION_RX_BLOCK_SIZE)
         {
             return this;
         }
