@@ -101,6 +101,7 @@ min_frequency=auto
 zipf=1.2
 pooling=8
 use_agent=0
+agents_up=0     # set once the agents listen: from then on the netreduce runs take sessions of them
 agent_sessions=2
 appliance_served=0
 agent_pids=()
@@ -282,7 +283,7 @@ run_mode() { # mode port [name [args...]]: W ranks of the trainer, one per worke
   rank_pids=()
   for i in $(seq 0 $(( workers - 1 ))); do
     local agent_env=()
-    [ "$use_agent" -eq 1 ] && [ "$mode" = netreduce ] && agent_env=(NETREDUCE_AGENT="$work/agent-$i.sock")
+    [ "$agents_up" -eq 1 ] && [ "$mode" = netreduce ] && agent_env=(NETREDUCE_AGENT="$work/agent-$i.sock")
     timeout --signal=TERM --kill-after=10 "$timeout" \
       ip netns exec "${prefix}-w$i" env PYTHONPATH="$NETREDUCE_ROOT/python" GLOO_SOCKET_IFNAME=eth0 TMPDIR="$work" \
         "${agent_env[@]}" \
@@ -383,10 +384,8 @@ nr_name=netreduce
 if [ "$appliance_served" -eq 1 ]; then
   # Another job first, each trainer with a sidecar of its own (no agent yet): the daemon then has served a job, as a
   # deployed appliance has before a host's first training.
-  use_agent=0
   step "netreduce-served: $workers DDP ranks through the appliance, a sidecar per trainer (the appliance's earlier job)"
   run_mode netreduce 29490 netreduce-served || exit 1
-  use_agent=1
 fi
 if [ "$use_agent" -eq 1 ]; then
   step "sidecar agents: one per worker namespace (netreduce worker agent)"
@@ -401,6 +400,7 @@ if [ "$use_agent" -eq 1 ]; then
     grep -q '^listening' "$work/agent-$i.out" || { echo "train: agent $i did not start" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
   done
   echo "agents listening: $work/agent-*.sock"
+  agents_up=1
   grep -h "warm-up" "$work"/agent-*.log || true
   nr_name=netreduce-first
 fi

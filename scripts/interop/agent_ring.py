@@ -24,7 +24,7 @@ import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
-from netreduce.sidecar import default_first_qpn, sidecar_transport  # noqa: E402
+from netreduce.sidecar import SetupError, default_first_qpn, sidecar_transport  # noqa: E402
 
 INA_LENGTH = 8
 
@@ -68,8 +68,13 @@ def main(argv) -> int:
     try:
         for rank in range(2):
             # two sessions from one process: QP ranges of their own, as two trainers' would have
-            ranks.append(sidecar_transport("lo", 1 << 20, 1024, agent=args.agent, start_timeout=args.timeout,
-                                           first_qpn=default_first_qpn() + rank * 0x100))
+            try:
+                ranks.append(sidecar_transport("lo", 1 << 20, 1024, agent=args.agent, start_timeout=args.timeout,
+                                               first_qpn=default_first_qpn() + rank * 0x100))
+            except SetupError as error:
+                # no agent and no sidecar of our own either (e.g. no `netreduce` command): a failed check, not a trace
+                print(json.dumps({"ok": False, "rank": rank, "errors": [f"no session: {error}"]}))
+                return 1
         if args.agent is None and not all(t.agent_session for t in ranks):
             print(json.dumps({"ok": False, "errors": ["no agent found for lo: a sidecar of our own started"]}))
             return 1
