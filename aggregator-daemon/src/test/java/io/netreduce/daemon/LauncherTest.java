@@ -91,7 +91,7 @@ class LauncherTest
         "-XX:CompileCommand=dontinline,io.netreduce.protocol.port.TpacketV2TxRing::flush";
 
     @Test
-    void shouldLeaveTheVectorModuleOutForCtlOnlyTrimTheDaemonsCHeapAndPassEverythingElseThrough(@TempDir final Path dir) throws Exception
+    void shouldGiveTheVectorModuleToTheDaemonAndWorkersOnlyTrimTheDaemonsCHeapAndPassEverythingElseThrough(@TempDir final Path dir) throws Exception
     {
         // A stand-in java that says it is 25 and prints the arguments it was given.
         final Path home = Files.createDirectories(dir.resolve("jdk/bin"));
@@ -112,14 +112,15 @@ class LauncherTest
         final List<String> withVector = Arrays.asList(flags.split(" +"));
         final List<String> withoutVector = Arrays.asList(flags.replace(VECTOR, "").trim().split(" +"));
         for (final List<String> args : List.of(List.of("daemon", "--config", "/etc/netreduce/netreduce.yaml"),
-            List.of("pcap", "verify", "x.pcap"), List.of("--help")))
+            List.of("pcap", "verify", "x.pcap"), List.of("--help"), List.of("--version")))
         {
             final Result result = run(concat(List.of(script.toString()), args), dir, env);
             assertThat(result.status()).isZero();
-            // The daemon alone trims the C heap periodically (freed aggregator memory back to the system).
+            // The daemon alone trims the C heap periodically (freed aggregator memory back to the system); only it
+            // (and the worker commands) uses the Vector API, so only it gets the incubating module and its warning.
             final List<String> jvm = args.get(0).equals("daemon") ?
                 concat(withVector, List.of("-XX:TrimNativeHeapInterval=60000"), START_UP, List.of(FLUSH_OUT_OF_LINE)) :
-                concat(withVector, START_UP);
+                concat(withoutVector, START_UP);
             assertThat(result.out().lines().toList()).as("java's arguments for %s", args)
                 .isEqualTo(concat(jvm, List.of("-Xmx64m", "-jar", jar.toString()), args));
             // The daemon alone runs with two malloc arenas (docs/operations.md, "Soak").
@@ -132,6 +133,12 @@ class LauncherTest
         assertThat(result.out().lines().toList()).as("java's arguments for ctl")
             .isEqualTo(concat(withoutVector, START_UP, List.of("-Xmx64m", "-jar", jar.toString()), ctl))
             .doesNotContain("jdk.incubator.vector");
+        // A worker command (its own jar) uses the Vector API too (its result checks, SwitchML's quantiser): it keeps it.
+        final Result worker = run(List.of(script.toString(), "worker", "allreduce", "--help"), dir,
+            concat(Arrays.asList(env), List.of("NETREDUCE_WORKER_JAR", jar.toString())).toArray(String[]::new));
+        assertThat(worker.status()).isZero();
+        assertThat(String.join(" ", worker.out().lines().toList())).as("java's arguments for worker allreduce")
+            .contains(VECTOR);
     }
 
     @Test
