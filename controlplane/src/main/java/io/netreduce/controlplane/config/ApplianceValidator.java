@@ -1,5 +1,6 @@
 package io.netreduce.controlplane.config;
 
+import io.netreduce.protocol.port.InterfaceMtu;
 import io.netreduce.protocol.port.ThreadNice;
 
 import java.io.IOException;
@@ -32,11 +33,23 @@ final class ApplianceValidator
 
     private final ValidationOptions options;
     private final ErrorCollector errors;
+    /** The MTU of each port's interface as this host has it, where the interfaces were checked. */
+    private final Map<String, Integer> interfaceMtus = new HashMap<>();
 
     ApplianceValidator(final ValidationOptions options, final ErrorCollector errors)
     {
         this.options = options;
         this.errors = errors;
+    }
+
+    /**
+     * @param port a port's name.
+     * @return its interface's MTU on this host, where {@link #check} looked it up (the host's interfaces checked and
+     * the interface there); null otherwise.
+     */
+    Integer interfaceMtu(final String port)
+    {
+        return interfaceMtus.get(port);
     }
 
     void check(final ApplianceConfig appliance, final String path)
@@ -67,12 +80,24 @@ final class ApplianceValidator
                 else if (options.checkInterfaces())
                 {
                     checkInterfaceExists(port.name(), namePath);
+                    if (!errors.hasErrorAt(namePath))
+                    {
+                        InterfaceMtu.of(port.name()).ifPresent(mtu -> interfaceMtus.put(port.name(), mtu));
+                    }
                 }
             }
             if (port.mtu() < PortConfig.MIN_MTU || port.mtu() > PortConfig.MAX_MTU)
             {
                 errors.add(child(portPath, "mtu"),
                     "MTU " + port.mtu() + " is not in " + PortConfig.MIN_MTU + ".." + PortConfig.MAX_MTU);
+            }
+            else if (interfaceMtus.containsKey(port.name()) && port.mtu() > interfaceMtus.get(port.name()))
+            {
+                // The kernel refuses a frame longer than the interface's MTU (EMSGSIZE): results of rings sized to
+                // the configured MTU could never leave.
+                errors.add(child(portPath, "mtu"), "MTU " + port.mtu() + " is larger than interface '" +
+                    port.name() + "' has on this host (" + interfaceMtus.get(port.name()) +
+                    "): frames that long could not be sent; raise the interface's MTU or lower this");
             }
             if (port.segmentationOffload() && port.type() != PortType.AF_PACKET)
             {

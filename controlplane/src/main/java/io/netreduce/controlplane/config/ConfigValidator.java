@@ -131,10 +131,28 @@ public final class ConfigValidator
                 {
                     errors.add(child(index(child(index("jobs", j), "rings"), r), "pmtu"), "PMTU " + ring.pmtu() +
                         " plus the RoCEv2 headers (" + overhead + " bytes) does not fit the MTU " + smallest +
-                        " of port " + smallestPort + ": its frames could not reach the appliance");
+                        " of port " + smallestPort + ": its frames could not reach the appliance" +
+                        largerOnThisHost(config, smallestPort, smallest));
                 }
             }
         }
+    }
+
+    /**
+     * The hint for a ring that does not fit a port whose interface has a larger MTU than the configuration says
+     * (most often because {@code mtu} was left at its default, 1500, on a jumbo-frame interface); "" otherwise.
+     */
+    private String largerOnThisHost(final NetreduceConfig config, final String port, final int configured)
+    {
+        final Integer actual = appliance.interfaceMtu(port);
+        if (actual == null || actual <= configured)
+        {
+            return "";
+        }
+        final int index = config.appliance().ports().stream().map(PortConfig::name).toList().indexOf(port);
+        return " (the configured MTU: appliance.ports[" + index + "].mtu, " + PortConfig.DEFAULT_MTU +
+            " unless set; interface '" + port + "' has " + actual + " on this host: set mtu to " +
+            Math.min(actual, PortConfig.MAX_MTU) + ")";
     }
 
     void checkJob(final JobConfig job, final String path)

@@ -1,6 +1,7 @@
 package io.netreduce.controlplane.config;
 
 import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.port.InterfaceMtu;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,6 +19,7 @@ import java.util.stream.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import static org.junit.jupiter.params.provider.Arguments.arguments;
 
 class ConfigLoaderTest
@@ -419,6 +421,49 @@ class ConfigLoaderTest
             ValidationOptions.ON_THIS_HOST);
 
         assertThat(config.appliance().ports()).extracting(PortConfig::name).containsExactly("lo");
+    }
+
+    @Test
+    void shouldNameTheInterfacesLargerMtuWhenARingDoesNotFitTheConfiguredOne()
+    {
+        // lo's MTU (65536) is larger than the default 1500 the port was left at: the operator is told both.
+        final String yaml = BASE.replace("name: eth1", "name: lo").replace("payloadSize: 1024\n        pmtu: 1024",
+            "payloadSize: 4096\n        pmtu: 4096");
+
+        final ConfigException ex = catchThrowableOfType(ConfigException.class,
+            () -> ConfigLoader.parse(yaml, ValidationOptions.ON_THIS_HOST));
+        assertThat(ex.errors()).containsExactly(new ConfigError("jobs[0].rings[0].pmtu", "PMTU 4096 plus the RoCEv2 " +
+            "headers (64 bytes) does not fit the MTU 1500 of port lo: its frames could not reach the appliance (the " +
+            "configured MTU: appliance.ports[0].mtu, 1500 unless set; interface 'lo' has " +
+            InterfaceMtu.of("lo").orElseThrow() + " on this host: set mtu to 9216)"));
+        // Without the host's interfaces, the same error without the hint.
+        final ConfigException documentOnly = catchThrowableOfType(ConfigException.class,
+            () -> ConfigLoader.parse(yaml, ValidationOptions.DOCUMENT_ONLY));
+        assertThat(documentOnly.errors()).extracting(ConfigError::message).singleElement().asString()
+            .endsWith("its frames could not reach the appliance");
+    }
+
+    @Test
+    void shouldRefuseAPortMtuLargerThanItsInterfacesOnThisHost() throws IOException, ConfigException
+    {
+        // Any interface of this host with an MTU under the largest accepted (a VM's eth0, an ifb): configured one
+        // byte above it.
+        final String small = Files.readAllLines(Path.of("/proc/self/net/dev")).stream()
+            .filter(line -> line.indexOf(':') > 0).map(line -> line.substring(0, line.indexOf(':')).trim())
+            .filter(name -> InterfaceMtu.of(name).orElse(Integer.MAX_VALUE) < PortConfig.MAX_MTU &&
+                InterfaceMtu.of(name).getAsInt() >= PortConfig.MIN_MTU)
+            .findFirst().orElse(null);
+        assumeTrue(small != null, "no interface here with an MTU in 576..9215");
+        final int mtu = InterfaceMtu.of(small).getAsInt();
+        final String yaml = BASE.replace("name: eth1", "name: " + small + "\n      mtu: " + (mtu + 1));
+
+        final ConfigException ex = catchThrowableOfType(ConfigException.class,
+            () -> ConfigLoader.parse(yaml, ValidationOptions.ON_THIS_HOST));
+        assertThat(ex.errors()).containsExactly(new ConfigError("appliance.ports[0].mtu", "MTU " + (mtu + 1) +
+            " is larger than interface '" + small + "' has on this host (" + mtu + "): frames that long could not " +
+            "be sent; raise the interface's MTU or lower this"));
+        assertThat(ConfigLoader.parse(BASE.replace("name: eth1", "name: " + small + "\n      mtu: " + mtu),
+            ValidationOptions.ON_THIS_HOST).appliance().ports().getFirst().mtu()).isEqualTo(mtu);
     }
 
     @Test
