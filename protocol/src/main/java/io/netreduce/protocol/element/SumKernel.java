@@ -214,12 +214,14 @@ public final class SumKernel
     }
 
     /**
-     * @return the fp32 value of bf16 {@code bits} (exact: bf16 is the top half of an fp32).
-     */
-    /**
      * Run every element type's kernel enough times for the JIT to compile it. Interpreted, the Vector API code
      * costs ~100 us per aggregator; an appliance calls this once at start so that the first aggregations of a job
      * do not pay for compilation. Takes a fraction of a second.
+     * <p>
+     * The memory is a shared arena's, as the aggregators' is ({@code AnonymousMemory}): C2 compiles the kernels
+     * for the kind of segment and session it has seen, and kernels compiled over a confined arena's memory trapped
+     * on the aggregators' and were compiled again, about 200 times in all, 2.6-3.0 s of C2's time while the daemon
+     * started on the 2-core bed (docs/performance.md, "A fresh daemon's first training: what its JIT does").
      *
      * @param iterations calls per element type (10 000 is past C2's compile threshold).
      */
@@ -227,7 +229,7 @@ public final class SumKernel
     {
         final int length = 4096;
         final int ranks = 4;
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined())
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared())
         {
             final MemorySegment segment = arena.allocate((long)length * (ranks + 1), 64);
             for (final ElementType type : ElementType.values())
@@ -240,6 +242,9 @@ public final class SumKernel
         }
     }
 
+    /**
+     * @return the fp32 value of bf16 {@code bits} (exact: bf16 is the top half of an fp32).
+     */
     public static float bfloat16ToFloat(final short bits)
     {
         return Float.intBitsToFloat((bits & 0xFFFF) << 16);
