@@ -3,6 +3,7 @@ package io.netreduce.worker;
 import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
+import io.netreduce.protocol.port.InterfaceMtu;
 import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.host.allreduce.AllReduce;
@@ -321,7 +322,9 @@ public final class AllReduceCommand implements Callable<Integer>
         final NetworkInterface nif = NetworkInterface.getByName(dev);
         if (nif == null)
         {
-            throw new IllegalArgumentException("no interface " + dev + " in this network namespace");
+            // The JDK lists only interfaces with an address: one that is here without any is told as such.
+            throw new IllegalArgumentException(InterfaceMtu.of(dev).isPresent() ?
+                dev + " has no IP address; pass --ip" : "no interface " + dev + " in this network namespace");
         }
         for (final InetAddress address : nif.inetAddresses().toList())
         {

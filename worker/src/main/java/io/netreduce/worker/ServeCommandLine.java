@@ -95,7 +95,8 @@ final class ServeCommandLine
     /**
      * Runs a command {@link #parse} made, as picocli's {@code execute} would: its status, or, when it throws, the
      * stack trace on standard error and {@link #EXIT_EXCEPTION}; a port that cannot open or fails gets one line and
-     * {@link WorkerCommand#EXIT_PORT_FAILURE}, as the picocli path gives it.
+     * {@link WorkerCommand#EXIT_PORT_FAILURE}, options that do not go together one line and
+     * {@link WorkerCommand#EXIT_USAGE}, as the picocli path gives them.
      */
     static int run(final ServeCommand command)
     {
@@ -110,6 +111,11 @@ final class ServeCommandLine
         }
         catch (final Exception ex)
         {
+            if (WorkerCommand.isUsageError(ex))
+            {
+                System.err.println("serve: " + ex.getMessage());
+                return WorkerCommand.EXIT_USAGE;
+            }
             ex.printStackTrace(System.err);
             return EXIT_EXCEPTION;
         }

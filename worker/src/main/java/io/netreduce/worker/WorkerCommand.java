@@ -16,8 +16,10 @@ import picocli.CommandLine.Command;
         ServeCommand.class, AgentCommand.class })
 public final class WorkerCommand implements Runnable
 {
-    /** Exit status of a command whose port could not open or failed ({@link #portFailure}). */
+    /** Exit status of a command whose port could not open or failed ({@link #operatorError}). */
     static final int EXIT_PORT_FAILURE = 3;
+    /** Exit status of a command whose options do not go together (picocli's for a usage error). */
+    static final int EXIT_USAGE = CommandLine.ExitCode.USAGE;
 
     @CommandLine.Spec
     private CommandLine.Model.CommandSpec spec;
@@ -30,23 +32,36 @@ public final class WorkerCommand implements Runnable
 
     public static CommandLine commandLine()
     {
-        return new CommandLine(new WorkerCommand()).setExecutionExceptionHandler(WorkerCommand::portFailure);
+        return new CommandLine(new WorkerCommand()).setExecutionExceptionHandler(WorkerCommand::operatorError);
     }
 
     /**
-     * A port that cannot open (no such interface, no CAP_NET_RAW, rings the kernel refuses) or fails is the
-     * operator's to fix, not a bug: one line naming the command and what failed, status
-     * {@link #EXIT_PORT_FAILURE}, no stack trace. Anything else is rethrown to picocli, which prints it whole.
+     * What is the operator's to fix, not a bug, gets one line naming the command and the cause, no stack trace: a
+     * port that cannot open (no such interface, no CAP_NET_RAW, rings the kernel refuses) or fails, status
+     * {@link #EXIT_PORT_FAILURE}; options that do not go together ({@link #isUsageError}), status
+     * {@link #EXIT_USAGE}. Anything else is rethrown to picocli, which prints it whole.
      */
-    static int portFailure(final Exception ex, final CommandLine commandLine, final CommandLine.ParseResult parsed)
+    static int operatorError(final Exception ex, final CommandLine commandLine, final CommandLine.ParseResult parsed)
         throws Exception
     {
-        if (ex instanceof PortException)
+        if (ex instanceof PortException || isUsageError(ex))
         {
             commandLine.getErr().println(commandLine.getCommandName() + ": " + ex.getMessage());
-            return EXIT_PORT_FAILURE;
+            return ex instanceof PortException ? EXIT_PORT_FAILURE : EXIT_USAGE;
         }
         throw ex;
+    }
+
+    /**
+     * @return whether {@code ex} is a worker command's own refusal of its options: an IllegalArgumentException thrown
+     * by this package's code (`--peers lists 1 hosts for 2 ranks`, `eth0 has no IPv4 address; pass --ip`). One thrown
+     * deeper (the endpoint, the JDK) is a bug's and keeps its stack trace.
+     */
+    static boolean isUsageError(final Throwable ex)
+    {
+        final StackTraceElement[] trace = ex.getStackTrace();
+        return ex instanceof IllegalArgumentException && trace.length > 0 &&
+            trace[0].getClassName().startsWith(WorkerCommand.class.getPackageName() + ".");
     }
 
     /** The jar's main class is {@link WorkerMain}, which comes here for every command line but a quick serve. */

@@ -1,5 +1,7 @@
 package io.netreduce.worker;
 
+import io.netreduce.host.rc.RcConfig;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
@@ -11,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 class AllReduceCommandTest
 {
@@ -82,6 +85,54 @@ class AllReduceCommandTest
 
         assertThat(refusal.exit()).isEqualTo(2);
         assertThat(refusal.stderr().strip()).isEqualTo(message.strip());
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+        --peers 10.9.0.2                  | allreduce: --peers lists 1 hosts for 2 ranks
+        --peers 10.9.0.1,10.9.0.2,10.9.0.3 | allreduce: --peers lists 3 hosts for 2 ranks
+        """)
+    void shouldRefuseOptionsCheckedLaterInOneLineWithoutAStackTraceAsTheWorkerCommandRunsThem(
+        final String options, final String message)
+    {
+        final List<String> args = new ArrayList<>(List.of("allreduce", "--rank", "0", "--world", "2", "--dev",
+            "no-such-device"));
+        args.addAll(List.of(options.trim().split(" +")));
+        final PrintStream stderr = System.err;
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int exit;
+        try
+        {
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            exit = WorkerCommand.commandLine().execute(args.toArray(String[]::new));
+        }
+        finally
+        {
+            System.setErr(stderr);
+        }
+
+        assertThat(exit).isEqualTo(WorkerCommand.EXIT_USAGE);
+        assertThat(err.toString(StandardCharsets.UTF_8).strip()).isEqualTo(message.strip());
+    }
+
+    @Test
+    void shouldTakeOnlyThisPackagesOwnRefusalsForUsageErrorsAndKeepEveryOtherTrace()
+    {
+        assertThat(WorkerCommand.isUsageError(
+            catchThrowable(() -> PeerHosts.resolve("10.9.0.2", 2)))).as("a worker command's own check").isTrue();
+        assertThat(WorkerCommand.isUsageError(
+            catchThrowable(() -> Integer.parseInt("x")))).as("the JDK's").isFalse();
+        assertThat(WorkerCommand.isUsageError(
+            catchThrowable(() -> new RcConfig().pmtu(3)))).as("the endpoint's").isFalse();
+        assertThat(WorkerCommand.isUsageError(new IllegalStateException("x"))).isFalse();
+    }
+
+    @Test
+    void shouldTellAMissingInterfaceFromOneWithoutAnAddress() throws Exception
+    {
+        assertThat(AllReduceCommand.interfaceAddress("lo").getHostAddress()).isEqualTo("127.0.0.1");
+        assertThat(catchThrowable(() -> AllReduceCommand.interfaceAddress("nr-nosuch0")))
+            .isInstanceOf(IllegalArgumentException.class).hasMessage("no interface nr-nosuch0 in this network namespace");
     }
 
     /** What the command printed on stderr, and its exit status. */
