@@ -91,6 +91,7 @@ public final class AgentCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--max-sessions must be 1..256: " + maxSessions);
             }
+            ServeCommand.requireSocketDirectory(socket);
             // the interface is there and ours to open, before anything else starts
             try (AfPacketPort probe = AfPacketPort.open(ServeCommand.portConfiguration(dev, segmentationOffload,
                 new RcConfig())))

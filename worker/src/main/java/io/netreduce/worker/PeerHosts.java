@@ -35,6 +35,11 @@ final class PeerHosts
             return hosts;
         }
         final Path file = Path.of(peers);
+        if (!Files.isRegularFile(file) && peers.contains("/"))
+        {
+            // no host name has a slash: this was meant as a file
+            throw new IllegalArgumentException("--peers " + peers + ": no such file");
+        }
         if (Files.isRegularFile(file))
         {
             final String[] byRank = new String[world];
@@ -47,7 +52,7 @@ final class PeerHosts
                     continue;
                 }
                 final String[] parts = line.split("\\s+");
-                final int r = parts.length >= 2 ? Integer.parseInt(parts[0]) : next;
+                final int r = parts.length >= 2 ? rank(file, parts[0]) : next;
                 if (r < 0 || r >= world)
                 {
                     throw new IllegalArgumentException("peers file " + file + ": rank " + r + " outside 0.." +
@@ -75,5 +80,18 @@ final class PeerHosts
             throw new IllegalArgumentException("--peers lists " + hosts.size() + " hosts for " + world + " ranks");
         }
         return hosts;
+    }
+
+    private static int rank(final Path file, final String text)
+    {
+        try
+        {
+            return Integer.parseInt(text);
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new IllegalArgumentException("peers file " + file + ": '" + text + "' is not a rank (lines are " +
+                "'HOST' or 'RANK HOST')");
+        }
     }
 }

@@ -2,6 +2,7 @@ package io.netreduce.worker;
 
 import io.netreduce.host.rc.RcConfig;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
@@ -9,6 +10,8 @@ import picocli.CommandLine;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -91,6 +94,7 @@ class AllReduceCommandTest
     @CsvSource(delimiter = '|', textBlock = """
         --peers 10.9.0.2                  | allreduce: --peers lists 1 hosts for 2 ranks
         --peers 10.9.0.1,10.9.0.2,10.9.0.3 | allreduce: --peers lists 3 hosts for 2 ranks
+        --peers /tmp/nr-no-such-dir/peers  | allreduce: --peers /tmp/nr-no-such-dir/peers: no such file
         """)
     void shouldRefuseOptionsCheckedLaterInOneLineWithoutAStackTraceAsTheWorkerCommandRunsThem(
         final String options, final String message)
@@ -125,6 +129,18 @@ class AllReduceCommandTest
         assertThat(WorkerCommand.isUsageError(
             catchThrowable(() -> new RcConfig().pmtu(3)))).as("the endpoint's").isFalse();
         assertThat(WorkerCommand.isUsageError(new IllegalStateException("x"))).isFalse();
+    }
+
+    @Test
+    void shouldReadAPeersFileByRankAndRefuseALineWhoseRankIsNotANumber(@TempDir final Path dir) throws Exception
+    {
+        final Path file = Files.writeString(dir.resolve("peers"), "# rank host\n1 10.9.0.2\n0 10.9.0.1\n");
+        assertThat(PeerHosts.resolve(file.toString(), 2)).containsExactly("10.9.0.1", "10.9.0.2");
+
+        Files.writeString(file, "first 10.9.0.1\n");
+        assertThat(catchThrowable(() -> PeerHosts.resolve(file.toString(), 2)))
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessage("peers file " + file + ": 'first' is not a rank (lines are 'HOST' or 'RANK HOST')");
     }
 
     @Test

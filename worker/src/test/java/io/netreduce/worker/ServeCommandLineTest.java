@@ -148,7 +148,7 @@ class ServeCommandLineTest
     @Test
     void shouldEndAServeWhosePortCannotOpenWithOneLineNamingItOnEitherPath()
     {
-        final String[] args = { "serve", "--dev", "no-such-device", "--socket", "/tmp/nr-no-such-dir/s.sock" };
+        final String[] args = { "serve", "--dev", "no-such-device", "--socket", "/tmp/nr-serve-test-absent.sock" };
 
         final Outcome quick = execute(args);
         final Outcome slow = viaPicocli(args);
@@ -157,6 +157,22 @@ class ServeCommandLineTest
         assertThat(quick.stderr().strip()).isEqualTo(slow.stderr().strip())
             .startsWith("serve: no such network interface 'no-such-device'")
             .doesNotContain("\tat ");
+    }
+
+    @Test
+    void shouldRefuseASocketInADirectoryThatIsNotThereBeforeOpeningAPortOnEitherPathAndInTheAgent()
+    {
+        final String[] serve = { "serve", "--dev", "no-such-device", "--socket", "/tmp/nr-no-such-dir/s.sock" };
+        final String message = "--socket /tmp/nr-no-such-dir/s.sock: directory /tmp/nr-no-such-dir does not exist";
+
+        final Outcome quick = execute(serve);
+        final Outcome slow = viaPicocli(serve);
+        final Outcome agent = viaPicocli("agent", "--dev", "no-such-device", "--socket", "/tmp/nr-no-such-dir/s.sock");
+
+        assertThat(quick.exit()).isEqualTo(2).isEqualTo(slow.exit()).isEqualTo(agent.exit());
+        assertThat(quick.stderr().strip()).isEqualTo(slow.stderr().strip()).isEqualTo("serve: " + message);
+        assertThat(agent.stderr().strip()).as("before the agent's probe of its port or its warm-up")
+            .isEqualTo("agent: " + message);
     }
 
     private static ServeCommand picocli(final String[] args)
