@@ -9,7 +9,7 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code netreduce ctl ...}: talk to a running daemon's control API. Human-readable tables by default,
- * the API's JSON with {@code --json}. Exit status: 0 done, 1 the daemon refused the request, 3 cannot reach it.
+ * the API's JSON with {@code --json}. Exit status: 0 done, 1 the daemon refused the request, 2 a usage error or a file it cannot send, 3 cannot reach it.
  */
 @Command(
     name = "ctl",

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import io.netreduce.controlplane.api.ApiClient;
 import io.netreduce.controlplane.config.ByteSize;
+import io.netreduce.controlplane.config.ConfigLoader;
 import io.netreduce.controlplane.config.ListenAddress;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
@@ -104,10 +105,23 @@ final class CtlSubcommands
                     return 2;
                 }
             }
+            // The request's file is read before the daemon is asked, so that a file that is not there (or not a
+            // job) is told as such, not as an API that cannot be reached.
+            final String body;
+            try
+            {
+                body = body();
+            }
+            catch (final IOException ex)
+            {
+                err.println("error: " + ex.getMessage());
+                err.flush();
+                return 2;
+            }
             final ApiClient.Response response;
             try (ApiClient client = new ApiClient(address, Duration.ofSeconds(ctl.timeoutSeconds), token))
             {
-                response = client.send(method(), path(), body(), contentType());
+                response = client.send(method(), path(), body, contentType());
             }
             catch (final IOException ex)
             {
@@ -250,10 +264,40 @@ final class CtlSubcommands
             return "/v1/jobs";
         }
 
+        /**
+         * @throws IOException saying which file and why: not there, not readable, larger than a configuration may be
+         * (the daemon's own limit: {@code /dev/zero} is not read to the end), not UTF-8.
+         */
         @Override
         String body() throws IOException
         {
-            return Files.readString(file);
+            final byte[] bytes;
+            try (java.io.InputStream in = Files.newInputStream(file))
+            {
+                bytes = in.readNBytes(ConfigLoader.MAX_CONFIG_BYTES + 1);
+            }
+            catch (final java.nio.file.NoSuchFileException ex)
+            {
+                throw new IOException("cannot read " + file + ": no such file", ex);
+            }
+            catch (final IOException ex)
+            {
+                throw new IOException("cannot read " + file + ": " + ex, ex);
+            }
+            if (bytes.length > ConfigLoader.MAX_CONFIG_BYTES)
+            {
+                throw new IOException(file + " is larger than " + (ConfigLoader.MAX_CONFIG_BYTES >> 20) +
+                    " MiB: not a job file");
+            }
+            try
+            {
+                return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                    .decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+            }
+            catch (final java.nio.charset.CharacterCodingException ex)
+            {
+                throw new IOException(file + " is not UTF-8 text: not a job file", ex);
+            }
         }
 
         @Override

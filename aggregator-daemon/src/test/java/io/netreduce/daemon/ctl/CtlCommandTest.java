@@ -221,6 +221,24 @@ class CtlCommandTest
     }
 
     @Test
+    void shouldSayWhatIsWrongWithAJobFileItCannotSendWithoutAskingTheDaemon(@TempDir final Path dir) throws Exception
+    {
+        final Run missing = ctl("add-job", dir.resolve("none.yaml").toString());
+        assertThat(missing.status()).isEqualTo(2);
+        assertThat(missing.err()).isEqualTo("error: cannot read " + dir.resolve("none.yaml") + ": no such file\n");
+
+        final Run endless = ctl("add-job", "/dev/zero");
+        assertThat(endless.status()).isEqualTo(2);
+        assertThat(endless.err()).isEqualTo("error: /dev/zero is larger than 4 MiB: not a job file\n");
+
+        final Path binary = Files.write(dir.resolve("job.bin"), new byte[] { (byte)0xC3, 0x28 });
+        final Run notText = ctl("add-job", binary.toString());
+        assertThat(notText.status()).isEqualTo(2);
+        assertThat(notText.err()).isEqualTo("error: " + binary + " is not UTF-8 text: not a job file\n");
+        assertThat(ctl("jobs").out()).doesNotContain("none");
+    }
+
+    @Test
     void shouldReportUnknownJobAndUnreachableApi()
     {
         final Run unknown = ctl("job", "nope");
