@@ -11,6 +11,7 @@ import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.protocol.port.UnixFdListener;
 import io.netreduce.worker.sidecar.SidecarAgent;
+import io.netreduce.worker.sidecar.SidecarRunner;
 import org.agrona.concurrent.SystemNanoClock;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -91,7 +92,7 @@ public final class AgentCommand implements Callable<Integer>
             {
                 throw new IllegalArgumentException("--max-sessions must be 1..256: " + maxSessions);
             }
-            ServeCommand.requireSocketDirectory(socket);
+            SidecarRunner.requireSocketDirectory(socket);
             // the interface is there and ours to open, before anything else starts
             try (AfPacketPort probe = AfPacketPort.open(ServeCommand.portConfiguration(dev, segmentationOffload,
                 new RcConfig())))

@@ -35,12 +35,13 @@ final class PeerHosts
             return hosts;
         }
         final Path file = Path.of(peers);
-        if (!Files.isRegularFile(file) && peers.contains("/"))
+        final boolean isFile = Files.isRegularFile(file);
+        if (!isFile && peers.contains("/"))
         {
             // no host name has a slash: this was meant as a file
             throw new IllegalArgumentException("--peers " + peers + ": no such file");
         }
-        if (Files.isRegularFile(file))
+        if (isFile)
         {
             final String[] byRank = new String[world];
             int next = 0;

@@ -20,7 +20,6 @@ import java.io.IOException;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
@@ -132,7 +131,7 @@ public final class ServeCommand implements Callable<Integer>
         {
             rc = new RcConfig().pmtu(pmtu).retransmitTimeoutNs(rtoMicros * 1000).firstQpn(firstQpn);
             ThreadNice.validate(endpointNice);
-            requireSocketDirectory(socket);
+            SidecarRunner.requireSocketDirectory(socket);
         }
         catch (final IllegalArgumentException ex)
         {
@@ -200,21 +199,6 @@ public final class ServeCommand implements Callable<Integer>
     }
 
     /**
-     * A socket path whose directory is not there is the operator's mistake: said before a port opens or a warm-up
-     * runs, as the option checks say theirs (the listener would refuse it only after them).
-     *
-     * @throws IllegalArgumentException naming the option, the path and the missing directory.
-     */
-    static void requireSocketDirectory(final Path socket)
-    {
-        final Path dir = socket.toAbsolutePath().getParent();
-        if (dir == null || !Files.isDirectory(dir))
-        {
-            throw new IllegalArgumentException("--socket " + socket + ": directory " + dir + " does not exist");
-        }
-    }
-
-    /**
      * @return the trainer's answer eventfd (--answer-fd), or null.
      */
     private Doorbell answerBell()
@@ -240,7 +224,7 @@ public final class ServeCommand implements Callable<Integer>
                 throw new IllegalArgumentException("--udp-port-base must be 1..65535: " + udpPortBase);
             }
             ThreadNice.validate(endpointNice);
-            requireSocketDirectory(socket);
+            SidecarRunner.requireSocketDirectory(socket);
             settings = new SwitchMlSidecar.Settings(elements, flight, timeoutMicros * 1_000, udpPortBase);
         }
         catch (final IllegalArgumentException ex)

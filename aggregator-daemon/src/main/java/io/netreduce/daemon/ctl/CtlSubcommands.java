@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import io.netreduce.controlplane.api.ApiClient;
 import io.netreduce.controlplane.config.ByteSize;
+import io.netreduce.controlplane.config.ConfigException;
 import io.netreduce.controlplane.config.ConfigLoader;
 import io.netreduce.controlplane.config.ListenAddress;
 import picocli.CommandLine.Command;
@@ -265,38 +266,20 @@ final class CtlSubcommands
         }
 
         /**
-         * @throws IOException saying which file and why: not there, not readable, larger than a configuration may be
-         * (the daemon's own limit: {@code /dev/zero} is not read to the end), not UTF-8.
+         * @throws IOException saying which file and why, as the daemon says it of its own configuration
+         * ({@link ConfigLoader#readText}): not there or not readable, larger than a configuration may be
+         * ({@code /dev/zero} is not read to the end), not UTF-8.
          */
         @Override
         String body() throws IOException
         {
-            final byte[] bytes;
-            try (java.io.InputStream in = Files.newInputStream(file))
-            {
-                bytes = in.readNBytes(ConfigLoader.MAX_CONFIG_BYTES + 1);
-            }
-            catch (final java.nio.file.NoSuchFileException ex)
-            {
-                throw new IOException("cannot read " + file + ": no such file", ex);
-            }
-            catch (final IOException ex)
-            {
-                throw new IOException("cannot read " + file + ": " + ex, ex);
-            }
-            if (bytes.length > ConfigLoader.MAX_CONFIG_BYTES)
-            {
-                throw new IOException(file + " is larger than " + (ConfigLoader.MAX_CONFIG_BYTES >> 20) +
-                    " MiB: not a job file");
-            }
             try
             {
-                return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
-                    .decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+                return ConfigLoader.readText(file, "a job file");
             }
-            catch (final java.nio.charset.CharacterCodingException ex)
+            catch (final ConfigException ex)
             {
-                throw new IOException(file + " is not UTF-8 text: not a job file", ex);
+                throw new IOException(ex.errors().getFirst().message(), ex);
             }
         }
 

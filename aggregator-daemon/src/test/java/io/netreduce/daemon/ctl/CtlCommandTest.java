@@ -234,7 +234,7 @@ class CtlCommandTest
         final Path binary = Files.write(dir.resolve("job.bin"), new byte[] { (byte)0xC3, 0x28 });
         final Run notText = ctl("add-job", binary.toString());
         assertThat(notText.status()).isEqualTo(2);
-        assertThat(notText.err()).isEqualTo("error: " + binary + " is not UTF-8 text: not a job file\n");
+        assertThat(notText.err()).isEqualTo("error: " + binary + " is not UTF-8: byte 0xC3 at line 1, column 1\n");
         assertThat(ctl("jobs").out()).doesNotContain("none");
     }
 

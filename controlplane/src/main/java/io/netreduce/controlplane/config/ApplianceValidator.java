@@ -86,17 +86,18 @@ final class ApplianceValidator
                     }
                 }
             }
+            final Integer hostMtu = interfaceMtus.get(port.name());
             if (port.mtu() < PortConfig.MIN_MTU || port.mtu() > PortConfig.MAX_MTU)
             {
                 errors.add(child(portPath, "mtu"),
                     "MTU " + port.mtu() + " is not in " + PortConfig.MIN_MTU + ".." + PortConfig.MAX_MTU);
             }
-            else if (interfaceMtus.containsKey(port.name()) && port.mtu() > interfaceMtus.get(port.name()))
+            else if (hostMtu != null && port.mtu() > hostMtu)
             {
                 // The kernel refuses a frame longer than the interface's MTU (EMSGSIZE): results of rings sized to
                 // the configured MTU could never leave.
                 errors.add(child(portPath, "mtu"), "MTU " + port.mtu() + " is larger than interface '" +
-                    port.name() + "' has on this host (" + interfaceMtus.get(port.name()) +
+                    port.name() + "' has on this host (" + hostMtu +
                     "): frames that long could not be sent; raise the interface's MTU or lower this");
             }
             if (port.segmentationOffload() && port.type() != PortType.AF_PACKET)

@@ -60,10 +60,29 @@ public final class ConfigLoader
      */
     public static NetreduceConfig load(final Path file, final ValidationOptions options) throws ConfigException
     {
+        return parse(readText(file, "a netreduce configuration"), options);
+    }
+
+    /**
+     * A configuration's text (or a job's, for {@code ctl add-job}) from a file: at most {@link #MAX_CONFIG_BYTES}
+     * read, so that an endless stream is refused rather than read, and checked to be UTF-8.
+     *
+     * @param file the file.
+     * @param what what it should be, for the error about a file too large ("a netreduce configuration").
+     * @return its text.
+     * @throws ConfigException one error, at no path: the file cannot be read (not there), is too large, or is not
+     * UTF-8 (line and column named).
+     */
+    public static String readText(final Path file, final String what) throws ConfigException
+    {
         final byte[] bytes;
         try (java.io.InputStream in = Files.newInputStream(file))
         {
             bytes = in.readNBytes(MAX_CONFIG_BYTES + 1);
+        }
+        catch (final java.nio.file.NoSuchFileException ex)
+        {
+            throw new ConfigException(List.of(new ConfigError("", "cannot read " + file + ": no such file")));
         }
         catch (final IOException ex)
         {
@@ -72,9 +91,9 @@ public final class ConfigLoader
         if (bytes.length > MAX_CONFIG_BYTES)
         {
             throw new ConfigException(List.of(new ConfigError("", file + " is larger than " +
-                (MAX_CONFIG_BYTES >> 20) + " MiB: not a netreduce configuration")));
+                (MAX_CONFIG_BYTES >> 20) + " MiB: not " + what)));
         }
-        return parse(decodeUtf8(file, bytes), options);
+        return decodeUtf8(file, bytes);
     }
 
     /**

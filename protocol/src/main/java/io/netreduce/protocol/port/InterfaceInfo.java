@@ -26,12 +26,11 @@ record InterfaceInfo(int mtu, byte[] macAddress)
     static InterfaceInfo read(final MemorySegment errnoState, final int fd, final String name, final Arena scratch)
     {
         final MemorySegment ifreq = scratch.allocate(IFREQ_SIZE, 8);
-        ifreq.setString(0, name);
-        if (Libc.ioctl(errnoState, fd, SIOCGIFMTU, ifreq) < 0)
+        final int mtu = mtu(errnoState, fd, name, ifreq);
+        if (mtu < 0)
         {
             throw new PortException("SIOCGIFMTU on '" + name + "'", Libc.errno(errnoState));
         }
-        final int mtu = ifreq.get(ValueLayout.JAVA_INT, IFREQ_MTU_OFFSET);
 
         ifreq.fill((byte)0);
         ifreq.setString(0, name);
@@ -40,5 +39,18 @@ record InterfaceInfo(int mtu, byte[] macAddress)
             throw new PortException("SIOCGIFHWADDR on '" + name + "'", Libc.errno(errnoState));
         }
         return new InterfaceInfo(mtu, ifreq.asSlice(IFREQ_HWADDR_DATA_OFFSET, ETH_ALEN).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * SIOCGIFMTU on {@code fd} (any socket will do) through {@code ifreq} ({@code IFREQ_SIZE} bytes).
+     *
+     * @return the interface's MTU, or -1 when the kernel refused (errno in {@code errnoState}).
+     */
+    static int mtu(final MemorySegment errnoState, final int fd, final String name, final MemorySegment ifreq)
+    {
+        ifreq.fill((byte)0);
+        ifreq.setString(0, name);
+        return Libc.ioctl(errnoState, fd, SIOCGIFMTU, ifreq) < 0 ? -1 :
+            ifreq.get(ValueLayout.JAVA_INT, IFREQ_MTU_OFFSET);
     }
 }

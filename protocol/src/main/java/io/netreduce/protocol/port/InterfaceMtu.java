@@ -2,12 +2,9 @@ package io.netreduce.protocol.port;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.OptionalInt;
 
-import static io.netreduce.protocol.port.LinuxPacketAbi.IFREQ_MTU_OFFSET;
 import static io.netreduce.protocol.port.LinuxPacketAbi.IFREQ_SIZE;
-import static io.netreduce.protocol.port.LinuxPacketAbi.SIOCGIFMTU;
 import static io.netreduce.protocol.port.LinuxPacketAbi.SOCK_CLOEXEC;
 
 /**
@@ -45,10 +42,8 @@ public final class InterfaceMtu
             }
             try
             {
-                final MemorySegment ifreq = arena.allocate(IFREQ_SIZE, 8);
-                ifreq.setString(0, name);
-                return Libc.ioctl(errnoState, fd, SIOCGIFMTU, ifreq) < 0 ? OptionalInt.empty() :
-                    OptionalInt.of(ifreq.get(ValueLayout.JAVA_INT, IFREQ_MTU_OFFSET));
+                final int mtu = InterfaceInfo.mtu(errnoState, fd, name, arena.allocate(IFREQ_SIZE, 8));
+                return mtu < 0 ? OptionalInt.empty() : OptionalInt.of(mtu);
             }
             finally
             {

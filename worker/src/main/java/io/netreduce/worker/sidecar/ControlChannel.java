@@ -56,11 +56,7 @@ final class ControlChannel implements AutoCloseable
         this.path = path;
         this.doorbell = doorbell;
         this.answerBell = answerBell;
-        final Path dir = path.toAbsolutePath().getParent();
-        if (dir == null || !Files.isDirectory(dir))
-        {
-            throw new IOException("--socket " + path + ": directory " + dir + " does not exist");
-        }
+        SidecarRunner.requireSocketDirectory(path);
         if (Files.exists(path))
         {
             throw new IOException("--socket " + path + ": a file is already there (another sidecar?)");

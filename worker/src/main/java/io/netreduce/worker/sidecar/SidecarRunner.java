@@ -7,6 +7,7 @@ import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortPoller;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -22,6 +23,21 @@ public final class SidecarRunner
 {
     private SidecarRunner()
     {
+    }
+
+    /**
+     * A control socket's directory must be there: the listener would refuse the path only once a port is open (and,
+     * for the agent, its warm-up run), so the commands ask this with their option checks.
+     *
+     * @throws IllegalArgumentException naming the option, the path and the missing directory.
+     */
+    public static void requireSocketDirectory(final Path socket)
+    {
+        final Path dir = socket.toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir))
+        {
+            throw new IllegalArgumentException("--socket " + socket + ": directory " + dir + " does not exist");
+        }
     }
 
     /**
