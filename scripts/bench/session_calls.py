@@ -111,7 +111,10 @@ def main() -> int:
         expected = sum((base * (r + 1) + r) for r in range(args.world)).to(torch.float32)
         return mine, expected
 
-    sidecar_stat = f"/proc/{session.transport._process.pid}/stat"
+    # the sidecar's process: the trainer's own, or the agent whose session it is (bench-session.sh --agent)
+    sidecar_pid = int(os.environ["BENCH_AGENT_PID"]) if os.environ.get("BENCH_AGENT_PID") else \
+        session.transport._process.pid
+    sidecar_stat = f"/proc/{sidecar_pid}/stat"
 
     def sidecar_ms():
         return stat_cpu(sidecar_stat)[1]  # the whole sidecar process, every thread
@@ -119,6 +122,7 @@ def main() -> int:
     def one(mode, mine, expected, parts, cpu=None):
         t = mine.clone()
         dist.barrier()
+        starts.append((mode, round(time.time(), 3)))
         side0, own0 = sidecar_ms(), time.process_time()
         start = time.perf_counter()
         if mode == "gloo":
@@ -140,12 +144,15 @@ def main() -> int:
                              f"({int((t != expected).sum())} elements differ)")
         return (end - start) * 1e3
 
+    starts = []  # (mode, wall-clock start) of each size's calls, to set beside the sidecars' logs
     sizes = [int(s) for s in args.sizes.split()]
     mine, expected = tensors(sizes[0] // 4)
     for i in range(args.jit):
         one(("doorbell", "json")[i % 2], mine, expected, None)
     rows = []
+    every = {}  # (size, mode): every call's time in order, the warm-up's included (rank 0 prints them)
     for size in sizes:
+        starts.clear()
         mine, expected = tensors(size // 4)
         times = {m: [] for m in modes}
         parts = {m: [] for m in modes if m != "gloo"}
@@ -157,7 +164,7 @@ def main() -> int:
             kept = sorted(times[mode][args.warmup:])
             row = {"label": args.label, "bytes": size, "world": args.world, "mode": mode, "calls": len(kept),
                    "median_ms": round(statistics.median(kept), 3), "p90_ms": round(kept[int(0.9 * len(kept))], 3),
-                   "min_ms": round(kept[0], 3)}
+                   "min_ms": round(kept[0], 3), "first_ms": round(times[mode][0], 3)}
             kept_cpu = cpu[mode][args.warmup:]
             # CPU per call, means over the kept calls: this rank's process and its sidecar (during gloo's calls the
             # sidecar only idles: what it costs a trainer that does not call it)
@@ -168,8 +175,9 @@ def main() -> int:
                 for i, name in enumerate(PARTS):
                     row[name] = round(statistics.median(p[i] for p in kept_parts), 3)
             rows.append(row)
+            every[(size, mode)] = ([round(t, 1) for t in times[mode]], [t for m, t in starts if m == mode])
     stats = session.stats()
-    threads = sidecar_threads(session.transport._process.pid)
+    threads = sidecar_threads(sidecar_pid)
     session.close()
     if args.rank != 0:
         # every sidecar's JIT, for bench-session.sh to print after rank 0's lines: one sidecar is a small sample
@@ -177,6 +185,8 @@ def main() -> int:
     else:
         for row in rows:
             print(json.dumps(row))
+        for (size, mode), (calls_ms, starts_unix) in every.items():
+            print(json.dumps({"bytes": size, "mode": mode, "calls_ms": calls_ms, "starts_unix": starts_unix}))
         print(json.dumps({"sidecar_thread_cpu_ms": threads}))
         print(json.dumps({"retransmitted_packets": stats["transport"].get("retransmittedPackets"),
                           "timeouts": stats["transport"].get("timeouts"), "calls": stats["calls"],
@@ -188,7 +198,7 @@ def main() -> int:
                                                                    "ackWaitUs", "warmUpFrames", "warmUpCalls",
                                                                    "warmUpMs")}))
         if args.csv:
-            fields = ["label", "bytes", "world", "mode", "calls", "median_ms", "p90_ms", "min_ms", "trainer_cpu_ms", "sidecar_cpu_ms"] + PARTS
+            fields = ["label", "bytes", "world", "mode", "calls", "median_ms", "p90_ms", "min_ms", "first_ms", "trainer_cpu_ms", "sidecar_cpu_ms"] + PARTS
             new = not os.path.exists(args.csv)
             with open(args.csv, "a", newline="") as out:
                 writer = csv.DictWriter(out, fieldnames=fields, restval="")

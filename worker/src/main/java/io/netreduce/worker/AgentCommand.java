@@ -60,7 +60,7 @@ public final class AgentCommand implements Callable<Integer>
         "start warm-up (--start-warm-up-frames).")
     long warmUpFrames = RingWarmUp.DEFAULT_FRAMES;
 
-    @Option(names = "--start-warm-up-frames", description = "Before it takes sessions, run a ring of two ranks " +
+    @Option(names = "--start-warm-up-frames", description = "Before it takes sessions, run a ring of three ranks " +
         "over AF_PACKET ports of --start-warm-up-dev with a session's port settings for this many packets (at most " +
         "20 s; about 1 s alone on a 2-core machine), so that even the host's first training finds the packet path " +
         "compiled (0: none; default ${DEFAULT-VALUE}).")
@@ -131,7 +131,7 @@ public final class AgentCommand implements Callable<Integer>
     }
 
     /**
-     * The start warm-up: a session's ring on two AF_PACKET ports of {@link #startWarmUpDev}, the real port's code
+     * The start warm-up: a session's ring on three AF_PACKET ports of {@link #startWarmUpDev}, the real port's code
      * and all, so that the JIT compiles the packet path before any trainer waits for it. A warm-up on memory ports
      * (a sidecar's) compiles the RC and ring code but not the port's (its rings, the segmentation offload's batches),
      * and C2 compiles a hot method with its callees inlined: the real port's loops were compiled in the first steps
@@ -143,7 +143,7 @@ public final class AgentCommand implements Callable<Integer>
     {
         final RcConfig rc = new RcConfig();
         final AfPacketConfiguration ports = ServeCommand.portConfiguration(startWarmUpDev, segmentationOffload, rc);
-        final PacketPort[] pair = new PacketPort[RingWarmUp.RANKS];
+        final PacketPort[] pair = new PacketPort[RingWarmUp.PORT_RANKS];
         try
         {
             for (int r = 0; r < pair.length; r++)

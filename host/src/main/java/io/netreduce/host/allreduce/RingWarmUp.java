@@ -6,7 +6,6 @@ import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.port.MemoryPort;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.EthernetHeader;
-import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.Ipv4Header;
 import io.netreduce.protocol.wire.Ipv6Header;
 import org.agrona.concurrent.SystemNanoClock;
@@ -40,9 +39,16 @@ import java.util.SplittableRandom;
  * IPv4 TCP, ICMPv6) among the ring's, as a real interface carries, and {@value #ROUNDS} rounds, each on new
  * endpoints, so that what an endpoint does once at its start (caches filled, first buffers) is not compiled away.
  * <p>
- * There is no appliance between the ranks: each rank's ring takes its messages' own tag for the result tag
- * ({@link NetReduceConfig#marksResults()} false), so a rank takes its predecessor's message, arrived by RDMA WRITE WITH
- * IMMEDIATE, for the call's result. Everything else is what a real call runs: the same RC requester and responder
+ * There is no appliance between the ranks: a rank takes its predecessor's message, arrived by RDMA WRITE WITH
+ * IMMEDIATE, for the call's result. Each rank writes a tag of its own, and takes its predecessor's for the result tag,
+ * so that its ring tells results from its own messages ({@link NetReduceConfig#marksResults()}) as a real ring's does:
+ * with one tag for both, that check's branch was compiled the other way, and a real ring's first result threw the
+ * receive path back to the interpreter (an {@code unstable_if} trap, seen in a sidecar agent's log). For the same
+ * reason, on ports ({@link #onPorts}) a ring has three ranks, so that a rank's requests (to its successor) and its
+ * ACKs (to its predecessor) go to different MACs, as in any real ring of three or more, and one short round of every
+ * {@value #ROUNDS} has its first rank's packets marked CE (as an appliance or switch marks them under load), so that
+ * the responder's and the window's marked branches are in the profile: the appliance marks results whenever its
+ * receive ring backs up. Everything else is what a real call runs: the same RC requester and responder
  * (segmentation into the PMTU, ICRC both ways, ACKs, completions), the same all-reduce in the same mode (slot mode's
  * copies in and out of a tensor, or placement in the areas), with the window and message length of the real ring.
  * <p>
@@ -61,8 +67,35 @@ public final class RingWarmUp implements AutoCloseable
     public static final long DEFAULT_MAX_NANOS = 5_000_000_000L;
     /** Rounds the packets are spread over, each on new endpoints. */
     public static final int ROUNDS = 4;
-    /** Ranks of the ring: a wired pair of memory ports. */
+    /** Ranks of the ring in memory: a wired pair of memory ports. */
     public static final int RANKS = 2;
+    /**
+     * Ranks of the ring on ports ({@link #onPorts}): three, so that a rank's successor and predecessor differ, as in a
+     * real ring of three or more (its requests and its ACKs then go to different MACs).
+     */
+    public static final int PORT_RANKS = 3;
+    /** The InA tag rank r writes: this plus r ("NRW0", "NRW1", ...); rank r takes rank r - 1's for its results. */
+    static final int TAG_BASE = 0x4E52_5730;
+    /**
+     * Frames an endpoint takes from its port per duty cycle in round {@value #SMALL_BATCH_ROUND}. One thread drives
+     * every rank, so with the worker's batch a receiver took a sender's whole burst in one turn and ACKed all of it
+     * at once: every ACK the requesters saw left nothing outstanding, and the retransmission timer was always
+     * disarmed when checked. A real ring's ACKs come while more is in flight, and those branches, compiled as traps,
+     * threw the requester's code away in a sidecar agent's first session. A burst taken a few frames at a time is
+     * ACKed in parts. Not in the first round: its code still runs interpreted, and the slower ACKs let the worker's
+     * retransmission timer fire (go-back-N compiled instead of a clean call's path); in a later round the compiled
+     * code meets the new branches during the warm-up, where its recompilation costs no call.
+     */
+    static final int SMALL_RECEIVE_BATCH = 16;
+    /** The round with {@link #SMALL_RECEIVE_BATCH}. */
+    private static final int SMALL_BATCH_ROUND = 3;
+    /** The least retransmission timeout of that round. */
+    private static final long SMALL_BATCH_TIMEOUT_NS = 500_000_000L;
+    /** The ECN field's bits in a traffic class. */
+    private static final int ECN_MASK = 0x3;
+    /** Which round is marked (on ports), and the share of a round's packets it takes (the window shrinks in it). */
+    private static final int MARKED_ROUND = 2;
+    private static final int MARKED_ROUND_DIVISOR = 4;
 
     private static final int RING_ID = 1;
     /** Duty cycles between two rounds of frames that are not RoCE. */
@@ -80,23 +113,29 @@ public final class RingWarmUp implements AutoCloseable
      * @param rounds  rounds begun, each on new endpoints.
      * @param strays  frames that were not RoCE (the ARP and TCP frames sent among the ring's), counted and let be.
      * @param calls   all-reduce calls completed on every rank.
+     * @param marked  results that came marked CE (the marked round's, on ports), for the ranks' windows.
+     * @param dropped frames the ports dropped on receive (a full ring or queue: what the resent packets replaced).
      * @param nanos   time taken.
      * @param failure why it stopped early, or null.
      */
-    public record Report(long frames, long resent, long rounds, long strays, long calls, long nanos, String failure)
+    public record Report(long frames, long resent, long rounds, long strays, long calls, long marked, long dropped,
+        long nanos, String failure)
     {
         @Override
         public String toString()
         {
-            return String.format(Locale.ROOT, "%d packets (%d resent), %d calls in %d rounds, %d stray frames, in " +
-                "%.0f ms%s", frames, resent, calls, rounds, strays, nanos / 1e6,
-                failure == null ? "" : "; stopped: " + failure);
+            return String.format(Locale.ROOT, "%d packets (%d resent, %d dropped), %d calls in %d rounds, %d " +
+                "results marked CE, %d stray frames, in %.0f ms%s", frames, resent, dropped, calls, rounds, marked,
+                strays, nanos / 1e6, failure == null ? "" : "; stopped: " + failure);
         }
     }
 
     private final PacketPort[] ports;
     private final RcConfig config;
+    private final RcConfig smallBatchConfig;
     private final NetReduceConfig ring;
+    private final boolean marks;
+    private final long droppedBefore;
     private final ElementType type;
     private final int areaMessages;
     private final long framesPerRound;
@@ -110,6 +149,7 @@ public final class RingWarmUp implements AutoCloseable
     private long resent;
     private long strays;
     private long rounds;
+    private long marked;
     private String failure;
 
     /**
@@ -123,24 +163,21 @@ public final class RingWarmUp implements AutoCloseable
      * @param framesPerRound packets of a round before the next round's new endpoints.
      */
     private RingWarmUp(final PacketPort[] ports, final RcConfig rc, final int window, final int msgLen,
-        final ElementType type, final int areaMessages, final long framesPerRound)
+        final ElementType type, final int areaMessages, final long framesPerRound, final boolean marks)
     {
         this.startNs = System.nanoTime();
         this.ports = ports;
-        this.config = new RcConfig()
-            .pmtu(rc.pmtu())
-            .maxOutstandingPackets(rc.maxOutstandingPackets())
-            .ackRequestInterval(rc.ackRequestInterval())
-            .sendQueueDepth(rc.sendQueueDepth())
-            .receiveQueueDepth(rc.receiveQueueDepth())
-            .ackCoalescePackets(rc.ackCoalescePackets())
-            .ackCoalesceDelayNs(rc.ackCoalesceDelayNs())
-            // the worker's timeouts: on shared cores a shorter one fires while a rank waits for the CPU, and the
-            // warm-up then compiles go-back-N instead of the path a clean call takes
-            .retransmitTimeoutNs(rc.retransmitTimeoutNs())
-            .maxRetransmitTimeoutNs(Math.max(rc.retransmitTimeoutNs(), rc.maxRetransmitTimeoutNs()));
-        this.ring = new NetReduceConfig(RING_ID, window, msgLen, rc.pmtu(), 10_000_000_000L, InaHeader.INET_TAG,
-            InaHeader.INET_TAG);
+        this.marks = marks;
+        this.droppedBefore = dropped();
+        this.config = settings(rc);
+        // and a timeout no descheduling of this one thread reaches: with ACKs in parts, packets stay outstanding
+        // across duty cycles, and the worker's 4 ms fired on the loaded bed whenever the process waited for a core
+        // (eight agents starting at once resent 10-15 % of their packets); its value is data, not code
+        final long timeoutNs = Math.max(rc.retransmitTimeoutNs(), SMALL_BATCH_TIMEOUT_NS);
+        this.smallBatchConfig = settings(rc).receiveBatch(Math.min(SMALL_RECEIVE_BATCH, rc.receiveBatch()))
+            .retransmitTimeoutNs(timeoutNs)
+            .maxRetransmitTimeoutNs(Math.max(timeoutNs, rc.maxRetransmitTimeoutNs()));
+        this.ring = new NetReduceConfig(RING_ID, window, msgLen, rc.pmtu(), 10_000_000_000L, TAG_BASE, TAG_BASE + 1);
         this.type = type;
         this.areaMessages = areaMessages;
         this.framesPerRound = Math.max(1, framesPerRound);
@@ -156,30 +193,61 @@ public final class RingWarmUp implements AutoCloseable
     }
 
     /**
+     * @return the warm-up's endpoint settings from the worker's.
+     */
+    private static RcConfig settings(final RcConfig rc)
+    {
+        return new RcConfig()
+            .pmtu(rc.pmtu())
+            .maxOutstandingPackets(rc.maxOutstandingPackets())
+            .ackRequestInterval(rc.ackRequestInterval())
+            .sendQueueDepth(rc.sendQueueDepth())
+            .receiveQueueDepth(rc.receiveQueueDepth())
+            .ackCoalescePackets(rc.ackCoalescePackets())
+            .ackCoalesceDelayNs(rc.ackCoalesceDelayNs())
+            // the worker's timeouts: on shared cores a shorter one fires while a rank waits for the CPU, and the
+            // warm-up then compiles go-back-N instead of the path a clean call takes
+            .retransmitTimeoutNs(rc.retransmitTimeoutNs())
+            .maxRetransmitTimeoutNs(Math.max(rc.retransmitTimeoutNs(), rc.maxRetransmitTimeoutNs()))
+            .trafficClass(rc.trafficClass())
+            .receiveBatch(rc.receiveBatch());
+    }
+
+    /**
+     * @return rank {@code rank}'s ring of {@code ranks}: its own tag on its messages, its predecessor's on results.
+     */
+    private NetReduceConfig ringOf(final int rank, final int ranks)
+    {
+        return new NetReduceConfig(ring.ringId(), ring.window(), ring.msgLen(), ring.payloadSize(), ring.timeoutNs(),
+            TAG_BASE + rank, TAG_BASE + (rank + ranks - 1) % ranks, ring.congestion());
+    }
+
+    /**
      * A warm-up on {@value #RANKS} {@link MemoryPort}s wired to each other, {@code frames} packets in {@value #ROUNDS}
      * rounds.
      */
     public static RingWarmUp inMemory(final RcConfig rc, final int window, final int msgLen, final ElementType type,
         final int areaMessages, final long frames)
     {
-        return new RingWarmUp(memoryPorts(), rc, window, msgLen, type, areaMessages, frames / ROUNDS);
+        return new RingWarmUp(memoryPorts(), rc, window, msgLen, type, areaMessages, frames / ROUNDS, false);
     }
 
     /**
-     * A warm-up on {@value #RANKS} ports that reach each other, e.g. AF_PACKET ports of the loopback interface with a
-     * worker's own port settings: then the port's own code (its rings, the segmentation offload's batches and their
-     * splitting) is compiled too, and every call site sees the port class a real ring will. Each round's ranks take
-     * new random MACs and only frames to them. The ports are closed with the warm-up, also when this throws.
+     * A warm-up on {@value #PORT_RANKS} ports that reach each other, e.g. AF_PACKET ports of the loopback interface
+     * with a worker's own port settings: then the port's own code (its rings, the segmentation offload's batches and
+     * their splitting) is compiled too, and every call site sees the port class a real ring will. Each round's ranks
+     * take new random MACs and only frames to them; one short round has the first rank's packets marked CE. The ports
+     * are closed with the warm-up, also when this throws.
      */
     public static RingWarmUp onPorts(final PacketPort[] ports, final RcConfig rc, final int window, final int msgLen,
         final ElementType type, final int areaMessages, final long frames)
     {
-        if (ports.length != RANKS)
+        if (ports.length != PORT_RANKS)
         {
             closeAll(ports);
-            throw new IllegalArgumentException("a warm-up takes " + RANKS + " ports: " + ports.length);
+            throw new IllegalArgumentException("a warm-up takes " + PORT_RANKS + " ports: " + ports.length);
         }
-        return new RingWarmUp(ports.clone(), rc, window, msgLen, type, areaMessages, frames / ROUNDS);
+        return new RingWarmUp(ports.clone(), rc, window, msgLen, type, areaMessages, frames / ROUNDS, true);
     }
 
     private static PacketPort[] memoryPorts()
@@ -188,6 +256,16 @@ public final class RingWarmUp implements AutoCloseable
         final MemoryPort b = new MemoryPort("warm-up-1", MemoryPort.DEFAULT_MAX_FRAME_LENGTH, 1024, 1 << 23);
         MemoryPort.wire(a, b);
         return new PacketPort[] {a, b};
+    }
+
+    private long dropped()
+    {
+        long dropped = 0;
+        for (final PacketPort port : ports)
+        {
+            dropped += port.counters().rxDropped() + port.counters().rxTruncated();
+        }
+        return dropped;
     }
 
     private static void closeAll(final PacketPort[] ports)
@@ -224,7 +302,7 @@ public final class RingWarmUp implements AutoCloseable
         }
         try
         {
-            if (round.idle() && round.frames() >= framesPerRound)
+            if (round.idle() && round.frames() >= round.quota())
             {
                 retireRound();
                 round = new Round();
@@ -277,7 +355,8 @@ public final class RingWarmUp implements AutoCloseable
     public Report report()
     {
         return new Report(frames(), resent + (round != null ? round.resent() : 0), rounds,
-            strays + (round != null ? round.strays() : 0), calls, System.nanoTime() - startNs, failure);
+            strays + (round != null ? round.strays() : 0), calls, marked + (round != null ? round.marked() : 0),
+            dropped() - droppedBefore, System.nanoTime() - startNs, failure);
     }
 
     /**
@@ -324,6 +403,7 @@ public final class RingWarmUp implements AutoCloseable
         framesBefore += round.frames();
         resent += round.resent();
         strays += round.strays();
+        marked += round.marked();
         round = null;
     }
 
@@ -338,10 +418,15 @@ public final class RingWarmUp implements AutoCloseable
         private final RingLink[] links;
         private final NetReduceAllReduce[] ops;
         private final Tensor[] tensors;
+        private final boolean marked;
+        private boolean inCall;
+        private boolean rested = true;
+        private long begun;
 
         Round()
         {
             rounds++;
+            marked = marks && rounds == MARKED_ROUND;
             final int ranks = ports.length;
             macs = new long[ranks];
             endpoints = new RcEndpoint[ranks];
@@ -356,7 +441,8 @@ public final class RingWarmUp implements AutoCloseable
             for (int r = 0; r < ranks; r++)
             {
                 macs[r] = base + r;
-                endpoints[r] = new RcEndpoint(ports[r], config.psnSeed(random.nextLong()),
+                final RcConfig settings = rounds == SMALL_BATCH_ROUND ? smallBatchConfig : config;
+                endpoints[r] = new RcEndpoint(ports[r], settings.psnSeed(random.nextLong()),
                     SystemNanoClock.INSTANCE, address(r), macs[r]);
                 links[r] = new RingLink(endpoints[r], SystemNanoClock.INSTANCE, r, ranks, regionBytes,
                     regionBytes);
@@ -367,8 +453,9 @@ public final class RingWarmUp implements AutoCloseable
             }
             for (int r = 0; r < ranks; r++)
             {
-                ops[r] = areaMessages > 0 ? NetReduceAllReduce.placed(links[r], ring, areaMessages) :
-                    new NetReduceAllReduce(links[r], ring);
+                final NetReduceConfig rankRing = ringOf(r, ranks);
+                ops[r] = areaMessages > 0 ? NetReduceAllReduce.placed(links[r], rankRing, areaMessages) :
+                    new NetReduceAllReduce(links[r], rankRing);
                 if (areaMessages == 0)
                 {
                     final int elements = messages * ring.dataBytesPerMessage() / type.size();
@@ -376,6 +463,14 @@ public final class RingWarmUp implements AutoCloseable
                         new UnsafeBuffer(ByteBuffer.allocateDirect(elements * type.size())), 0, elements);
                 }
             }
+        }
+
+        /**
+         * @return packets this round sends before the next: the marked round fewer, as its window shrinks.
+         */
+        long quota()
+        {
+            return marked ? Math.max(1, framesPerRound / MARKED_ROUND_DIVISOR) : framesPerRound;
         }
 
         boolean idle()
@@ -392,8 +487,25 @@ public final class RingWarmUp implements AutoCloseable
 
         int doWork()
         {
-            if (idle())
+            if (idle() && !rested)
             {
+                // one duty cycle with nothing in flight between calls, as a real ring has (its trainer works between
+                // calls): the queue pairs' timers are then checked disarmed, which back-to-back calls never showed,
+                // and a real ring's first idle turn threw the compiled timer check away (seen in an agent's log)
+                rested = true;
+            }
+            else if (idle())
+            {
+                rested = false;
+                inCall = true;
+                if (marked)
+                {
+                    // every other call's packets from rank 0 marked CE: its successor's window shrinks, then grows
+                    // back, and both ways of the window's law are in the profile
+                    final int normal = config.trafficClass();
+                    links[0].sendQp().trafficClass((begun & 1) == 0 ? normal & ~ECN_MASK | Ipv4Header.ECN_CE : normal);
+                }
+                begun++;
                 for (int r = 0; r < ops.length; r++)
                 {
                     if (areaMessages > 0)
@@ -415,8 +527,9 @@ public final class RingWarmUp implements AutoCloseable
             {
                 work += op.poll();
             }
-            if (idle())
+            if (inCall && idle())
             {
+                inCall = false;
                 calls++;
             }
             return work;
@@ -475,6 +588,16 @@ public final class RingWarmUp implements AutoCloseable
                 strays += endpoint.notRoce() + endpoint.malformed();
             }
             return strays;
+        }
+
+        long marked()
+        {
+            long marked = 0;
+            for (final NetReduceAllReduce op : ops)
+            {
+                marked += op.congestion().markedResults();
+            }
+            return marked;
         }
 
         long resent()

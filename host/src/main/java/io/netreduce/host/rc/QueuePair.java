@@ -71,6 +71,24 @@ public final class QueuePair
     }
 
     /**
+     * Set the IP traffic class (DSCP and ECN) of the packets this queue pair sends from now on, e.g. ECN CE for a
+     * warm-up that stands for a congested hop ({@code RingWarmUp}); by default {@link RcConfig#trafficClass()}. The
+     * ICRC masks the field, so a packet's ICRC does not change with it.
+     *
+     * @param trafficClass 0..255: the IPv4 TOS or IPv6 traffic class.
+     * @return this queue pair.
+     */
+    public QueuePair trafficClass(final int trafficClass)
+    {
+        if (trafficClass < 0 || trafficClass > 0xFF)
+        {
+            throw new IllegalArgumentException("traffic class must be 0..255: " + trafficClass);
+        }
+        writer.trafficClass(trafficClass, 0);
+        return this;
+    }
+
+    /**
      * Choose the UDP source port of every packet this queue pair sends (requests, ACKs, NAKs, CNPs); only before
      * {@link #connect}. By default it is {@code 0xC000 | (QPN & 0x3FFF)}, one port per queue pair. A fabric's ECMP
      * hashes it, so it picks the connection's path; a job with several aggregation trees gives each tree's queue

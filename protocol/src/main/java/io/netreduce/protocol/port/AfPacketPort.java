@@ -38,6 +38,12 @@ public final class AfPacketPort implements PollablePort
 {
     /** {@link #receive} reads the kernel's drop statistics once per this many calls. */
     private static final int STATISTICS_INTERVAL_CALLS = 4096;
+    /**
+     * Calls before the first read: early, so that even a short-lived port (a warm-up's) takes that branch and the JIT
+     * compiles it, where a branch never taken is compiled as a trap that throws the receive path back to the
+     * interpreter when a long-lived port first takes it (seen in a sidecar agent's first session).
+     */
+    private static final int FIRST_STATISTICS_CALLS = 16;
     /** The kernel's limit on sockets in one fanout group (PACKET_FANOUT_MAX). */
     public static final int MAX_FANOUT_MEMBERS = 256;
 
@@ -61,7 +67,7 @@ public final class AfPacketPort implements PollablePort
 
     private final TpacketV2TxRing tx;
 
-    private int receiveCalls;
+    private int receiveCalls = STATISTICS_INTERVAL_CALLS - FIRST_STATISTICS_CALLS;
     private final int fanoutGroup;
 
     private boolean closed;
