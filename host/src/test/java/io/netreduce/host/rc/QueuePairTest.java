@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class QueuePairTest
 {
@@ -460,6 +461,45 @@ class QueuePairTest
         assertThat(pair.b.icrcErrors()).isEqualTo(1);
         assertThat(pair.qpB.counters().icrcErrors()).isEqualTo(1);
         assertSameBytes(dst, 0, src, 0, 2048);
+    }
+
+    @Test
+    void shouldSendTheTrafficClassSetOnItAndCountCeAtTheResponder()
+    {
+        final RcPair pair = new RcPair(new RcConfig().pmtu(1024));
+        final MemoryRegion src = pair.a.registerMemory(8192);
+        final MemoryRegion dst = pair.b.registerMemory(8192);
+        final RoceFrame frame = new RoceFrame();
+        final List<Integer> tos = new ArrayList<>();
+        pair.link.a.tap = (buffer, length) ->
+        {
+            if (frame.wrap(buffer, 0, length) == RoceFrame.OK)
+            {
+                tos.add(Ipv4Header.tos(buffer, frame.l3Offset()));
+            }
+            return true;
+        };
+
+        pair.qpA.postSend(write(1, src, 0, 2048, dst, 0));
+        pair.runUntil(() -> pair.completionsA.size() == 1, 1000);
+        pair.qpA.trafficClass(0x2B); // DSCP 10, ECN CE: what a warm-up that stands for a congested hop sends
+        pair.qpA.postSend(write(2, src, 0, 2048, dst, 0));
+        pair.runUntil(() -> pair.completionsA.size() == 2, 1000);
+
+        // the default ECT(0) first, then the class set; the ICRC masks the field, so the marked packets are taken
+        assertThat(tos).containsExactly(0x02, 0x02, 0x2B, 0x2B);
+        assertThat(pair.qpB.counters().ecnMarked()).isEqualTo(2);
+        assertThat(pair.qpB.counters().icrcErrors()).isZero();
+        assertSameBytes(dst, 0, src, 0, 2048);
+    }
+
+    @Test
+    void shouldRefuseATrafficClassOutsideAByte()
+    {
+        final RcPair pair = new RcPair(new RcConfig());
+
+        assertThatThrownBy(() -> pair.qpA.trafficClass(256))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("0..255");
     }
 
     @Test
