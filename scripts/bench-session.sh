@@ -25,6 +25,8 @@
 #   the same calls with a sidecar per rank, so that the agents' sessions meet a daemon that has served a job.
 #   --agent-sessions N (with --agent, default 1): N runs of the calls, each a new set of trainer processes taking new
 #   sessions of the same agents (a host's first, second, ... training), labelled L-s1, L-s2, ...
+# The parts (session_calls.py) are one transport call's: for a tensor larger than the shared memory, which the Session
+# sums in pieces, they are its last piece's (copy_in then holds the pieces before it), and only the call's total counts.
 # Each row has first_ms, the first call of its size and mode (with --jit 0 and one size: the first call a trainer
 # makes on this bed), beside the median and p90 of the calls after --warmup.
 # Needs root.
@@ -124,7 +126,7 @@ fi
 if [ "$use_agent" -eq 1 ]; then
   for i in $(seq 0 $(( workers - 1 ))); do
     ip netns exec "${prefix}-w$i" env ${sidecar_java_opts:+NETREDUCE_JAVA_OPTS="${sidecar_java_opts//@I@/$i}"} \
-      "$netreduce" worker agent --dev eth0 --socket "$work/agent-$i.sock" \
+      "${sidecar_launcher:-$netreduce}" worker agent --dev eth0 --socket "$work/agent-$i.sock" \
       > "$work/agent-$i.out" 2> "$work/agent-$i.log" &
     agent_pids+=($!)
   done
