@@ -45,10 +45,12 @@ import java.util.SplittableRandom;
  * with one tag for both, that check's branch was compiled the other way, and a real ring's first result threw the
  * receive path back to the interpreter (an {@code unstable_if} trap, seen in a sidecar agent's log). For the same
  * reason, on ports ({@link #onPorts}) a ring has three ranks, so that a rank's requests (to its successor) and its
- * ACKs (to its predecessor) go to different MACs, as in any real ring of three or more, and one short round of every
- * {@value #ROUNDS} has its first rank's packets marked CE (as an appliance or switch marks them under load), so that
- * the responder's and the window's marked branches are in the profile: the appliance marks results whenever its
- * receive ring backs up. Everything else is what a real call runs: the same RC requester and responder
+ * ACKs (to its predecessor) go to different MACs, as in any real ring of three or more, and the second round, a short
+ * one, has every other call's packets from its first rank marked CE (as an appliance or switch marks them under load),
+ * so that the responder's and the window's marked branches are in the profile: the appliance marks results whenever
+ * its receive ring backs up. Everywhere, an idle duty cycle separates the calls (a real ring's timers are checked
+ * disarmed between calls) and the third round's endpoints take a few frames a turn (a real ring's ACKs come while
+ * more is in flight). Everything else is what a real call runs: the same RC requester and responder
  * (segmentation into the PMTU, ICRC both ways, ACKs, completions), the same all-reduce in the same mode (slot mode's
  * copies in and out of a tensor, or placement in the areas), with the window and message length of the real ring.
  * <p>
