@@ -124,17 +124,7 @@ if [ "$appliance_served" -eq 1 ]; then
   echo "the appliance has served a job (5 calls of each size, a sidecar per rank)" >&2
 fi
 if [ "$use_agent" -eq 1 ]; then
-  for i in $(seq 0 $(( workers - 1 ))); do
-    ip netns exec "${prefix}-w$i" env ${sidecar_java_opts:+NETREDUCE_JAVA_OPTS="${sidecar_java_opts//@I@/$i}"} \
-      "${sidecar_launcher:-$netreduce}" worker agent --dev eth0 --socket "$work/agent-$i.sock" \
-      > "$work/agent-$i.out" 2> "$work/agent-$i.log" &
-    agent_pids+=($!)
-  done
-  for i in $(seq 0 $(( workers - 1 ))); do
-    for _ in $(seq 600); do grep -q '^listening' "$work/agent-$i.out" 2>/dev/null && break; sleep 0.1; done
-    grep -q '^listening' "$work/agent-$i.out" || { echo "bench-session: agent $i did not start" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
-  done
-  grep -h "warm-up" "$work"/agent-*.log >&2 || true
+  bed_start_agents "$prefix" "${sidecar_launcher:-$netreduce}" "$work" "$workers" bench-session "$sidecar_java_opts"
 fi
 if [ "$use_agent" -eq 0 ] || [ "$agent_sessions" -eq 1 ]; then
   run_ranks calls "$use_agent"

@@ -389,19 +389,9 @@ if [ "$appliance_served" -eq 1 ]; then
 fi
 if [ "$use_agent" -eq 1 ]; then
   step "sidecar agents: one per worker namespace (netreduce worker agent)"
-  for i in $(seq 0 $(( workers - 1 ))); do
-    # shellcheck disable=SC2086 # NETREDUCE_AGENT_OPTIONS: more of the agent's options, e.g. its warm-up's size
-    ip netns exec "${prefix}-w$i" "$netreduce" worker agent --dev eth0 --socket "$work/agent-$i.sock" \
-      ${NETREDUCE_AGENT_OPTIONS:-} > "$work/agent-$i.out" 2> "$work/agent-$i.log" &
-    agent_pids+=($!)
-  done
-  for i in $(seq 0 $(( workers - 1 ))); do
-    for _ in $(seq 300); do grep -q '^listening' "$work/agent-$i.out" 2>/dev/null && break; sleep 0.1; done
-    grep -q '^listening' "$work/agent-$i.out" || { echo "train: agent $i did not start" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
-  done
+  bed_start_agents "$prefix" "$netreduce" "$work" "$workers" train
   echo "agents listening: $work/agent-*.sock"
   agents_up=1
-  grep -h "warm-up" "$work"/agent-*.log || true
   nr_name=netreduce-first
 fi
 

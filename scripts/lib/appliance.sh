@@ -173,6 +173,30 @@ bed_start_named_daemon() {
   cat "$log.rings"
 }
 
+# bed_start_agents PREFIX LAUNCHER WORKDIR WORKERS WHO [JAVA_OPTS]
+#   starts one sidecar agent (`worker agent --dev eth0`) in each worker namespace PREFIX-w0.., its socket
+#   WORKDIR/agent-I.sock, its output in WORKDIR/agent-I.out and .log, appends their pids to agent_pids (the caller
+#   stops them) and waits up to 60 s for every one to listen (their start warm-ups run at once on the bed's cores);
+#   exits 1, naming WHO, if one does not. JAVA_OPTS: the agents' JVM flags, @I@ standing for the agent's index.
+#   NETREDUCE_AGENT_OPTIONS in the environment adds options to their command lines. Prints their warm-up lines on
+#   standard error.
+bed_start_agents() {
+  local prefix="$1" launcher="$2" work="$3" workers="$4" who="$5" java_opts="${6:-}" i _
+  for i in $(seq 0 $(( workers - 1 ))); do
+    # shellcheck disable=SC2086 # NETREDUCE_AGENT_OPTIONS: more of the agents' options, e.g. their warm-up's size
+    ip netns exec "${prefix}-w$i" env ${java_opts:+NETREDUCE_JAVA_OPTS="${java_opts//@I@/$i}"} \
+      "$launcher" worker agent --dev eth0 --socket "$work/agent-$i.sock" ${NETREDUCE_AGENT_OPTIONS:-} \
+      > "$work/agent-$i.out" 2> "$work/agent-$i.log" &
+    agent_pids+=($!)
+  done
+  for i in $(seq 0 $(( workers - 1 ))); do
+    for _ in $(seq 600); do grep -q '^listening' "$work/agent-$i.out" 2>/dev/null && break; sleep 0.1; done
+    grep -q '^listening' "$work/agent-$i.out" ||
+      { echo "$who: agent $i did not start" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
+  done
+  grep -h "warm-up" "$work"/agent-*.log >&2 || true
+}
+
 # bed_stop PREFIX WORKDIR
 #   stops the daemon bed_start_daemon started (daemon_pid), takes the bed down and removes WORKDIR: a benchmark's
 #   EXIT trap.
