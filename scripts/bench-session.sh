@@ -18,7 +18,8 @@
 #   agents' (where @I@ stands for the agent's index, e.g. "-Xlog:jit+compilation=debug:file=/tmp/agent-@I@.jit")
 #   --sidecar-launcher: the sidecars run another build's launcher (and so its flags, jars and AOT caches, e.g. a copy
 #   of the tree before a change, its caches made there by `scripts/aot-train.sh --launcher PATH`); the daemon stays
-#   this tree's. Runs of the two, alternated, are a before-and-after of the sidecar alone.
+#   this tree's (with --agent the agents, and the served job's sidecars, run it). Runs of the two, alternated, are a
+#   before-and-after of the sidecar alone.
 #   --agent: each rank's sidecar is a session of a sidecar agent (`netreduce worker agent`, one per worker namespace,
 #   started after the daemon and waited for, its start warm-up done, as a host runs it under systemd); the sidecar's
 #   CPU figures are then the agent's. --appliance-served (with --agent): before the agents start, one short run of
@@ -69,7 +70,7 @@ while [ $# -gt 0 ]; do
     --agent) use_agent=1; shift ;;
     --appliance-served) appliance_served=1; shift ;;
     --agent-sessions) agent_sessions="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-session: unknown option $1" >&2; exit 2 ;;
   esac
 done
