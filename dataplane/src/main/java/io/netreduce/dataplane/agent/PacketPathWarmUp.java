@@ -29,7 +29,11 @@ import java.util.concurrent.CompletableFuture;
  * <p>
  * Every frame is valid ring traffic (RDMA WRITE FIRST / MIDDLE / LAST WITH IMMEDIATE, the INA header, a correct
  * ICRC), the ranks in step as workers under their window are, so every message is aggregated and every result sent:
- * the report says whether that held (a warm-up that dropped frames warmed the drop path, and says so).
+ * the report says whether that held (a warm-up that dropped frames warmed the drop path, and says so). The frames
+ * are ECN-capable as workers send them, and every other round one rank's arrive marked CE, while the port reports
+ * its whole round waiting as a backed-up ring does: the lane's own marks and the marked aggregators' branches are
+ * then in the profile. Without them C2 compiled those branches as traps, and a fresh daemon's first call on a loaded
+ * fabric threw its packet path back to the interpreter (seen in its deoptimization log).
  */
 public final class PacketPathWarmUp
 {
@@ -45,6 +49,14 @@ public final class PacketPathWarmUp
     public static final int FRAMES_PER_ROUND = MESSAGES * MSG_LEN * RANKS;
 
     private static final int WINDOW = 8;
+    /** IP traffic class of the frames: ECT(0), as workers send them; and CE, as a congested hop leaves them. */
+    private static final int ECT0 = 0x02;
+    private static final int CE = 0x03;
+    /**
+     * The port's backlog (of a round's frames) from which the lane marks: the first tenth of each round's frames
+     * meet a backed-up port, the rest do not, so both ways of the lane's marking are in the profile.
+     */
+    private static final double BACKLOG_MARK = 0.9;
     private static final int RING_ID = 1;
     private static final ElementType[] TYPES = ElementType.values();
 
@@ -56,9 +68,11 @@ public final class PacketPathWarmUp
      * @param expected     aggregations the frames hold.
      * @param results      result frames the path sent.
      * @param drops        frames dropped or passed through (none expected).
+     * @param marked       results sent marked CE (the marked rounds' and the backed-up port's).
      * @param nanos        time taken.
      */
-    public record Report(long frames, long aggregations, long expected, long results, long drops, long nanos)
+    public record Report(long frames, long aggregations, long expected, long results, long drops, long marked,
+        long nanos)
     {
         /**
          * @return whether every frame was summed and every result sent, as real ring traffic would be.
@@ -99,13 +113,14 @@ public final class PacketPathWarmUp
         final long startNs = System.nanoTime();
         if (frames <= 0)
         {
-            return new Report(0, 0, 0, 0, 0, 0);
+            return new Report(0, 0, 0, 0, 0, 0, 0);
         }
         final RoundFrames round = new RoundFrames();
         final ReplayPort port = round.port;
         final DataplaneCounters counters = new DataplaneCounters();
         final DataplaneAgent agent = new DataplaneAgent(new DataplaneContext()
             .ports(List.of(port))
+            .ecnBacklog(BACKLOG_MARK)
             .counters(counters)
             .memoryBudget(64L << 20)
             .cltEntries(64));
@@ -116,7 +131,7 @@ public final class PacketPathWarmUp
             for (int rounds = 0; fed < frames && (rounds == 0 || System.nanoTime() - startNs < maxNanos); rounds++)
             {
                 final RingDefinition ring = ring(TYPES[rounds % TYPES.length]);
-                round.load(ring);
+                round.load(ring, (rounds & 1) == 1);
                 apply(agent, agent.proxy().installRing(ring));
                 while (port.remaining() > 0)
                 {
@@ -135,7 +150,7 @@ public final class PacketPathWarmUp
         final long drops = counters.drops() + counters.get(DataplaneCounter.PASS_THROUGH) +
             counters.get(DataplaneCounter.TX_FULL);
         return new Report(fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected, port.sent(), drops,
-            System.nanoTime() - startNs);
+            counters.get(DataplaneCounter.ECN_CE_SENT), System.nanoTime() - startNs);
     }
 
     private static void apply(final DataplaneAgent agent, final CompletableFuture<?> reply)
@@ -172,13 +187,17 @@ public final class PacketPathWarmUp
             port = new ReplayPort(FRAMES_PER_ROUND, writer.frameLength(Opcode.RDMA_WRITE_FIRST, PAYLOAD));
         }
 
-        void load(final RingDefinition ring)
+        /**
+         * @param marked whether rank 0's frames arrive marked CE.
+         */
+        void load(final RingDefinition ring, final boolean marked)
         {
             for (int rank = 0; rank < RANKS; rank++)
             {
                 final int successor = (rank + 1) % RANKS;
                 writer.ipv4(address(rank), address(successor)).macs(mac(rank), mac(successor))
-                    .destQp(0x100 + successor).udpSrcPort(0xC000 + rank);
+                    .destQp(0x100 + successor).udpSrcPort(0xC000 + rank)
+                    .trafficClass(marked && rank == 0 ? CE : ECT0, 0);
                 final int firstPsn = 1000 * (rank + 1);
                 for (int m = 0; m < MESSAGES; m++)
                 {

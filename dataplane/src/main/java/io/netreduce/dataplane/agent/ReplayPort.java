@@ -107,6 +107,25 @@ public final class ReplayPort implements PacketPort
     }
 
     /**
+     * @return the frames it holds: a receive ring's slots, so that a lane's backlog check (its own ECN marks) runs
+     *         on it as on a real port.
+     */
+    @Override
+    public int receiveCapacity()
+    {
+        return lengths.length;
+    }
+
+    /**
+     * @return whether {@code frames} or more of the loaded frames wait to be read, as a backed-up receive ring.
+     */
+    @Override
+    public boolean receiveBacklogAtLeast(final int frames)
+    {
+        return remaining() >= frames;
+    }
+
+    /**
      * @return frames the agent sent since the port was made or {@link #resetSent()}.
      */
     public long sent()
