@@ -44,7 +44,7 @@ public final class AbDriver
         port = ReplayPort.of(list);
         rewind = PacketPathBenchmark.class.getDeclaredMethod("rewind", ReplayPort.class, int.class);
         rewind.setAccessible(true);
-        final DataplaneLanes lanes = new DataplaneLanes(new DataplaneContext().batchSize(64),
+        final DataplaneLanes lanes = new DataplaneLanes(new DataplaneContext().batchSize(64).ecnBacklog(0),
             List.of(List.<PacketPort>of(port)), LaneSteering.NONE);
         agent = lanes.agent(0);
         proxy = lanes.proxy();
