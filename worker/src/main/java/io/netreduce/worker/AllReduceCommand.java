@@ -31,6 +31,7 @@ import java.io.PrintStream;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
+import java.net.SocketException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -319,13 +320,7 @@ public final class AllReduceCommand implements Callable<Integer>
      */
     static InetAddress interfaceAddress(final String dev) throws IOException
     {
-        final NetworkInterface nif = NetworkInterface.getByName(dev);
-        if (nif == null)
-        {
-            // The JDK lists only interfaces with an address: one that is here without any is told as such.
-            throw new IllegalArgumentException(InterfaceMtu.of(dev).isPresent() ?
-                dev + " has no IP address; pass --ip" : "no interface " + dev + " in this network namespace");
-        }
+        final NetworkInterface nif = addressedInterface(dev);
         for (final InetAddress address : nif.inetAddresses().toList())
         {
             if (address instanceof Inet4Address)
@@ -334,5 +329,21 @@ public final class AllReduceCommand implements Callable<Integer>
             }
         }
         throw new IllegalArgumentException(dev + " has no IPv4 address; pass --ip");
+    }
+
+    /**
+     * @return {@code dev} in this network namespace, as the JDK lists it: only with an address.
+     * @throws IllegalArgumentException if there is no such interface, or it is here without any address.
+     */
+    static NetworkInterface addressedInterface(final String dev) throws SocketException
+    {
+        final NetworkInterface nif = NetworkInterface.getByName(dev);
+        if (nif == null)
+        {
+            // The JDK lists only interfaces with an address: one that is here without any is told as such.
+            throw new IllegalArgumentException(InterfaceMtu.of(dev).isPresent() ?
+                dev + " has no IP address; pass --ip" : "no interface " + dev + " in this network namespace");
+        }
+        return nif;
     }
 }

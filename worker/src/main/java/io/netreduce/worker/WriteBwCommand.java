@@ -2,7 +2,6 @@ package io.netreduce.worker;
 
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
-import io.netreduce.protocol.port.InterfaceMtu;
 import io.netreduce.protocol.port.RxRingVersion;
 import io.netreduce.host.rc.Bootstrap;
 import io.netreduce.host.rc.Completion;
@@ -422,13 +421,7 @@ public final class WriteBwCommand implements Callable<Integer>
 
     private static InetAddress interfaceAddress(final String dev) throws SocketException
     {
-        final NetworkInterface nif = NetworkInterface.getByName(dev);
-        if (nif == null)
-        {
-            // The JDK lists only interfaces with an address: one that is here without any is told as such.
-            throw new IllegalArgumentException(InterfaceMtu.of(dev).isPresent() ?
-                dev + " has no IP address; pass --ip" : "no interface " + dev + " in this network namespace");
-        }
+        final NetworkInterface nif = AllReduceCommand.addressedInterface(dev);
         InetAddress fallback = null;
         for (final InetAddress address : nif.inetAddresses().toList())
         {
