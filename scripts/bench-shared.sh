@@ -31,6 +31,10 @@
 # modes measured a network in which only the ring answered the marks, and a long flow kept its queue at the marking
 # threshold whatever the ring did. reno answers a mark as it answers a loss (classic ECN, RFC 3168). A namespace may
 # use only the laws the host allows (tcp_allowed_congestion_control: reno and bbr here); "default" keeps the host's.
+# --endpoint-nice N runs every netreduce rank's endpoint thread (worker allreduce --endpoint-nice) and the appliance's
+# lanes (dataplane.laneNice) at nice N; default -10, both commands' own default. gloo's counterpart of that work is the
+# kernel's TCP, which runs in softirq beside the other traffic's; at -10 the packet threads also run ahead of ksoftirqd
+# (nice 0), where the kernel's deferred receive work for the other traffic waits. 0 puts them at gloo's priority.
 # --keep-logs DIR keeps each mode's rank logs, the daemon's and the flows' files (DIR/wW-MODE-PASS).
 #
 # Prints one line per mode and writes the CSV (--out, with each mode's window floor in ecn_min_window) and a plot
@@ -45,6 +49,7 @@
 #                                [--flow-rate 30] [--flow-nice N] [--window 16] [--ecn-threshold 262144]
 #                                [--ecn-fraction 1.0] [--flow-rt P] [--tcp-cc reno|bbr|default] [--keep-logs DIR]
 #                                [--appliance-ecn F (dataplane.ecnBacklog; the daemon's default unless given)]
+#                                [--endpoint-nice N (-20..19; default -10)]
 #                                [--out docs/bench/shared.csv] [--no-build] [--prefix P]
 # Needs root, 4 or more workers.
 set -euo pipefail
@@ -58,6 +63,7 @@ seconds=20
 modes="none gloo netreduce netreduce-ecn two-netreduce two-netreduce-ecn"
 flow_rate=30
 flow_nice=""
+endpoint_nice=-10
 flow_rt=""
 tcp_cc=reno
 keep_logs=""
@@ -86,6 +92,7 @@ while [ $# -gt 0 ]; do
     --ecn-threshold) ecn_threshold="$2"; shift 2 ;;
     --ecn-fraction) ecn_fraction="$2"; shift 2 ;;
     --appliance-ecn) appliance_ecn="$2"; shift 2 ;;
+    --endpoint-nice) endpoint_nice="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --prefix) prefix="$2"; shift 2 ;;
@@ -109,6 +116,8 @@ if [ "$tcp_cc" != default ] && ! grep -qw -- "$tcp_cc" /proc/sys/net/ipv4/tcp_al
     "$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)" >&2
   exit 2
 fi
+[[ "$endpoint_nice" =~ ^-?[0-9]+$ ]] && [ "$endpoint_nice" -ge -20 ] && [ "$endpoint_nice" -le 19 ] ||
+  { echo "bench-shared: --endpoint-nice takes a nice value, -20..19" >&2; exit 2; }
 case "$flow_rt" in
   ''|[1-9]|[1-9][0-9]) ;;
   *) echo "bench-shared: --flow-rt takes a SCHED_FIFO priority, 1..99" >&2; exit 2 ;;
@@ -176,7 +185,8 @@ appliance:
   metrics:
     listen: 127.0.0.1:0
 EOF
-  [ -z "$appliance_ecn" ] || printf '  dataplane:\n    ecnBacklog: %s\n' "$appliance_ecn" >> "$work/netreduce.yaml"
+  printf '  dataplane:\n    laneNice: %s\n' "$endpoint_nice" >> "$work/netreduce.yaml"
+  [ -z "$appliance_ecn" ] || printf '    ecnBacklog: %s\n' "$appliance_ecn" >> "$work/netreduce.yaml"
   rm -f "$work/api.sock"
   bed_start_daemon "$prefix" "$netreduce" "$work/netreduce.yaml" "$api" "$work" bench-shared >/dev/null
 }
@@ -212,7 +222,7 @@ ranks() {
         --rank "$i" --world "$world" --dev eth0 --ring-id "$ring" --mode netreduce --size "$size" \
         --iterations "$iterations" --window "$window" --msg-len "$msg_len" --pmtu "$payload" --timeout 60 \
         --port $(( 18700 + (ring - 1) * 100 )) --first-qpn $(( 0x11 + (ring - 1) * 0x10000 )) \
-        --ecn-min-window "$floor" --segmentation-offload --json > "$logs$i.log" 2>&1 &
+        --ecn-min-window "$floor" --endpoint-nice "$endpoint_nice" --segmentation-offload --json > "$logs$i.log" 2>&1 &
     fi
     job_pids+=($!)
   done
@@ -236,7 +246,7 @@ flows_up() { # world: the server and sink (they live for the whole W)
 }
 
 mkdir -p "$(dirname "$out")"
-echo "world,mode,window,ecn_threshold,ecn_fraction,ecn_min_window,flow_nice,flow_rate,ok,job_median_ms,job_p90_ms,job_calls,retransmitted,timeouts,marked_results,window_min,flows,flows_failed,fct10k_p50_ms,fct10k_p99_ms,fct100k_p50_ms,fct100k_p99_ms,fct1m_p50_ms,fct1m_p99_ms,long_mbps,long_share,probe_p50_ms,probe_p99_ms,probe_lost,job1_gbps,job2_gbps,jain,flow_rt,tcp_cc,appliance_ecn,appliance_marked,appliance_rx_dropped" > "$out"
+echo "world,mode,window,ecn_threshold,ecn_fraction,ecn_min_window,flow_nice,flow_rate,ok,job_median_ms,job_p90_ms,job_calls,retransmitted,timeouts,marked_results,window_min,flows,flows_failed,fct10k_p50_ms,fct10k_p99_ms,fct100k_p50_ms,fct100k_p99_ms,fct1m_p50_ms,fct1m_p99_ms,long_mbps,long_share,probe_p50_ms,probe_p99_ms,probe_lost,job1_gbps,job2_gbps,jain,flow_rt,tcp_cc,appliance_ecn,appliance_marked,appliance_rx_dropped,endpoint_nice" > "$out"
 
 run_mode() { # world mode
   local world="$1" mode="$2" ecn=0 two=0 stop="$work/stop"
@@ -332,9 +342,9 @@ EOF
   "$NETREDUCE_PYTHON" - "$work" "$world" "$mode" "$window" "$ecn_threshold" "$ecn_fraction" "${flow_nice:-0}" \
     "$flow_rate" "$size" "$flow_json" "$flow_rt" \
     "$(ip netns exec "${prefix}-w0" sysctl -n net.ipv4.tcp_congestion_control)" "${appliance_ecn:-default}" \
-    "$counters0" "$counters1" >> "$out" <<'EOF'
+    "$counters0" "$counters1" "$endpoint_nice" >> "$out" <<'EOF'
 import json, os, sys
-work, world, mode, window, k, f, nice, rate, size, flow_json, rt, cc, appliance_ecn, c0, c1 = sys.argv[1:]
+work, world, mode, window, k, f, nice, rate, size, flow_json, rt, cc, appliance_ecn, c0, c1, endpoint_nice = sys.argv[1:]
 world, size = int(world), int(size)
 marking = mode.endswith("ecn") or "-ecn-min" in mode
 floor = int(mode.rsplit("-ecn-min", 1)[1]) if "-ecn-min" in mode else 1
@@ -408,7 +418,7 @@ row = [world, mode, window, k if marking else "", f if marking else "", floor if
        fmt(long_bps / 1e6 if long_bps is not None else None), fmt(flow.get("long_share")),
        fmt(probe.get("p50_ms")), fmt(probe.get("p99_ms")), probe.get("lost", ""),
        fmt(g1 if mode != "none" else None), fmt(g2), fmt(jain), rt, cc, appliance_ecn, appliance_marked,
-       appliance_dropped]
+       appliance_dropped, endpoint_nice if mode not in ("none", "gloo") else ""]
 print(",".join(str(v) for v in row))
 EOF
   if [ -n "$keep_logs" ]; then
