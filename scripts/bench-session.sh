@@ -22,8 +22,9 @@
 #   before-and-after of the sidecar alone.
 #   --agent: each rank's sidecar is a session of a sidecar agent (`netreduce worker agent`, one per worker namespace,
 #   started after the daemon and waited for, its start warm-up done, as a host runs it under systemd); the sidecar's
-#   CPU figures are then the agent's. --appliance-served (with --agent): before the agents start, one short run of
-#   the same calls with a sidecar per rank, so that the agents' sessions meet a daemon that has served a job.
+#   CPU figures are then the agent's. --appliance-served: before the measured calls (with --agent, before the agents
+#   start), one short run of the same calls with a sidecar per rank, so that the measured sidecars (or the agents'
+#   sessions) meet a daemon that has served a job, as a deployed appliance has.
 #   --agent-sessions N (with --agent, default 1): N runs of the calls, each a new set of trainer processes taking new
 #   sessions of the same agents (a host's first, second, ... training), labelled L-s1, L-s2, ...
 # The parts (session_calls.py) are one transport call's: for a tensor larger than the shared memory, which the Session
@@ -70,12 +71,10 @@ while [ $# -gt 0 ]; do
     --agent) use_agent=1; shift ;;
     --appliance-served) appliance_served=1; shift ;;
     --agent-sessions) agent_sessions="$2"; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-session: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ "$appliance_served" -eq 0 ] || [ "$use_agent" -eq 1 ] ||
-  { echo "bench-session: --appliance-served goes with --agent" >&2; exit 2; }
 case "$agent_sessions" in ''|*[!0-9]*|0) echo "bench-session: --agent-sessions must be a number of at least 1" >&2; exit 2 ;; esac
 [ "$agent_sessions" -eq 1 ] || [ "$use_agent" -eq 1 ] ||
   { echo "bench-session: --agent-sessions goes with --agent" >&2; exit 2; }
