@@ -8,7 +8,7 @@ package io.netreduce.host.allreduce;
  * is in, and ORs the ECN fields of those packets into it, so a mark anywhere on the ring's paths reaches every rank,
  * and every rank sees the same marks on the same results (up to marks on its own last hop). The window is observed
  * over windows of results: when as many results as the window held at the observation's start have arrived, with F
- * the fraction of them that were marked,
+ * the fraction of their packets that were marked (PANAMA counts marked packets, as DCTCP counts marked ACKs),
  * <pre>
  *   alpha  &lt;- (1 - g) alpha + g F
  *   window &lt;- window (1 - alpha / 2)   if any was marked (at least the floor)
@@ -18,7 +18,9 @@ package io.netreduce.host.allreduce;
  * per ring, and a rank must never run more than N ahead of a result), so a worker never exceeds what the appliance
  * was installed with. The window starts at the cap (no slow start: without marks, a worker runs exactly as one
  * without congestion control) and alpha at 1, as DCTCP's does (the first marked window halves the window). A
- * result counts as marked when any packet of its message arrived CE. The floor is
+ * result of MsgLen packets with m of them marked CE adds m / MsgLen to the window's marked count; until
+ * 2026-11-27 a result counted whole when any of its packets was marked, which overstated F up to MsgLen-fold and
+ * cut the window deeper than the marks asked (docs/performance.md, "Shared links"). The floor is
  * {@link CongestionControl#minWindow()} (1 by default, as PANAMA states the law; Linux's DCTCP keeps 2 segments),
  * held at the cap when it is above it.
  * <p>
@@ -35,7 +37,7 @@ public final class CongestionWindow
     private double alpha = 1.0;
     private int observation;
     private int observed;
-    private int observedMarked;
+    private double observedMarked;
     private long results;
     private long markedResults;
     private long decreases;
@@ -77,6 +79,19 @@ public final class CongestionWindow
      */
     public void onResult(final boolean marked)
     {
+        onResult(marked ? 1 : 0, 1);
+    }
+
+    /**
+     * A result arrived: one implicit acknowledgement of a message of {@code packets} packets, {@code markedPackets}
+     * of which arrived with ECN = CE.
+     *
+     * @param markedPackets packets of the result that arrived marked, 0..packets.
+     * @param packets       packets the result came in, at least 1 (a count of 0 is taken as 1).
+     */
+    public void onResult(final int markedPackets, final int packets)
+    {
+        final boolean marked = markedPackets > 0;
         results++;
         if (marked)
         {
@@ -89,14 +104,14 @@ public final class CongestionWindow
         observed++;
         if (marked)
         {
-            observedMarked++;
+            observedMarked += Math.min(1.0, (double)markedPackets / Math.max(1, packets));
         }
         if (observed < observation)
         {
             return;
         }
         alpha = (1 - gain) * alpha + gain * observedMarked / observed;
-        if (observedMarked == 0)
+        if (observedMarked == 0.0)
         {
             if (window < cap)
             {
@@ -113,7 +128,7 @@ public final class CongestionWindow
         minWindow = Math.min(minWindow, observation);
         minWindowSinceTaken = Math.min(minWindowSinceTaken, observation);
         observed = 0;
-        observedMarked = 0;
+        observedMarked = 0.0;
     }
 
     public boolean enabled()

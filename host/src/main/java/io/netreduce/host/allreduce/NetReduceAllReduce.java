@@ -465,7 +465,7 @@ public final class NetReduceAllReduce implements AllReduce
         link.endpoint().trace().record(link.endpoint().nanoTime(), TraceRecorder.RESULT_RECEIVED,
             link.receiveQp().qpn(), seq);
         resultsReceived++;
-        congestion.onResult(completion.congestionExperienced());
+        congestion.onResult(completion.markedPackets(), completion.packets());
         if (resultsReceived == callEnd && areaMessages != 0 && sendsCompleted < callEnd)
         {
             resultsDoneNs = link.clock().nanoTime();

@@ -22,7 +22,8 @@ public final class Completion
     int immediate;
     boolean hasImmediate;
     int qpn;
-    boolean congestionExperienced;
+    int markedPackets;
+    int packets;
 
     public long wrId()
     {
@@ -84,7 +85,25 @@ public final class Completion
      */
     public boolean congestionExperienced()
     {
-        return congestionExperienced;
+        return markedPackets > 0;
+    }
+
+    /**
+     * @return for a receive completion: how many of the received message's packets arrived with ECN = CE (0 for any
+     * other completion). A NetReduce worker's window counts the marked fraction of its results' packets, as PANAMA's
+     * law counts marked packets, not messages (a message is {@link #packets()} of them).
+     */
+    public int markedPackets()
+    {
+        return markedPackets;
+    }
+
+    /**
+     * @return for a receive completion: the packets the received message came in (0 for any other completion).
+     */
+    public int packets()
+    {
+        return packets;
     }
 
     public static String opcodeName(final int opcode)
@@ -104,6 +123,6 @@ public final class Completion
     {
         return "Completion{wrId=" + wrId + ", status=" + CompletionStatus.name(status) + ", opcode=" +
             opcodeName(opcode) + ", byteLength=" + byteLength + (hasImmediate ? ", imm=" + immediate : "") +
-            ", qpn=" + qpn + (congestionExperienced ? ", CE" : "") + '}';
+            ", qpn=" + qpn + (markedPackets > 0 ? ", CE " + markedPackets + "/" + packets : "") + '}';
     }
 }

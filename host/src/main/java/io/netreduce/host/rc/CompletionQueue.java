@@ -21,7 +21,8 @@ public final class CompletionQueue
     private final int[] immediates;
     private final boolean[] hasImmediates;
     private final int[] qpns;
-    private final boolean[] congestion;
+    private final int[] markedPackets;
+    private final int[] packets;
     private final Completion view = new Completion();
     private long head;
     private long tail;
@@ -40,7 +41,8 @@ public final class CompletionQueue
         immediates = new int[size];
         hasImmediates = new boolean[size];
         qpns = new int[size];
-        congestion = new boolean[size];
+        markedPackets = new int[size];
+        packets = new int[size];
     }
 
     public int capacity()
@@ -67,11 +69,12 @@ public final class CompletionQueue
         final int immediate,
         final int qpn)
     {
-        return offer(wrId, status, opcode, byteLength, hasImmediate, immediate, qpn, false);
+        return offer(wrId, status, opcode, byteLength, hasImmediate, immediate, qpn, 0, 0);
     }
 
     /**
-     * @param congestionExperienced a receive completion whose message had a packet marked ECN = CE.
+     * @param markedPackets a receive completion's packets that arrived marked ECN = CE.
+     * @param packets       the packets a receive completion's message came in.
      */
     boolean offer(
         final long wrId,
@@ -81,7 +84,8 @@ public final class CompletionQueue
         final boolean hasImmediate,
         final int immediate,
         final int qpn,
-        final boolean congestionExperienced)
+        final int markedPackets,
+        final int packets)
     {
         if (!hasSpace())
         {
@@ -95,7 +99,8 @@ public final class CompletionQueue
         immediates[index] = immediate;
         hasImmediates[index] = hasImmediate;
         qpns[index] = qpn;
-        congestion[index] = congestionExperienced;
+        this.markedPackets[index] = markedPackets;
+        this.packets[index] = packets;
         tail++;
         return true;
     }
@@ -118,7 +123,8 @@ public final class CompletionQueue
             view.immediate = immediates[index];
             view.hasImmediate = hasImmediates[index];
             view.qpn = qpns[index];
-            view.congestionExperienced = congestion[index];
+            view.markedPackets = markedPackets[index];
+            view.packets = packets[index];
             head++;
             count++;
             handler.onCompletion(view);

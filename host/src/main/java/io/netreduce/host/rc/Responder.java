@@ -24,8 +24,8 @@ import static io.netreduce.protocol.wire.BthHeader.psnDelta;
  * order; SENDs fill the next posted receive. ACKs are coalesced: one per duty cycle when a packet asked for one
  * (AckReq), otherwise after {@link RcConfig#ackCoalescePackets()} packets or {@link RcConfig#ackCoalesceDelayNs()}.
  * A CE-marked request makes the responder send a CNP, at most one per {@link RcConfig#cnpIntervalNs()} (unless
- * {@link QueuePair#congestionNotification(boolean) turned off}), and a receive completion reports whether a packet
- * of its message was marked ({@link Completion#congestionExperienced()}).
+ * {@link QueuePair#congestionNotification(boolean) turned off}), and a receive completion reports how many packets
+ * of its message were marked ({@link Completion#markedPackets()} of {@link Completion#packets()}).
  * <p>
  * Single-threaded: driven by the endpoint's duty cycle through its queue pair.
  */
@@ -63,8 +63,9 @@ final class Responder
     private int pendingNakPsn;
     private boolean cnpPending;
     private boolean sendsCnps = true;
-    /** A packet of the message being received arrived CE-marked (reported with its receive completion). */
-    private boolean messageCongestion;
+    /** Packets of the message being received that arrived CE-marked, and all of them (its receive completion's). */
+    private int messageMarkedPackets;
+    private int messagePackets;
     private boolean cnpEverSent;
     private long lastCnpNs;
     private int inMessage = NONE;
@@ -152,9 +153,14 @@ final class Responder
         }
         if (frame.has(Opcode.IS_FIRST))
         {
-            messageCongestion = false;
+            messageMarkedPackets = 0;
+            messagePackets = 0;
         }
-        messageCongestion |= marked;
+        messagePackets++;
+        if (marked)
+        {
+            messageMarkedPackets++;
+        }
         final int opcode = frame.opcode();
         final boolean first = frame.has(Opcode.IS_FIRST);
         final boolean isWrite = opcode >= Opcode.RDMA_WRITE_FIRST;
@@ -321,7 +327,7 @@ final class Responder
                 ImmDtHeader.immediate(frame.buffer(), frame.bthOffset() + Opcode.immDtOffset(frame.opcode())) : 0;
             recvCq.offer(rqWrId[index], CompletionStatus.SUCCESS,
                 isWrite ? Completion.OP_RECV_RDMA_WITH_IMM : Completion.OP_RECV, messageBytes, hasImm, imm, qp.qpn(),
-                messageCongestion);
+                messageMarkedPackets, messagePackets);
             rqRegion[index] = null;
             rqConsumed++;
         }

@@ -41,6 +41,41 @@ class CongestionWindowTest
     }
 
     @Test
+    void shouldCountTheMarkedFractionOfAResultsPacketsNotTheWholeResult()
+    {
+        // g = 1, so alpha is the last window's marked fraction: one packet in sixteen of every result is F = 1/16
+        final CongestionWindow window = new CongestionWindow(16, new CongestionControl(true, 1.0));
+        for (int i = 0; i < 16; i++)
+        {
+            window.onResult(1, 16);
+        }
+        assertThat(window.alpha()).isCloseTo(1.0 / 16, within(1e-12));
+        assertThat(window.exactWindow()).as("cut to (1 - alpha/2): 16 x 31/32").isCloseTo(15.5, within(1e-12));
+        assertThat(window.window()).isEqualTo(15);
+        assertThat(window.markedResults()).as("a result with a marked packet still counts as marked").isEqualTo(16);
+
+        // every packet of every result marked: F = 1, halved
+        for (int i = 0; i < 15; i++)
+        {
+            window.onResult(16, 16);
+        }
+        assertThat(window.alpha()).isEqualTo(1.0);
+        assertThat(window.window()).isEqualTo(7);
+    }
+
+    @Test
+    void shouldTakeAResultOfNoPacketsAsOneAndNeverCountMoreThanItsPackets()
+    {
+        final CongestionWindow window = new CongestionWindow(4, new CongestionControl(true, 1.0));
+        window.onResult(1, 0);
+        window.onResult(5, 2);
+        window.onResult(0, 16);
+        window.onResult(0, 16);
+        assertThat(window.alpha()).as("(1 + 1 + 0 + 0) / 4").isCloseTo(0.5, within(1e-12));
+        assertThat(window.window()).isEqualTo(3);
+    }
+
+    @Test
     void shouldHalveOnTheFirstMarkedWindowAndKeepCuttingDownToOne()
     {
         final CongestionWindow window = new CongestionWindow(16, CongestionControl.DEFAULT);

@@ -204,6 +204,38 @@ class QueuePairTest
     }
 
     @Test
+    void shouldReportHowManyOfAReceivedMessagesPacketsArrivedMarked()
+    {
+        final RcPair pair = new RcPair(new RcConfig().pmtu(256));
+        final MemoryRegion src = pair.a.registerMemory(600);
+        final MemoryRegion dst = pair.b.registerMemory(600);
+        final MemoryRegion rx = pair.b.registerMemory(64);
+        fill(src, 9);
+        pair.qpB.postRecv(78, rx, 0, 64);
+        final RoceFrame frame = new RoceFrame();
+        final int[] requests = new int[1];
+        pair.link.a.tap = (buffer, length) ->
+        {
+            // the first and the last of the message's three packets cross a congested hop
+            if (frame.wrap(buffer, 0, length) == RoceFrame.OK && frame.opcode() != Opcode.ACKNOWLEDGE &&
+                requests[0]++ != 1)
+            {
+                Ipv4Header.tos(buffer, frame.l3Offset(), Ipv4Header.tos(buffer, frame.l3Offset()) | Ipv4Header.ECN_CE);
+                Ipv4Header.updateChecksum(buffer, frame.l3Offset());
+            }
+            return true;
+        };
+
+        pair.qpA.postSend(write(4, src, 0, 600, dst, 0).opcode(WorkRequest.RDMA_WRITE_WITH_IMM).immediate(7));
+        pair.runUntil(() -> pair.completionsB.size() == 1 && pair.completionsA.size() == 1, 1000);
+
+        assertThat(requests[0]).isEqualTo(3);
+        assertThat(pair.completionsB.getFirst()).contains("CE 2/3");
+        assertThat(pair.qpB.counters().ecnMarked()).isEqualTo(2);
+        assertSameBytes(dst, 0, src, 0, 600);
+    }
+
+    @Test
     void shouldRnrNakSendWithoutReceiveAndDeliverOnceReceiveIsPosted()
     {
         final RcPair pair = new RcPair(new RcConfig().pmtu(256));
