@@ -156,11 +156,6 @@ final class Responder
             messageMarkedPackets = 0;
             messagePackets = 0;
         }
-        messagePackets++;
-        if (marked)
-        {
-            messageMarkedPackets++;
-        }
         final int opcode = frame.opcode();
         final boolean first = frame.has(Opcode.IS_FIRST);
         final boolean isWrite = opcode >= Opcode.RDMA_WRITE_FIRST;
@@ -180,6 +175,12 @@ final class Responder
         if (!placed)
         {
             return;
+        }
+        // counted once accepted: a packet refused here (no receive, a full completion queue) comes again
+        messagePackets++;
+        if (marked)
+        {
+            messageMarkedPackets++;
         }
         final int payloadLength = frame.payloadLength();
         messageBytes += payloadLength;
