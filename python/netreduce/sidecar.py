@@ -92,7 +92,9 @@ def sidecar_transport(device: str, shm_bytes: int, pmtu: int, agent=None, **opti
     (an error if it gives none); False, "off" or "none" for a sidecar of this trainer's own; None for the
     ``NETREDUCE_AGENT`` environment variable (a path, or "off"), else the agent the shipped unit runs for ``device``
     (:func:`host_agent`) if there is one, else a sidecar of our own. An agent found that way that gives no session
-    (stopped, refusing) is logged as a warning and the trainer starts its own sidecar: the training goes on."""
+    (stopped, refusing) is logged as a warning and the trainer starts its own sidecar: the training goes on. Where no
+    agent runs, an info line says so once per transport: a sidecar of the trainer's own compiles the packet path in its
+    first calls (docs/python.md, "The sidecar agent")."""
     if agent is None:
         agent = os.environ.get("NETREDUCE_AGENT") or None
     if agent is False or (isinstance(agent, str) and agent.lower() in NO_AGENT):
@@ -106,6 +108,13 @@ def sidecar_transport(device: str, shm_bytes: int, pmtu: int, agent=None, **opti
         except SetupError as error:
             log.warning("netreduce: this host's sidecar agent at %s gave no session (%s); starting a sidecar of "
                         "this trainer's own", found, error)
+    else:
+        # Not a warning: a trainer may run without the agent by choice. But its own sidecar compiles the packet path
+        # in the first calls (a W = 8, 64 MiB first call 2.1-2.3x the steady one on the test bed, 1.3-1.4x through
+        # the agent: docs/performance.md), which a user should not have to find out from a profile.
+        log.info("netreduce: no sidecar agent for %s (%s); starting a sidecar of this trainer's own, whose first "
+                 "calls compile its packet path (docs/python.md, \"The sidecar agent\")", device,
+                 HOST_AGENT_SOCKET.format(device=device))
     return SidecarTransport(device, shm_bytes, pmtu, **options)
 
 

@@ -393,6 +393,22 @@ def test_should_start_its_own_sidecar_with_a_warning_when_the_hosts_agent_gives_
     assert any("gave no session" in w and "runs 16 sessions" in w for w in warnings), warnings
 
 
+def test_should_say_so_when_no_agent_runs_and_it_starts_its_own_sidecar(tmp_path, monkeypatch, caplog):
+    from netreduce.sidecar import sidecar_transport
+
+    _host_agent_at(tmp_path, monkeypatch)
+    fake = tmp_path / "fake_serve.py"
+    fake.write_text(FAKE_SERVE)
+    with caplog.at_level(logging.INFO, logger="netreduce"):
+        transport = sidecar_transport("eth0", 1 << 16, 4096, command=[sys.executable, str(fake)], start_timeout=10)
+    transport.close()
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any("no sidecar agent for eth0" in m and str(tmp_path / "agent-eth0.sock") in m and "first calls" in m
+               for m in infos), infos
+    # not a warning: running without the agent may be the user's choice (the fake sidecar's own stderr line is one)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "agent" in r.getMessage()]
+
+
 @pytest.mark.parametrize("how", ["argument", "environment"])
 def test_should_not_ask_the_hosts_agent_when_told_off(tmp_path, monkeypatch, how):
     from netreduce.sidecar import sidecar_transport
