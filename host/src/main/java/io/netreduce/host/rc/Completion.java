@@ -78,20 +78,11 @@ public final class Completion
     }
 
     /**
-     * @return for a receive completion: whether a packet of the received message arrived with ECN = CE (a switch on
-     * its path, or an aggregating appliance that OR-ed its contributions' marks, saw congestion). Verbs does not
-     * report this; the software endpoint does, so that a NetReduce worker can treat results as marked implicit
-     * acknowledgements (PANAMA §4.2).
-     */
-    public boolean congestionExperienced()
-    {
-        return markedPackets > 0;
-    }
-
-    /**
-     * @return for a receive completion: how many of the received message's packets arrived with ECN = CE (0 for any
-     * other completion). A NetReduce worker's window counts the marked fraction of its results' packets, as PANAMA's
-     * law counts marked packets, not messages (a message is {@link #packets()} of them).
+     * @return for a receive completion: how many of the received message's accepted packets arrived with ECN = CE (a
+     * switch on their path, or an aggregating appliance that OR-ed its contributions' marks, saw congestion); 0 for
+     * any other completion. Verbs does not report this; the software endpoint does, so that a NetReduce worker can
+     * treat results as marked implicit acknowledgements and count the marked fraction of their packets, as PANAMA's
+     * law does (§4.2; a message is {@link #packets()} of them).
      */
     public int markedPackets()
     {
