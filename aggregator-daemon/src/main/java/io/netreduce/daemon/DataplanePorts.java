@@ -65,6 +65,17 @@ final class DataplanePorts
         }
     }
 
+    /**
+     * @return the settings the dataplane's warm-up opens its port with on the loopback interface (its first
+     *         AF_PACKET port's, so that the warm-up compiles the code that port runs), or null where the first port is
+     *         not AF_PACKET (an AF_XDP port's code is not AF_PACKET's: the warm-up then runs in memory).
+     */
+    static AfPacketConfiguration warmUpPortSettings(final List<PortConfig> ports)
+    {
+        return ports.isEmpty() || ports.getFirst().type() != PortType.AF_PACKET ? null :
+            afPacketConfiguration(ports.getFirst());
+    }
+
     private static AfPacketConfiguration afPacketConfiguration(final PortConfig port)
     {
         AfPacketConfiguration configuration = AfPacketConfiguration.defaults(port.name());

@@ -10,6 +10,7 @@ import io.netreduce.dataplane.agent.DataplaneLanes;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.agent.LaneSteering;
 import io.netreduce.dataplane.agent.PacketPathWarmUp;
+import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
 import io.netreduce.protocol.port.ClassicBpfProgram;
 import io.netreduce.protocol.port.LaneSteeringProgram;
@@ -56,6 +57,7 @@ final class LaneRunners
     static final long WARM_UP_FRAMES = Long.getLong("netreduce.warmUpFrames", 65_536L);
 
     private final Function<PortConfig, PacketPort> portOpener;
+    private final Function<List<PortConfig>, AfPacketConfiguration> warmUpPortSettings;
     private final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener;
     /** For each lane, its ports in configuration order (every open port is in one lane's list). */
     private final List<List<PacketPort>> lanePorts = new ArrayList<>();
@@ -68,13 +70,17 @@ final class LaneRunners
      * @param portOpener     opens one configured port for a single lane.
      * @param lanePortOpener opens one configured port once per lane, as members of one fanout group, member i for
      *                       lane i.
+     * @param warmUpPortSettings  from the configured ports, the settings of the port the warm-up opens on the loopback
+     *                       interface, or null for a warm-up in memory.
      */
     LaneRunners(
         final Function<PortConfig, PacketPort> portOpener,
-        final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener)
+        final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener,
+        final Function<List<PortConfig>, AfPacketConfiguration> warmUpPortSettings)
     {
         this.portOpener = portOpener;
         this.lanePortOpener = lanePortOpener;
+        this.warmUpPortSettings = warmUpPortSettings;
     }
 
     /**
@@ -116,7 +122,8 @@ final class LaneRunners
             .cltForeignPerSource(settings.cltForeignPerSource())
             .dropProbability(settings.dropProbability(), settings.dropSeed())
             .ecnBacklog(settings.ecnBacklog())
-            .warmUpFrames(WARM_UP_FRAMES);
+            .warmUpFrames(WARM_UP_FRAMES)
+            .warmUpPortSettings(warmUpPortSettings.apply(config.appliance().ports()));
         if (portsOfLane0.size() == 2)
         {
             context.bumpInTheWire();
@@ -291,9 +298,9 @@ final class LaneRunners
             // a bug, not the network's: the made-up traffic is valid ring traffic
             LOG.warn("the packet path's warm-up was not clean: {}", warmUp);
         }
-        LOG.info("dataplane warmed up in {} ms (the packet path: {} made-up frames in {} ms)",
+        LOG.info("dataplane warmed up in {} ms (the packet path: {} made-up frames in {} ms, port {})",
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs), warmUp.frames(),
-            TimeUnit.NANOSECONDS.toMillis(warmUp.nanos()));
+            TimeUnit.NANOSECONDS.toMillis(warmUp.nanos()), warmUp.port());
     }
 
     /**

@@ -21,6 +21,7 @@ import io.netreduce.dataplane.agent.DataplaneLanes;
 import io.netreduce.dataplane.agent.DataplaneProxy;
 import io.netreduce.dataplane.capture.CaptureTap;
 import io.netreduce.dataplane.ring.RingDefinition;
+import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.PacketPort;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -95,7 +96,19 @@ public final class PacketDataplane implements DataplaneAttachment
         final Function<PortConfig, PacketPort> portOpener,
         final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener)
     {
-        lanes = new LaneRunners(portOpener, lanePortOpener);
+        this(portOpener, lanePortOpener, ports -> null);
+    }
+
+    /**
+     * @param warmUpPortSettings from the configured ports, the settings of the port the packet path's warm-up opens
+     *                           on the loopback interface (null: the warm-up runs in memory).
+     */
+    private PacketDataplane(
+        final Function<PortConfig, PacketPort> portOpener,
+        final BiFunction<PortConfig, Integer, List<PacketPort>> lanePortOpener,
+        final Function<List<PortConfig>, AfPacketConfiguration> warmUpPortSettings)
+    {
+        lanes = new LaneRunners(portOpener, lanePortOpener, warmUpPortSettings);
         switchMl = new DataplaneSwitchMl(lanes);
         rings = new DataplaneRingInstaller(lanes, switchMl);
         tables = new DataplaneViews(lanes, rings);
@@ -107,7 +120,8 @@ public final class PacketDataplane implements DataplaneAttachment
      */
     public static PacketDataplane onAfPacketPorts()
     {
-        return new PacketDataplane(PacketDataplane::openPort, PacketDataplane::openLanePorts);
+        return new PacketDataplane(PacketDataplane::openPort, PacketDataplane::openLanePorts,
+            DataplanePorts::warmUpPortSettings);
     }
 
     /**

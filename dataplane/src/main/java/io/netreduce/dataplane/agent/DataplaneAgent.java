@@ -6,6 +6,7 @@ import io.netreduce.protocol.element.SumKernel;
 import io.netreduce.dataplane.clt.ConnectionTable;
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.PacketPort;
 import org.HdrHistogram.SingleWriterRecorder;
 import org.agrona.concurrent.status.AtomicCounter;
@@ -41,6 +42,7 @@ public final class DataplaneAgent implements Agent
     private final DataplaneProxy proxy;
     private final long foreignIdleNs;
     private final long warmUpFrames;
+    private final AfPacketConfiguration warmUpPortSettings;
     private volatile PacketPathWarmUp.Report warmUp;
     private final AtomicCounter foreignExpired;
     private final AtomicCounter staleExpired;
@@ -70,6 +72,7 @@ public final class DataplaneAgent implements Agent
         this.proxy = new DataplaneProxy(List.of(handle), context.memoryBudget(), LaneSteering.NONE);
         this.foreignIdleNs = context.foreignIdleNs();
         this.warmUpFrames = context.warmUpFrames();
+        this.warmUpPortSettings = context.warmUpPortSettings();
         this.foreignExpired = counters.counter(DataplaneCounter.CLT_FOREIGN_EXPIRED);
         this.staleExpired = counters.counter(DataplaneCounter.CLT_STALE_EXPIRED);
     }
@@ -193,7 +196,7 @@ public final class DataplaneAgent implements Agent
         try
         {
             SumKernel.warmUp(WARM_UP_ITERATIONS);
-            warmUp = PacketPathWarmUp.run(warmUpFrames);
+            warmUp = PacketPathWarmUp.run(warmUpFrames, PacketPathWarmUp.DEFAULT_MAX_NANOS, warmUpPortSettings);
         }
         catch (final Throwable t)
         {

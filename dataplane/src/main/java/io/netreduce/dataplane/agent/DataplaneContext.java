@@ -4,6 +4,7 @@ import io.netreduce.dataplane.ring.Ring;
 import io.netreduce.dataplane.ring.RingRuns;
 
 import io.netreduce.dataplane.counters.DataplaneCounters;
+import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.PacketPort;
 
 import java.util.List;
@@ -88,6 +89,7 @@ public final class DataplaneContext
     private long foreignIdleNs = DEFAULT_FOREIGN_IDLE_NS;
     private long abandonedRunNs = RingRuns.DEFAULT_ABANDONED_RUN_NS;
     private long warmUpFrames = DEFAULT_WARM_UP_FRAMES;
+    private AfPacketConfiguration warmUpPortSettings;
     private double ecnBacklog = DEFAULT_ECN_BACKLOG;
 
     /**
@@ -265,6 +267,22 @@ public final class DataplaneContext
     }
 
     /**
+     * @param settings the serving AF_PACKET ports' settings: the warm-up's private agent then takes its frames on a
+     *                 port with them on the loopback interface, so that the port's code compiles with the rest
+     *                 ({@link PacketPathWarmUp}); null (the default: tests, benchmarks, AF_XDP ports): in memory.
+     */
+    public DataplaneContext warmUpPortSettings(final AfPacketConfiguration settings)
+    {
+        this.warmUpPortSettings = settings;
+        return this;
+    }
+
+    public AfPacketConfiguration warmUpPortSettings()
+    {
+        return warmUpPortSettings;
+    }
+
+    /**
      * @param fraction of each port's receive queue at which the dataplane marks ECN ({@link #DEFAULT_ECN_BACKLOG}):
      *                 0 (off) to 1.
      */
@@ -397,6 +415,7 @@ public final class DataplaneContext
         copy.ecnBacklog = ecnBacklog;
         // The JIT's code is the process's: one lane warming the packet path warms it for all.
         copy.warmUpFrames = lane == 0 ? warmUpFrames : 0;
+        copy.warmUpPortSettings = warmUpPortSettings;
         return copy;
     }
 

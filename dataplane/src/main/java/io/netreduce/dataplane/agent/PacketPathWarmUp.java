@@ -5,6 +5,9 @@ import io.netreduce.dataplane.counters.DataplaneCounters;
 import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.PacketPort;
+import io.netreduce.protocol.port.PortException;
 import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.Opcode;
 import io.netreduce.protocol.writer.RoceFrameWriter;
@@ -33,7 +36,16 @@ import java.util.concurrent.CompletableFuture;
  * are ECN-capable as workers send them, and every other round one rank's arrive marked CE, while the port reports
  * its whole round waiting as a backed-up ring does: the lane's own marks and the marked aggregators' branches are
  * then in the profile. Without them C2 compiled those branches as traps, and a fresh daemon's first call on a loaded
- * fabric threw its packet path back to the interpreter (seen in its deoptimization log).
+ * fabric threw its packet path back to the interpreter (seen in its deoptimization log). Each message is followed
+ * by its receiver's ACK to its sender, which the appliance passes on, as it passes a real ring's responses.
+ * <p>
+ * Given the serving ports' settings ({@link #run(long, long, AfPacketConfiguration)}), the private agent's port is an
+ * AF_PACKET port with those settings on the loopback interface, fed by a second one there ({@link LoopbackFeed}):
+ * the port's own code (its receive ring, the frames' split, the transmit ring and the offload's batches) is then
+ * compiled too, and every call site in the path sees the port class the serving agent's does. On a port in memory
+ * they were not: a fresh daemon's first job's first call threw the port's read loop and the frame output's sends,
+ * compiled for the memory port or for an empty ring, back to the interpreter (its deoptimization log, W = 8 on the
+ * bed). Where the loopback interface cannot be used (down, no rights), the warm-up runs in memory and says why.
  */
 public final class PacketPathWarmUp
 {
@@ -45,8 +57,14 @@ public final class PacketPathWarmUp
     public static final int PAYLOAD = 4096;
     /** Messages per rank in one round: within the window's MsgID range, so no message waits on another. */
     public static final int MESSAGES = 32;
-    /** Frames of one round. */
+    /** RDMA WRITE frames of one round: what the warm-up counts as its frames. */
     public static final int FRAMES_PER_ROUND = MESSAGES * MSG_LEN * RANKS;
+    /** ACKs of one round: one per message, from its receiver to its sender, passed on by the appliance. */
+    public static final int ACKS_PER_ROUND = MESSAGES * RANKS;
+    /** Frames the port takes in one round, WRITEs and ACKs. */
+    static final int ROUND_FRAMES = FRAMES_PER_ROUND + ACKS_PER_ROUND;
+    /** Where a warm-up ran when it ran in memory. */
+    public static final String IN_MEMORY = "memory";
 
     private static final int WINDOW = 8;
     /** IP traffic class of the frames: ECT(0), as workers send them; and CE, as a congested hop leaves them. */
@@ -63,23 +81,28 @@ public final class PacketPathWarmUp
     /**
      * What a warm-up did.
      *
-     * @param frames       frames fed to the path.
+     * @param port         where its frames went: {@code lo}, or {@value #IN_MEMORY} (with the loopback
+     *                     interface's refusal in brackets where one was asked for).
+     * @param frames       RDMA WRITE frames fed to the path.
      * @param aggregations aggregations completed (one per packet position of a message).
      * @param expected     aggregations the frames hold.
      * @param results      result frames the path sent.
-     * @param drops        frames dropped or passed through (none expected).
+     * @param acks         ACKs fed to the path.
+     * @param forwarded    frames the path passed on (the ACKs, expected).
+     * @param drops        frames dropped, lost on the way to the path or not sent (none expected).
      * @param marked       results sent marked CE (the marked rounds' and the backed-up port's).
      * @param nanos        time taken.
      */
-    public record Report(long frames, long aggregations, long expected, long results, long drops, long marked,
-        long nanos)
+    public record Report(String port, long frames, long aggregations, long expected, long results, long acks,
+        long forwarded, long drops, long marked, long nanos)
     {
         /**
-         * @return whether every frame was summed and every result sent, as real ring traffic would be.
+         * @return whether every frame was summed, every result sent and every ACK passed on, as real ring traffic
+         *         would be.
          */
         public boolean clean()
         {
-            return aggregations == expected && drops == 0 && results == frames;
+            return aggregations == expected && drops == 0 && results == frames && forwarded == acks;
         }
     }
 
@@ -103,20 +126,44 @@ public final class PacketPathWarmUp
     }
 
     /**
+     * {@link #run(long, long, AfPacketConfiguration)} on a port in memory.
+     */
+    public static Report run(final long frames, final long maxNanos)
+    {
+        return run(frames, maxNanos, null);
+    }
+
+    /**
      * Feed at least {@code frames} frames (whole rounds of {@link #FRAMES_PER_ROUND}) through a private agent on
      * the calling thread, or as many rounds as start within {@code maxNanos}.
      *
+     * @param portSettings the serving ports' settings, for the private agent's port on the loopback interface;
+     *                     null, or where that port cannot be opened: a port in memory.
      * @return what it did; no frames when {@code frames <= 0}.
      */
-    public static Report run(final long frames, final long maxNanos)
+    public static Report run(final long frames, final long maxNanos, final AfPacketConfiguration portSettings)
     {
         final long startNs = System.nanoTime();
         if (frames <= 0)
         {
-            return new Report(0, 0, 0, 0, 0, 0, 0);
+            return new Report(IN_MEMORY, 0, 0, 0, 0, 0, 0, 0, 0, 0);
         }
         final RoundFrames round = new RoundFrames();
-        final ReplayPort port = round.port;
+        LoopbackFeed feed = null;
+        String where = IN_MEMORY;
+        if (portSettings != null)
+        {
+            try
+            {
+                feed = LoopbackFeed.open(portSettings, round.maxFrameLength());
+                where = LoopbackFeed.INTERFACE;
+            }
+            catch (final PortException ex)
+            {
+                where = IN_MEMORY + " (" + LoopbackFeed.INTERFACE + ": " + ex.getMessage() + ")";
+            }
+        }
+        final PacketPort port = feed != null ? feed.port() : round.port;
         final DataplaneCounters counters = new DataplaneCounters();
         final DataplaneAgent agent = new DataplaneAgent(new DataplaneContext()
             .ports(List.of(port))
@@ -126,6 +173,7 @@ public final class PacketPathWarmUp
             .cltEntries(64));
         long fed = 0;
         long expected = 0;
+        long lost = 0;
         try
         {
             for (int rounds = 0; fed < frames && (rounds == 0 || System.nanoTime() - startNs < maxNanos); rounds++)
@@ -133,9 +181,16 @@ public final class PacketPathWarmUp
                 final RingDefinition ring = ring(TYPES[rounds % TYPES.length]);
                 round.load(ring, (rounds & 1) == 1);
                 apply(agent, agent.proxy().installRing(ring));
-                while (port.remaining() > 0)
+                if (feed != null)
                 {
-                    agent.doWork();
+                    lost += feed.feed(round.port, ROUND_FRAMES, agent);
+                }
+                else
+                {
+                    while (round.port.remaining() > 0)
+                    {
+                        agent.doWork();
+                    }
                 }
                 agent.doWork();
                 apply(agent, agent.proxy().removeRing(RING_ID));
@@ -146,11 +201,15 @@ public final class PacketPathWarmUp
         finally
         {
             agent.onClose();
+            if (feed != null)
+            {
+                feed.close();
+            }
         }
-        final long drops = counters.drops() + counters.get(DataplaneCounter.PASS_THROUGH) +
-            counters.get(DataplaneCounter.TX_FULL);
-        return new Report(fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected, port.sent(), drops,
-            counters.get(DataplaneCounter.ECN_CE_SENT), System.nanoTime() - startNs);
+        final long drops = counters.drops() + counters.get(DataplaneCounter.TX_FULL) + lost;
+        return new Report(where, fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected,
+            counters.get(DataplaneCounter.RESULT_PACKETS), fed / MSG_LEN, counters.get(DataplaneCounter.PASS_THROUGH),
+            drops, counters.get(DataplaneCounter.ECN_CE_SENT), System.nanoTime() - startNs);
     }
 
     private static void apply(final DataplaneAgent agent, final CompletableFuture<?> reply)
@@ -174,7 +233,8 @@ public final class PacketPathWarmUp
 
     /**
      * Builds a round's frames into a {@link ReplayPort}: every rank's messages, rank r writing to rank r + 1 from its
-     * own first PSN, interleaved packet by packet across the ranks as workers in step under their window send them.
+     * own first PSN, interleaved packet by packet across the ranks as workers in step under their window send them,
+     * and after each message its receivers' ACKs.
      */
     private static final class RoundFrames
     {
@@ -184,7 +244,12 @@ public final class PacketPathWarmUp
 
         RoundFrames()
         {
-            port = new ReplayPort(FRAMES_PER_ROUND, writer.frameLength(Opcode.RDMA_WRITE_FIRST, PAYLOAD));
+            port = new ReplayPort(ROUND_FRAMES, maxFrameLength());
+        }
+
+        int maxFrameLength()
+        {
+            return writer.frameLength(Opcode.RDMA_WRITE_FIRST, PAYLOAD);
         }
 
         /**
@@ -195,12 +260,12 @@ public final class PacketPathWarmUp
             for (int rank = 0; rank < RANKS; rank++)
             {
                 final int successor = (rank + 1) % RANKS;
-                writer.ipv4(address(rank), address(successor)).macs(mac(rank), mac(successor))
-                    .destQp(0x100 + successor).udpSrcPort(0xC000 + rank)
-                    .trafficClass(marked && rank == 0 ? CE : ECT0, 0);
                 final int firstPsn = 1000 * (rank + 1);
                 for (int m = 0; m < MESSAGES; m++)
                 {
+                    writer.ipv4(address(rank), address(successor)).macs(mac(rank), mac(successor))
+                        .destQp(0x100 + successor).udpSrcPort(0xC000 + rank)
+                        .trafficClass(marked && rank == 0 ? CE : ECT0, 0);
                     InaHeader.write(message, 0, ring.inetTag(), RING_ID, m & 0xFF, MSG_LEN, rank);
                     for (int i = InaHeader.LENGTH; i < message.capacity(); i++)
                     {
@@ -209,17 +274,25 @@ public final class PacketPathWarmUp
                     }
                     writer.reth(0x7F00_0000_0000L + (long)m * message.capacity(), 0x1234, message.capacity())
                         .immediate(m & 0xFF);
+                    final int first = m * (MSG_LEN + 1) * RANKS;
                     for (int p = 0; p < MSG_LEN; p++)
                     {
                         final int opcode = p == 0 ? Opcode.RDMA_WRITE_FIRST : p == MSG_LEN - 1 ?
                             Opcode.RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode.RDMA_WRITE_MIDDLE;
-                        final int index = (m * MSG_LEN + p) * RANKS + rank;
+                        final int index = first + p * RANKS + rank;
                         port.length(index, writer.write(port.frames(), port.offset(index), opcode,
                             firstPsn + m * MSG_LEN + p, p == MSG_LEN - 1, message, p * PAYLOAD, PAYLOAD));
                     }
+                    // the successor's ACK of the whole message, to this rank's own queue pair
+                    writer.ipv4(address(successor), address(rank)).macs(mac(successor), mac(rank))
+                        .destQp(0x200 + rank).udpSrcPort(0xC000 + successor).trafficClass(ECT0, 0)
+                        .aeth(0, m + 1);
+                    final int ack = first + MSG_LEN * RANKS + rank;
+                    port.length(ack, writer.write(port.frames(), port.offset(ack), Opcode.ACKNOWLEDGE,
+                        firstPsn + m * MSG_LEN + MSG_LEN - 1, false, message, 0, 0));
                 }
             }
-            port.rewind(FRAMES_PER_ROUND);
+            port.rewind(ROUND_FRAMES);
         }
 
         private static int address(final int rank)

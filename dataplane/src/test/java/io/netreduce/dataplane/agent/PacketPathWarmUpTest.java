@@ -2,9 +2,15 @@ package io.netreduce.dataplane.agent;
 
 import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.element.ElementType;
+import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.MemoryPort;
+import io.netreduce.protocol.port.NetworkNamespace;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -22,10 +28,79 @@ class PacketPathWarmUpTest
         assertThat(report.expected()).isEqualTo((long)rounds * PacketPathWarmUp.MESSAGES * PacketPathWarmUp.MSG_LEN);
         assertThat(report.aggregations()).isEqualTo(report.expected());
         assertThat(report.results()).isEqualTo(report.frames());
+        assertThat(report.acks()).isEqualTo((long)rounds * PacketPathWarmUp.ACKS_PER_ROUND);
+        assertThat(report.forwarded()).as("every ACK passed on").isEqualTo(report.acks());
         assertThat(report.drops()).isZero();
         assertThat(report.clean()).isTrue();
+        assertThat(report.port()).isEqualTo(PacketPathWarmUp.IN_MEMORY);
         // the marked rounds' results and those of a backed-up port went out marked, the others not
         assertThat(report.marked()).isPositive().isLessThan(report.results());
+    }
+
+    @Test
+    void shouldTakeItsFramesThroughAnAfPacketPortOnTheLoopbackInterfaceWithTheServingPortsSettings()
+    {
+        final int rounds = ElementType.values().length + 1;
+        final long before = loopbackFrames();
+        final PacketPathWarmUp.Report report = PacketPathWarmUp.run((long)rounds * PacketPathWarmUp.FRAMES_PER_ROUND,
+            PacketPathWarmUp.DEFAULT_MAX_NANOS,
+            AfPacketConfiguration.defaults("eth0").withSegmentationOffload(true).withRxForWireFrames());
+
+        assertThat(report.port()).isEqualTo("lo");
+        assertThat(report.frames()).isEqualTo((long)rounds * PacketPathWarmUp.FRAMES_PER_ROUND);
+        assertThat(report.aggregations()).isEqualTo(report.expected());
+        // its own results came back in on lo and were not taken for retransmissions: exactly one result per frame
+        assertThat(report.results()).isEqualTo(report.frames());
+        assertThat(report.forwarded()).isEqualTo(report.acks());
+        assertThat(report.drops()).isZero();
+        assertThat(report.marked()).as("the marked rounds and the full receive ring").isPositive()
+            .isLessThan(report.results());
+        assertThat(report.clean()).isTrue();
+        assertThat(loopbackFrames() - before).as("the frames really crossed lo")
+            .isGreaterThanOrEqualTo(report.frames() + report.acks());
+    }
+
+    @Test
+    void shouldWarmUpInMemoryAndSayWhyWhereTheLoopbackInterfaceIsDown() throws Exception
+    {
+        final String namespace = "nrt-warmup-" + ProcessHandle.current().pid();
+        ip("netns", "add", namespace); // a new namespace's lo is down
+        try
+        {
+            final PacketPathWarmUp.Report report = NetworkNamespace.callIn(namespace, () -> PacketPathWarmUp.run(1,
+                PacketPathWarmUp.DEFAULT_MAX_NANOS, AfPacketConfiguration.defaults("eth0")));
+
+            assertThat(report.port()).startsWith(PacketPathWarmUp.IN_MEMORY).contains("lo: ").contains("up?");
+            assertThat(report.clean()).isTrue();
+        }
+        finally
+        {
+            ip("netns", "delete", namespace);
+        }
+    }
+
+    private static void ip(final String... args) throws IOException, InterruptedException
+    {
+        final String[] command = new String[args.length + 1];
+        command[0] = "ip";
+        System.arraycopy(args, 0, command, 1, args.length);
+        final Process process = new ProcessBuilder(command).inheritIO().start();
+        assertThat(process.waitFor()).as(String.join(" ", command)).isZero();
+    }
+
+    /**
+     * @return packets the loopback interface has received, from its statistics in sysfs.
+     */
+    private static long loopbackFrames()
+    {
+        try
+        {
+            return Long.parseLong(Files.readString(Path.of("/sys/class/net/lo/statistics/rx_packets")).trim());
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
     }
 
     @Test

@@ -161,6 +161,17 @@ public record AfPacketConfiguration(
     }
 
     /**
+     * @return this configuration for the interface {@code name} (the daemon's warm-up opens its ports' settings on
+     *         the loopback interface).
+     */
+    public AfPacketConfiguration withInterfaceName(final String name)
+    {
+        return new AfPacketConfiguration(name, rxRingVersion, rxBlockSize, rxBlockCount, rxBlockTimeoutMs,
+            rxFrameSize, txFrameSize, txFrameCount, promiscuous, qdiscBypass, segmentationOffload, txSocketBuffer,
+            roceOnly);
+    }
+
+    /**
      * @return this configuration with the receive ring layout {@code version}.
      */
     public AfPacketConfiguration withRxRingVersion(final RxRingVersion version)

@@ -281,6 +281,63 @@ public final class AfPacketPort implements PollablePort
     }
 
     /**
+     * Mark every frame this port sends with {@code mark} (SO_MARK on its transmit socket: skb->mark, which the
+     * loopback interface keeps), so that a port on the same interface can tell them from other senders' frames
+     * ({@link #receiveOnlyMarked}). Control-side call, before the first send.
+     *
+     * @throws PortException if the kernel refuses (SO_MARK needs CAP_NET_RAW or CAP_NET_ADMIN).
+     */
+    public void markTransmits(final int mark)
+    {
+        try (Arena scratch = Arena.ofConfined())
+        {
+            final MemorySegment errno = Libc.allocateErrnoState(scratch);
+            final MemorySegment value = scratch.allocate(ValueLayout.JAVA_INT);
+            value.set(ValueLayout.JAVA_INT, 0, mark);
+            if (Libc.setsockopt(errno, sockets.txFd(), SOL_SOCKET, SO_MARK, value, Integer.BYTES) < 0)
+            {
+                throw new PortException("setsockopt SO_MARK on '" + name() + "'", Libc.errno(errno));
+            }
+        }
+    }
+
+    /**
+     * Receive only frames whose skb->mark is {@code mark} (a socket filter on the mark, attached at once): on the
+     * loopback interface, where every packet socket sees every frame sent, the frames of one sender that
+     * {@link #markTransmits marks} its own, and not this port's own transmissions coming back nor the host's
+     * other loopback traffic.
+     *
+     * @throws PortException if the kernel refuses the filter.
+     */
+    public void receiveOnlyMarked(final int mark)
+    {
+        final int errno = attachFilter(ClassicBpfProgram.builder()
+            .loadMark()
+            .jumpIfEqual(mark, 2, 3)
+            .returnConstant(-1)
+            .returnConstant(0)
+            .build());
+        if (errno != 0)
+        {
+            throw new PortException("setsockopt SO_ATTACH_FILTER (mark " + mark + " only) on '" + name() + "'", errno);
+        }
+    }
+
+    /**
+     * Receive nothing (a drop-everything socket filter): for a port that only sends.
+     *
+     * @throws PortException if the kernel refuses the filter.
+     */
+    public void receiveNothing()
+    {
+        final int errno = attachFilter(ClassicBpfProgram.dropAll());
+        if (errno != 0)
+        {
+            throw new PortException("setsockopt SO_ATTACH_FILTER (nothing) on '" + name() + "'", errno);
+        }
+    }
+
+    /**
      * @return 0, or the errno of a refused SO_ATTACH_FILTER.
      */
     private int attachFilter(final ClassicBpfProgram program)

@@ -86,6 +86,11 @@ final class AfPacketSockets
         return rxFd;
     }
 
+    int txFd()
+    {
+        return txFd;
+    }
+
     long rxRingAddress()
     {
         return rxRingAddress;

@@ -48,6 +48,8 @@ public final class ClassicBpfProgram
     static final int SKF_AD_OFF = -0x1000;
     /** Ancillary load of the skb's protocol (the EtherType, host order). */
     static final int SKF_AD_PROTOCOL = 0;
+    /** Ancillary load of skb->mark, the mark the sending socket set (SO_MARK) or a firewall rule gave it. */
+    static final int SKF_AD_MARK = 20;
     /** Ancillary load of skb->hash, the flow hash the stack or the NIC computed (0 if none). */
     static final int SKF_AD_RXHASH = 32;
 
@@ -194,6 +196,12 @@ public final class ClassicBpfProgram
         public Builder loadProtocol()
         {
             return add(BPF_LD | BPF_H | BPF_ABS, 0, 0, SKF_AD_OFF + SKF_AD_PROTOCOL);
+        }
+
+        /** {@code ld mark}: A = the skb's mark (SO_MARK of the socket that sent it, kept through the loopback). */
+        public Builder loadMark()
+        {
+            return add(BPF_LD | BPF_W | BPF_ABS, 0, 0, SKF_AD_OFF + SKF_AD_MARK);
         }
 
         /** {@code ld rxhash}: A = the skb's flow hash. */

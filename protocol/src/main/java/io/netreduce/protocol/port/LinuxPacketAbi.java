@@ -67,6 +67,8 @@ final class LinuxPacketAbi
     static final int SO_SNDBUF = 7;
     /** SO_SNDBUF past net.core.wmem_max, for CAP_NET_ADMIN. */
     static final int SO_SNDBUFFORCE = 32;
+    /** SOL_SOCKET option: the mark (skb->mark) of every frame the socket sends (CAP_NET_RAW or CAP_NET_ADMIN). */
+    static final int SO_MARK = 36;
     /** SOL_SOCKET option: remove the socket filter. */
     static final int SO_DETACH_FILTER = 27;
 
