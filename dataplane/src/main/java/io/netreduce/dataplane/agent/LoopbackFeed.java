@@ -74,9 +74,10 @@ final class LoopbackFeed implements AutoCloseable
                 .withRxFrameSize(SLOT).withRxRing(RX_BLOCK_SIZE, RX_BLOCKS, settings.rxBlockTimeoutMs()));
             port.receiveOnlyMarked(feederMark);
             port.markTransmits(resultMark);
+            // with a virtio header on every frame, so that it can leave a frame's L4 checksum to finish
             feeder = AfPacketPort.open(AfPacketConfiguration.defaults(INTERFACE).withPromiscuous(false)
-                .withRxFrameSize(AfPacketConfiguration.MIN_RX_FRAME_SIZE).withRxRing(4096, 2, 1)
-                .withTxRing(SLOT, port.receiveCapacity()));
+                .withSegmentationOffload(true).withRxFrameSize(AfPacketConfiguration.MIN_RX_FRAME_SIZE)
+                .withRxRing(4096, 2, 1).withTxRing(SLOT, port.receiveCapacity()));
             feeder.receiveNothing();
             feeder.markTransmits(feederMark);
             probe(port, feeder);
@@ -132,13 +133,14 @@ final class LoopbackFeed implements AutoCloseable
     }
 
     /**
-     * Send {@code count} frames of {@code frames} to the agent's port, a receive ring's worth at a time, and run the
+     * Send {@code count} frames of {@code round} to the agent's port, a receive ring's worth at a time, and run the
      * agent until it has read each part.
      *
      * @return frames that did not reach the agent (none expected).
      */
-    long feed(final ReplayPort frames, final int count, final DataplaneAgent agent)
+    long feed(final PacketPathWarmUp.RoundFrames round, final int count, final DataplaneAgent agent)
     {
+        final ReplayPort frames = round.port;
         final int part = port.receiveCapacity();
         long lost = 0;
         for (int next = 0; next < count; )
@@ -147,10 +149,10 @@ final class LoopbackFeed implements AutoCloseable
             long target = port.counters().rxFrames() + (end - next);
             for (; next < end; next++)
             {
-                if (!feeder.send(frames.frames(), frames.offset(next), frames.length(next)))
+                if (!send(round, next))
                 {
                     feeder.flush();
-                    if (!feeder.send(frames.frames(), frames.offset(next), frames.length(next)))
+                    if (!send(round, next))
                     {
                         lost++; // its transmit ring still full after a kick: counted, and not waited for
                         target--;
@@ -177,6 +179,13 @@ final class LoopbackFeed implements AutoCloseable
             }
         }
         return lost;
+    }
+
+    private boolean send(final PacketPathWarmUp.RoundFrames round, final int index)
+    {
+        final ReplayPort frames = round.port;
+        return feeder.sendUnbatched(frames.frames(), frames.offset(index), frames.length(index),
+            round.checksumStart(index), round.checksumField(index));
     }
 
     @Override

@@ -6,14 +6,21 @@ import io.netreduce.dataplane.ring.RingDefinition;
 import io.netreduce.dataplane.ring.RingMember;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortException;
+import io.netreduce.protocol.wire.EthernetHeader;
+import io.netreduce.protocol.wire.Ipv4Header;
+import io.netreduce.protocol.wire.L4Checksum;
+import io.netreduce.protocol.wire.UdpHeader;
 import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.Opcode;
 import io.netreduce.protocol.writer.RoceFrameWriter;
+import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.net.InetAddress;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -36,8 +43,12 @@ import java.util.concurrent.CompletableFuture;
  * are ECN-capable as workers send them, and every other round one rank's arrive marked CE, while the port reports
  * its whole round waiting as a backed-up ring does: the lane's own marks and the marked aggregators' branches are
  * then in the profile. Without them C2 compiled those branches as traps, and a fresh daemon's first call on a loaded
- * fabric threw its packet path back to the interpreter (seen in its deoptimization log). Each message is followed
- * by its receiver's ACK to its sender, which the appliance passes on, as it passes a real ring's responses.
+ * fabric threw its packet path back to the interpreter (seen in its deoptimization log); in those rounds every other
+ * message of that rank is marked, so a marked result meets an unmarked one of the same flow, as under a switch's
+ * marking. Each message is followed by its receiver's ACK to its sender and a TCP segment between the two hosts,
+ * which the appliance passes on, as it passes a ring's responses and the hosts' other traffic; and every frame of
+ * every other pair of rounds arrives with its L4 checksum left to finish (CHECKSUM_PARTIAL, as frames from a veth
+ * neighbour do: the pass-through path then completes it).
  * <p>
  * Given the serving ports' settings ({@link #run(long, long, AfPacketConfiguration)}), the private agent's port is an
  * AF_PACKET port with those settings on the loopback interface, fed by a second one there ({@link LoopbackFeed}):
@@ -59,10 +70,16 @@ public final class PacketPathWarmUp
     public static final int MESSAGES = 32;
     /** RDMA WRITE frames of one round: what the warm-up counts as its frames. */
     public static final int FRAMES_PER_ROUND = MESSAGES * MSG_LEN * RANKS;
-    /** ACKs of one round: one per message, from its receiver to its sender, passed on by the appliance. */
-    public static final int ACKS_PER_ROUND = MESSAGES * RANKS;
-    /** Frames the port takes in one round, WRITEs and ACKs. */
-    static final int ROUND_FRAMES = FRAMES_PER_ROUND + ACKS_PER_ROUND;
+    /**
+     * Frames of one round the appliance passes on: per message its receiver's ACK to its sender and a TCP segment
+     * between the two.
+     */
+    public static final int PASS_ON_PER_ROUND = 2 * MESSAGES * RANKS;
+    /** Frames the port takes in one round. */
+    static final int ROUND_FRAMES = FRAMES_PER_ROUND + PASS_ON_PER_ROUND;
+    /** Frames fed per message of one rank: its packets, the ACK and the TCP segment. */
+    private static final int FRAMES_PER_MESSAGE = MSG_LEN + 2;
+    private static final int TCP_PAYLOAD = 64;
     /** Where a warm-up ran when it ran in memory. */
     public static final String IN_MEMORY = "memory";
 
@@ -87,22 +104,24 @@ public final class PacketPathWarmUp
      * @param aggregations aggregations completed (one per packet position of a message).
      * @param expected     aggregations the frames hold.
      * @param results      result frames the path sent.
-     * @param acks         ACKs fed to the path.
-     * @param forwarded    frames the path passed on (the ACKs, expected).
+     * @param passOn       frames fed that the path is to pass on (the ACKs and TCP segments).
+     * @param forwarded    frames the path passed on.
+     * @param completed    frames passed on whose L4 checksum the path completed (those that arrived with it left
+     *                     to finish).
      * @param drops        frames dropped, lost on the way to the path or not sent (none expected).
      * @param marked       results sent marked CE (the marked rounds' and the backed-up port's).
      * @param nanos        time taken.
      */
-    public record Report(String port, long frames, long aggregations, long expected, long results, long acks,
-        long forwarded, long drops, long marked, long nanos)
+    public record Report(String port, long frames, long aggregations, long expected, long results, long passOn,
+        long forwarded, long completed, long drops, long marked, long nanos)
     {
         /**
-         * @return whether every frame was summed, every result sent and every ACK passed on, as real ring traffic
-         *         would be.
+         * @return whether every frame was summed, every result sent and every other frame passed on, as real
+         *         traffic would be.
          */
         public boolean clean()
         {
-            return aggregations == expected && drops == 0 && results == frames && forwarded == acks;
+            return aggregations == expected && drops == 0 && results == frames && forwarded == passOn;
         }
     }
 
@@ -146,7 +165,7 @@ public final class PacketPathWarmUp
         final long startNs = System.nanoTime();
         if (frames <= 0)
         {
-            return new Report(IN_MEMORY, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+            return new Report(IN_MEMORY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
         }
         final RoundFrames round = new RoundFrames();
         LoopbackFeed feed = null;
@@ -179,11 +198,11 @@ public final class PacketPathWarmUp
             for (int rounds = 0; fed < frames && (rounds == 0 || System.nanoTime() - startNs < maxNanos); rounds++)
             {
                 final RingDefinition ring = ring(TYPES[rounds % TYPES.length]);
-                round.load(ring, (rounds & 1) == 1);
+                round.load(ring, (rounds & 1) == 1, (rounds & 2) == 2);
                 apply(agent, agent.proxy().installRing(ring));
                 if (feed != null)
                 {
-                    lost += feed.feed(round.port, ROUND_FRAMES, agent);
+                    lost += feed.feed(round, ROUND_FRAMES, agent);
                 }
                 else
                 {
@@ -208,7 +227,8 @@ public final class PacketPathWarmUp
         }
         final long drops = counters.drops() + counters.get(DataplaneCounter.TX_FULL) + lost;
         return new Report(where, fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected,
-            counters.get(DataplaneCounter.RESULT_PACKETS), fed / MSG_LEN, counters.get(DataplaneCounter.PASS_THROUGH),
+            counters.get(DataplaneCounter.RESULT_PACKETS), fed / FRAMES_PER_ROUND * PASS_ON_PER_ROUND,
+            counters.get(DataplaneCounter.PASS_THROUGH), counters.get(DataplaneCounter.PASS_THROUGH_CHECKSUM_COMPLETED),
             drops, counters.get(DataplaneCounter.ECN_CE_SENT), System.nanoTime() - startNs);
     }
 
@@ -234,13 +254,21 @@ public final class PacketPathWarmUp
     /**
      * Builds a round's frames into a {@link ReplayPort}: every rank's messages, rank r writing to rank r + 1 from its
      * own first PSN, interleaved packet by packet across the ranks as workers in step under their window send them,
-     * and after each message its receivers' ACKs.
+     * and after each message its receivers' ACKs and a TCP segment from each rank to its successor. Where a frame's L4
+     * checksum starts, for a sender that leaves it to finish, is kept beside it.
      */
-    private static final class RoundFrames
+    static final class RoundFrames
     {
+        private static final int L3 = EthernetHeader.LENGTH;
+        private static final int L4 = L3 + Ipv4Header.MIN_LENGTH;
+        private static final int TCP_CHECKSUM_FIELD = 16;
+        private static final int TCP_HEADER = 20;
+
         private final RoceFrameWriter writer = new RoceFrameWriter();
         private final UnsafeBuffer message = new UnsafeBuffer(new byte[MSG_LEN * PAYLOAD]);
-        private final ReplayPort port;
+        final ReplayPort port;
+        private final int[] checksumField = new int[ROUND_FRAMES];
+        private boolean checksumPartial;
 
         RoundFrames()
         {
@@ -253,10 +281,29 @@ public final class PacketPathWarmUp
         }
 
         /**
-         * @param marked whether rank 0's frames arrive marked CE.
+         * @return where frame {@code index}'s L4 checksum starts when the sender leaves it to finish, else -1.
          */
-        void load(final RingDefinition ring, final boolean marked)
+        int checksumStart(final int index)
         {
+            return checksumPartial ? L4 : -1;
+        }
+
+        /**
+         * @return the L4 checksum field's offset from {@link #checksumStart}.
+         */
+        int checksumField(final int index)
+        {
+            return checksumField[index];
+        }
+
+        /**
+         * @param marked          whether every other message of rank 0 arrives marked CE.
+         * @param checksumPartial whether every frame arrives with its L4 checksum left to finish.
+         */
+        void load(final RingDefinition ring, final boolean marked, final boolean checksumPartial)
+        {
+            this.checksumPartial = checksumPartial;
+            final int flags = checksumPartial ? FrameHandler.FLAG_CHECKSUM_NOT_READY : 0;
             for (int rank = 0; rank < RANKS; rank++)
             {
                 final int successor = (rank + 1) % RANKS;
@@ -265,7 +312,7 @@ public final class PacketPathWarmUp
                 {
                     writer.ipv4(address(rank), address(successor)).macs(mac(rank), mac(successor))
                         .destQp(0x100 + successor).udpSrcPort(0xC000 + rank)
-                        .trafficClass(marked && rank == 0 ? CE : ECT0, 0);
+                        .trafficClass(marked && rank == 0 && (m & 1) == 0 ? CE : ECT0, 0);
                     InaHeader.write(message, 0, ring.inetTag(), RING_ID, m & 0xFF, MSG_LEN, rank);
                     for (int i = InaHeader.LENGTH; i < message.capacity(); i++)
                     {
@@ -274,7 +321,7 @@ public final class PacketPathWarmUp
                     }
                     writer.reth(0x7F00_0000_0000L + (long)m * message.capacity(), 0x1234, message.capacity())
                         .immediate(m & 0xFF);
-                    final int first = m * (MSG_LEN + 1) * RANKS;
+                    final int first = m * FRAMES_PER_MESSAGE * RANKS;
                     for (int p = 0; p < MSG_LEN; p++)
                     {
                         final int opcode = p == 0 ? Opcode.RDMA_WRITE_FIRST : p == MSG_LEN - 1 ?
@@ -282,6 +329,7 @@ public final class PacketPathWarmUp
                         final int index = first + p * RANKS + rank;
                         port.length(index, writer.write(port.frames(), port.offset(index), opcode,
                             firstPsn + m * MSG_LEN + p, p == MSG_LEN - 1, message, p * PAYLOAD, PAYLOAD));
+                        udpChecksumPartial(index, flags);
                     }
                     // the successor's ACK of the whole message, to this rank's own queue pair
                     writer.ipv4(address(successor), address(rank)).macs(mac(successor), mac(rank))
@@ -290,9 +338,47 @@ public final class PacketPathWarmUp
                     final int ack = first + MSG_LEN * RANKS + rank;
                     port.length(ack, writer.write(port.frames(), port.offset(ack), Opcode.ACKNOWLEDGE,
                         firstPsn + m * MSG_LEN + MSG_LEN - 1, false, message, 0, 0));
+                    udpChecksumPartial(ack, flags);
+                    tcpSegment(first + (MSG_LEN + 1) * RANKS + rank, rank, successor, m, flags);
                 }
             }
             port.rewind(ROUND_FRAMES);
+        }
+
+        private void udpChecksumPartial(final int index, final int flags)
+        {
+            checksumField[index] = UdpHeader.CHECKSUM_OFFSET;
+            port.flags(index, flags);
+            if (checksumPartial)
+            {
+                L4Checksum.writeUdpPartial(port.frames(), port.offset(index) + L3, port.offset(index) + L4);
+            }
+        }
+
+        /**
+         * A TCP segment from {@code rank} to {@code successor}, as the hosts' own traffic (a framework's control
+         * connection) crosses the appliance beside the ring's.
+         */
+        private void tcpSegment(final int index, final int rank, final int successor, final int m, final int flags)
+        {
+            final MutableDirectBuffer frames = port.frames();
+            final int at = port.offset(index);
+            final int length = L4 + TCP_HEADER + TCP_PAYLOAD;
+            EthernetHeader.dstMac(frames, at, mac(successor));
+            EthernetHeader.srcMac(frames, at, mac(rank));
+            EthernetHeader.etherType(frames, at, EthernetHeader.ETHER_TYPE_IPV4);
+            Ipv4Header.write(frames, at + L3, 0, length - L3, m, 64, L4Checksum.PROTOCOL_TCP, address(rank),
+                address(successor));
+            frames.setMemory(at + L4, TCP_HEADER + TCP_PAYLOAD, (byte)0);
+            frames.putShort(at + L4, (short)(40000 + rank), ByteOrder.BIG_ENDIAN);
+            frames.putShort(at + L4 + 2, (short)29500, ByteOrder.BIG_ENDIAN);
+            frames.putInt(at + L4 + 4, m * TCP_PAYLOAD, ByteOrder.BIG_ENDIAN);
+            frames.putByte(at + L4 + 12, (byte)(TCP_HEADER / 4 << 4));
+            frames.putByte(at + L4 + 13, (byte)0x18); // PSH, ACK
+            frames.putShort(at + L4 + 14, (short)0xFFFF, ByteOrder.BIG_ENDIAN);
+            port.length(index, length);
+            port.flags(index, flags);
+            checksumField[index] = TCP_CHECKSUM_FIELD;
         }
 
         private static int address(final int rank)

@@ -25,6 +25,7 @@ public final class ReplayPort implements PacketPort
     private final UnsafeBuffer frames;
     private final int stride;
     private final int[] lengths;
+    private final int[] flags;
     private final ByteBuffer claimMemory = ByteBuffer.allocateDirect(16 * 1024);
     private final UnsafeBuffer claim = AfPacketPort.ringView(claimMemory);
     private final PortCounters counters = new PortCounters();
@@ -42,6 +43,7 @@ public final class ReplayPort implements PacketPort
         this.framesMemory = ByteBuffer.allocateDirect(this.stride * capacity);
         this.frames = AfPacketPort.ringView(framesMemory);
         this.lengths = new int[capacity];
+        this.flags = new int[capacity];
     }
 
     /**
@@ -87,6 +89,15 @@ public final class ReplayPort implements PacketPort
     public void length(final int index, final int length)
     {
         lengths[index] = length;
+    }
+
+    /**
+     * @param flags the {@link FrameHandler} flags frame {@code index} is handed over with, as a receive ring reports
+     *              them (0 unless set).
+     */
+    public void flags(final int index, final int flags)
+    {
+        this.flags[index] = flags;
     }
 
     /**
@@ -150,7 +161,7 @@ public final class ReplayPort implements PacketPort
         final int count = Math.min(limit, loaded - next);
         for (int i = 0; i < count; i++)
         {
-            handler.onFrame(frames, next * stride, lengths[next], 0);
+            handler.onFrame(frames, next * stride, lengths[next], flags[next]);
             next++;
         }
         return count;

@@ -1,5 +1,6 @@
 package io.netreduce.protocol.port;
 
+import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -446,6 +447,22 @@ public final class AfPacketPort implements PollablePort
         }
 
         return rxReader.read(splitter == null ? handler : splitter.handler(handler), limit);
+    }
+
+    /**
+     * Send one frame on its own, never batched, asking the kernel to finish its L4 checksum from
+     * {@code checksumStart} (the field at {@code checksumField} within it) as a host's stack leaves it to a device
+     * with checksum offload, or as it is where {@code checksumStart} &lt; 0. For a port that stands in for a host's
+     * sender: a port on the same interface then receives the frame flagged checksum-not-ready, as the appliance
+     * receives a veth neighbour's (the daemon's warm-up feeder). Needs segmentation offload.
+     *
+     * @return false (counted) if no transmit slot is free or the length is out of bounds.
+     * @throws IllegalStateException if the port has no segmentation offload.
+     */
+    public boolean sendUnbatched(final DirectBuffer buffer, final int offset, final int length,
+        final int checksumStart, final int checksumField)
+    {
+        return tx.sendUnbatched(buffer, offset, length, checksumStart, checksumField);
     }
 
     @Override

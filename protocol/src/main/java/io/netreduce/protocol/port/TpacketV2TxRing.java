@@ -1,9 +1,11 @@
 package io.netreduce.protocol.port;
 
+import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
 
 import static io.netreduce.protocol.port.LinuxPacketAbi.*;
 
@@ -115,6 +117,47 @@ final class TpacketV2TxRing
         }
         claimLength = length;
         return slotOffset + TPACKET2_TX_DATA_OFFSET + vnetHeaderLength;
+    }
+
+    /**
+     * Queue one frame in a slot of its own, outside any batch, behind a virtio header that asks the kernel to finish
+     * its L4 checksum (CHECKSUM_PARTIAL: the checksum field at {@code checksumField} from {@code checksumStart}), as a
+     * host's stack hands frames to a device with checksum offload; {@code checksumStart} &lt; 0: a plain frame. A
+     * port on the same host receives such a frame flagged checksum-not-ready, as the appliance receives frames from
+     * a veth. Needs segmentation offload (every frame carries a virtio header).
+     *
+     * @return false (counted) if closed, the length is out of bounds or no slot is free.
+     */
+    boolean sendUnbatched(final DirectBuffer buffer, final int offset, final int length, final int checksumStart,
+        final int checksumField)
+    {
+        if (batcher == null)
+        {
+            throw new IllegalStateException(name + ": a frame's own virtio header needs segmentation offload");
+        }
+        final int index = tryClaim(length);
+        if (index < 0)
+        {
+            return false;
+        }
+        claimLength = 0;
+        batcher.closeAll(); // the open batches go first, in ring order
+        ring.putBytes(index, buffer, offset, length);
+        final int vnet = index - VirtioNetHeader.LENGTH;
+        ring.setMemory(vnet, VirtioNetHeader.LENGTH, (byte)0);
+        if (checksumStart >= 0)
+        {
+            ring.putByte(vnet + VirtioNetHeader.FLAGS_OFFSET, (byte)VirtioNetHeader.F_NEEDS_CSUM);
+            ring.putShort(vnet + VirtioNetHeader.CSUM_START_OFFSET, (short)checksumStart, ByteOrder.LITTLE_ENDIAN);
+            ring.putShort(vnet + VirtioNetHeader.CSUM_OFFSET_OFFSET, (short)checksumField, ByteOrder.LITTLE_ENDIAN);
+        }
+        final int slot = head;
+        LinuxPacketAbi.requestSend(ring, slotOffsets[slot], VirtioNetHeader.LENGTH + length);
+        slotLengths[slot] = length;
+        slotFrames[slot] = 1;
+        head = RingIndex.next(slot, slotOffsets.length);
+        pendingCount++;
+        return true;
     }
 
     /**

@@ -3,6 +3,7 @@ package io.netreduce.protocol.port;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
+import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -56,6 +57,37 @@ class AfPacketPortLoopbackMarkTest
 
             assertThat(received).containsExactly("F0", "F1", "F2");
             assertThat(receiver.counters().rxDropped()).isZero();
+        }
+    }
+
+    @Test
+    void shouldDeliverAFrameSentWithItsChecksumLeftToTheKernelFlaggedChecksumNotReady()
+    {
+        final AfPacketConfiguration small = AfPacketConfiguration.defaults("lo")
+            .withRxFrameSize(2048).withRxRing(1 << 16, 4, 1).withTxRing(2048, 64);
+        try (AfPacketPort receiver = AfPacketPort.open(small);
+            AfPacketPort feeder = AfPacketPort.open(small.withSegmentationOffload(true)
+                .withRxFrameSize(AfPacketConfiguration.MIN_RX_FRAME_SIZE).withRxRing(4096, 2, 1).withTxRing(2048, 64)))
+        {
+            receiver.receiveOnlyMarked(FEEDER_MARK);
+            feeder.markTransmits(FEEDER_MARK);
+            feeder.receiveNothing();
+
+            final byte[] udp = IpFrames.frame(InetAddress.ofLiteral("192.0.2.1"), InetAddress.ofLiteral("192.0.2.2"), 7, false);
+            final UnsafeBuffer frame = new UnsafeBuffer(udp);
+            // an IPv4 UDP frame: the checksum field 6 bytes into the UDP header, after Ethernet and IPv4
+            assertThat(feeder.sendUnbatched(frame, 0, udp.length, 14 + 20, 6)).isTrue();
+            assertThat(feeder.sendUnbatched(frame, 0, udp.length, -1, 0)).isTrue();
+            assertThat(feeder.flush()).isEqualTo(2);
+
+            final List<Integer> flags = new ArrayList<>();
+            final long deadline = System.nanoTime() + 500_000_000L;
+            while (flags.size() < 2 && System.nanoTime() < deadline)
+            {
+                receiver.receive((buffer, offset, length, f) -> flags.add(f & FrameHandler.FLAG_CHECKSUM_NOT_READY), 16);
+            }
+
+            assertThat(flags).containsExactly(FrameHandler.FLAG_CHECKSUM_NOT_READY, 0);
         }
     }
 
