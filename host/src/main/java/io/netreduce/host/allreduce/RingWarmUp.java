@@ -76,6 +76,8 @@ public final class RingWarmUp implements AutoCloseable
      * real ring of three or more (its requests and its ACKs then go to different MACs).
      */
     public static final int PORT_RANKS = 3;
+    /** Duty cycles each round's endpoints turn before their queue pairs are connected. */
+    static final int UNCONNECTED_TURNS = 8;
     /** The InA tag rank r writes: this plus r ("NRW0", "NRW1", ...); rank r takes rank r - 1's for its results. */
     static final int TAG_BASE = 0x4E52_5730;
     /**
@@ -86,9 +88,15 @@ public final class RingWarmUp implements AutoCloseable
      * threw the requester's code away in a sidecar agent's first session. A burst taken a few frames at a time is
      * ACKed in parts. Not in the first round: its code still runs interpreted, and the slower ACKs let the worker's
      * retransmission timer fire (go-back-N compiled instead of a clean call's path); in a later round the compiled
-     * code meets the new branches during the warm-up, where its recompilation costs no call.
+     * code meets the new branches during the warm-up, where its recompilation costs no call. That round's responders
+     * also hold a partly coalesced ACK longer ({@link #SMALL_BATCH_ACK_DELAY_NS}): with one thread driving every rank a
+     * turn took longer than the 20 us delay, so a pending ACK was always due when checked, and an agent's own thread,
+     * checking within the delay, threw the queue pairs' duty cycle away in its first call (its compile log,
+     * 2026-11-27).
      */
     static final int SMALL_RECEIVE_BATCH = 16;
+    /** The least ACK coalescing delay of round {@value #SMALL_BATCH_ROUND}. */
+    private static final long SMALL_BATCH_ACK_DELAY_NS = 1_000_000L;
     /** The round with {@link #SMALL_RECEIVE_BATCH}. */
     private static final int SMALL_BATCH_ROUND = 3;
     /** The least retransmission timeout of that round. */
@@ -178,7 +186,8 @@ public final class RingWarmUp implements AutoCloseable
         final long timeoutNs = Math.max(rc.retransmitTimeoutNs(), SMALL_BATCH_TIMEOUT_NS);
         this.smallBatchConfig = settings(rc).receiveBatch(Math.min(SMALL_RECEIVE_BATCH, rc.receiveBatch()))
             .retransmitTimeoutNs(timeoutNs)
-            .maxRetransmitTimeoutNs(Math.max(timeoutNs, rc.maxRetransmitTimeoutNs()));
+            .maxRetransmitTimeoutNs(Math.max(timeoutNs, rc.maxRetransmitTimeoutNs()))
+            .ackCoalesceDelayNs(Math.max(rc.ackCoalesceDelayNs(), SMALL_BATCH_ACK_DELAY_NS));
         this.ring = new NetReduceConfig(RING_ID, window, msgLen, rc.pmtu(), 10_000_000_000L, TAG_BASE, TAG_BASE + 1);
         this.type = type;
         this.areaMessages = areaMessages;
@@ -448,6 +457,17 @@ public final class RingWarmUp implements AutoCloseable
                     SystemNanoClock.INSTANCE, address(r), macs[r]);
                 links[r] = new RingLink(endpoints[r], SystemNanoClock.INSTANCE, r, ranks, regionBytes,
                     regionBytes);
+            }
+            // a few duty cycles with the queue pairs made but not yet connected, as a session's endpoint turns while
+            // its trainer connects the ring: without them the queue pairs' state checks were compiled for connected
+            // ones only, and the first turn of a real session before its connect threw the endpoint's duty cycle
+            // back to the interpreter, to be compiled again in the first call (an agent's compile log, 2026-11-27)
+            for (int turn = 0; turn < UNCONNECTED_TURNS; turn++)
+            {
+                for (final RcEndpoint endpoint : endpoints)
+                {
+                    endpoint.doWork();
+                }
             }
             for (int r = 0; r < ranks; r++)
             {

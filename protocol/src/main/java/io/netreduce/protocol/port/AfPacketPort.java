@@ -37,8 +37,14 @@ import static io.netreduce.protocol.port.LinuxPacketAbi.*;
  */
 public final class AfPacketPort implements PollablePort
 {
-    /** {@link #receive} reads the kernel's drop statistics once per this many calls. */
-    private static final int STATISTICS_INTERVAL_CALLS = 4096;
+    /**
+     * {@link #receive} reads the kernel's drop statistics once per this many calls: often enough that the branch
+     * is taken while the JIT profiles the receive path (its profiling tier runs for a few thousand calls), which at
+     * 4,096 it was not, so C2 compiled the read as a trap and the first read threw a sidecar agent's whole duty cycle
+     * back to the interpreter at the end of its warm-up, to be compiled again in its first call (an agent's compile
+     * log, 2026-11-27). One getsockopt per 256 calls is a few hundred a second at most.
+     */
+    private static final int STATISTICS_INTERVAL_CALLS = 256;
     /**
      * Calls before the first read: early, so that even a short-lived port (a warm-up's) takes that branch and the JIT
      * compiles it, where a branch never taken is compiled as a trap that throws the receive path back to the
