@@ -89,10 +89,10 @@ public final class RingWarmUp implements AutoCloseable
      * ACKed in parts. Not in the first round: its code still runs interpreted, and the slower ACKs let the worker's
      * retransmission timer fire (go-back-N compiled instead of a clean call's path); in a later round the compiled
      * code meets the new branches during the warm-up, where its recompilation costs no call. That round's responders
-     * also hold a partly coalesced ACK longer ({@link #SMALL_BATCH_ACK_DELAY_NS}): with one thread driving every rank a
-     * turn took longer than the 20 us delay, so a pending ACK was always due when checked, and an agent's own thread,
-     * checking within the delay, threw the queue pairs' duty cycle away in its first call (its compile log,
-     * 2026-11-27).
+     * also hold a partly coalesced ACK for other times than the worker's 20 us, one rank 1 ns (always due when
+     * checked), the next {@link #SMALL_BATCH_ACK_DELAY_NS} (never due before the next packet): with one thread
+     * driving every rank, the delayed ACK's check came out one way only, and an agent's own thread, meeting the other,
+     * threw the queue pairs' duty cycle away in its first call (its compile log, 2026-11-27).
      */
     static final int SMALL_RECEIVE_BATCH = 16;
     /** The least ACK coalescing delay of round {@value #SMALL_BATCH_ROUND}. */
@@ -142,7 +142,8 @@ public final class RingWarmUp implements AutoCloseable
 
     private final PacketPort[] ports;
     private final RcConfig config;
-    private final RcConfig smallBatchConfig;
+    /** Per rank, round {@value #SMALL_BATCH_ROUND}'s settings. */
+    private final RcConfig[] smallBatchConfigs;
     private final NetReduceConfig ring;
     private final boolean marks;
     private final long droppedBefore;
@@ -184,10 +185,14 @@ public final class RingWarmUp implements AutoCloseable
         // across duty cycles, and the worker's 4 ms fired on the loaded bed whenever the process waited for a core
         // (eight agents starting at once resent 10-15 % of their packets); its value is data, not code
         final long timeoutNs = Math.max(rc.retransmitTimeoutNs(), SMALL_BATCH_TIMEOUT_NS);
-        this.smallBatchConfig = settings(rc).receiveBatch(Math.min(SMALL_RECEIVE_BATCH, rc.receiveBatch()))
-            .retransmitTimeoutNs(timeoutNs)
-            .maxRetransmitTimeoutNs(Math.max(timeoutNs, rc.maxRetransmitTimeoutNs()))
-            .ackCoalesceDelayNs(Math.max(rc.ackCoalesceDelayNs(), SMALL_BATCH_ACK_DELAY_NS));
+        this.smallBatchConfigs = new RcConfig[ports.length];
+        for (int r = 0; r < ports.length; r++)
+        {
+            smallBatchConfigs[r] = settings(rc).receiveBatch(Math.min(SMALL_RECEIVE_BATCH, rc.receiveBatch()))
+                .retransmitTimeoutNs(timeoutNs)
+                .maxRetransmitTimeoutNs(Math.max(timeoutNs, rc.maxRetransmitTimeoutNs()))
+                .ackCoalesceDelayNs(r % 3 == 0 ? 1 : r % 3 == 1 ? SMALL_BATCH_ACK_DELAY_NS : rc.ackCoalesceDelayNs());
+        }
         this.ring = new NetReduceConfig(RING_ID, window, msgLen, rc.pmtu(), 10_000_000_000L, TAG_BASE, TAG_BASE + 1);
         this.type = type;
         this.areaMessages = areaMessages;
@@ -452,7 +457,7 @@ public final class RingWarmUp implements AutoCloseable
             for (int r = 0; r < ranks; r++)
             {
                 macs[r] = base + r;
-                final RcConfig settings = rounds == SMALL_BATCH_ROUND ? smallBatchConfig : config;
+                final RcConfig settings = rounds == SMALL_BATCH_ROUND ? smallBatchConfigs[r] : config;
                 endpoints[r] = new RcEndpoint(ports[r], settings.psnSeed(random.nextLong()),
                     SystemNanoClock.INSTANCE, address(r), macs[r]);
                 links[r] = new RingLink(endpoints[r], SystemNanoClock.INSTANCE, r, ranks, regionBytes,
