@@ -88,13 +88,16 @@ public final class RingWarmUp implements AutoCloseable
      * threw the requester's code away in a sidecar agent's first session. A burst taken a few frames at a time is
      * ACKed in parts. Not in the first round: its code still runs interpreted, and the slower ACKs let the worker's
      * retransmission timer fire (go-back-N compiled instead of a clean call's path); in a later round the compiled
-     * code meets the new branches during the warm-up, where its recompilation costs no call. That round's responders
-     * also hold a partly coalesced ACK for other times than the worker's 20 us, one rank 1 ns (always due when
-     * checked), the next {@link #SMALL_BATCH_ACK_DELAY_NS} (never due before the next packet): with one thread
-     * driving every rank, the delayed ACK's check came out one way only, and an agent's own thread, meeting the other,
-     * threw the queue pairs' duty cycle away in its first call (its compile log, 2026-11-27).
+     * code meets the new branches during the warm-up, where its recompilation costs no call. Three, fewer than the
+     * packets between ACK requests: a turn then often ends with an ACK pending and not due by count or request, and
+     * the delayed ACK's check runs, as in a real endpoint that keeps up with its link and takes a frame or two a turn
+     * (with 16, and with 11, it ran in 22-32 of some 7,000 turns in a lone agent, in none of eight starting at once,
+     * whose first calls then threw the queue pairs' duty cycle away at that check: their compile logs, 2026-11-27).
+     * That round's responders also hold such an ACK for other times than the worker's 20 us, one rank 1 ns (always
+     * due when checked), the next {@link #SMALL_BATCH_ACK_DELAY_NS} (never due before the next packet), so that the
+     * check comes out both ways.
      */
-    static final int SMALL_RECEIVE_BATCH = 16;
+    static final int SMALL_RECEIVE_BATCH = 3;
     /** The least ACK coalescing delay of round {@value #SMALL_BATCH_ROUND}. */
     private static final long SMALL_BATCH_ACK_DELAY_NS = 1_000_000L;
     /** The round with {@link #SMALL_RECEIVE_BATCH}. */
