@@ -88,18 +88,9 @@ public final class RingWarmUp implements AutoCloseable
      * threw the requester's code away in a sidecar agent's first session. A burst taken a few frames at a time is
      * ACKed in parts. Not in the first round: its code still runs interpreted, and the slower ACKs let the worker's
      * retransmission timer fire (go-back-N compiled instead of a clean call's path); in a later round the compiled
-     * code meets the new branches during the warm-up, where its recompilation costs no call. Three, fewer than the
-     * packets between ACK requests: a turn then often ends with an ACK pending and not due by count or request, and
-     * the delayed ACK's check runs, as in a real endpoint that keeps up with its link and takes a frame or two a turn
-     * (with 16, and with 11, it ran in 22-32 of some 7,000 turns in a lone agent, in none of eight starting at once,
-     * whose first calls then threw the queue pairs' duty cycle away at that check: their compile logs, 2026-11-27).
-     * That round's responders also hold such an ACK for other times than the worker's 20 us, one rank 1 ns (always
-     * due when checked), the next {@link #SMALL_BATCH_ACK_DELAY_NS} (never due before the next packet), so that the
-     * check comes out both ways.
+     * code meets the new branches during the warm-up, where its recompilation costs no call.
      */
-    static final int SMALL_RECEIVE_BATCH = 3;
-    /** The least ACK coalescing delay of round {@value #SMALL_BATCH_ROUND}. */
-    private static final long SMALL_BATCH_ACK_DELAY_NS = 1_000_000L;
+    static final int SMALL_RECEIVE_BATCH = 16;
     /** The round with {@link #SMALL_RECEIVE_BATCH}. */
     private static final int SMALL_BATCH_ROUND = 3;
     /** The least retransmission timeout of that round. */
@@ -145,8 +136,7 @@ public final class RingWarmUp implements AutoCloseable
 
     private final PacketPort[] ports;
     private final RcConfig config;
-    /** Per rank, round {@value #SMALL_BATCH_ROUND}'s settings. */
-    private final RcConfig[] smallBatchConfigs;
+    private final RcConfig smallBatchConfig;
     private final NetReduceConfig ring;
     private final boolean marks;
     private final long droppedBefore;
@@ -188,14 +178,9 @@ public final class RingWarmUp implements AutoCloseable
         // across duty cycles, and the worker's 4 ms fired on the loaded bed whenever the process waited for a core
         // (eight agents starting at once resent 10-15 % of their packets); its value is data, not code
         final long timeoutNs = Math.max(rc.retransmitTimeoutNs(), SMALL_BATCH_TIMEOUT_NS);
-        this.smallBatchConfigs = new RcConfig[ports.length];
-        for (int r = 0; r < ports.length; r++)
-        {
-            smallBatchConfigs[r] = settings(rc).receiveBatch(Math.min(SMALL_RECEIVE_BATCH, rc.receiveBatch()))
-                .retransmitTimeoutNs(timeoutNs)
-                .maxRetransmitTimeoutNs(Math.max(timeoutNs, rc.maxRetransmitTimeoutNs()))
-                .ackCoalesceDelayNs(r % 3 == 0 ? 1 : r % 3 == 1 ? SMALL_BATCH_ACK_DELAY_NS : rc.ackCoalesceDelayNs());
-        }
+        this.smallBatchConfig = settings(rc).receiveBatch(Math.min(SMALL_RECEIVE_BATCH, rc.receiveBatch()))
+            .retransmitTimeoutNs(timeoutNs)
+            .maxRetransmitTimeoutNs(Math.max(timeoutNs, rc.maxRetransmitTimeoutNs()));
         this.ring = new NetReduceConfig(RING_ID, window, msgLen, rc.pmtu(), 10_000_000_000L, TAG_BASE, TAG_BASE + 1);
         this.type = type;
         this.areaMessages = areaMessages;
@@ -460,7 +445,7 @@ public final class RingWarmUp implements AutoCloseable
             for (int r = 0; r < ranks; r++)
             {
                 macs[r] = base + r;
-                final RcConfig settings = rounds == SMALL_BATCH_ROUND ? smallBatchConfigs[r] : config;
+                final RcConfig settings = rounds == SMALL_BATCH_ROUND ? smallBatchConfig : config;
                 endpoints[r] = new RcEndpoint(ports[r], settings.psnSeed(random.nextLong()),
                     SystemNanoClock.INSTANCE, address(r), macs[r]);
                 links[r] = new RingLink(endpoints[r], SystemNanoClock.INSTANCE, r, ranks, regionBytes,
