@@ -185,7 +185,7 @@ final class LoopbackFeed implements AutoCloseable
     {
         final ReplayPort frames = round.port;
         return feeder.sendUnbatched(frames.frames(), frames.offset(index), frames.length(index),
-            round.checksumStart(index), round.checksumField(index));
+            round.checksumStart(), round.checksumField(index));
     }
 
     @Override

@@ -10,11 +10,11 @@ import io.netreduce.protocol.port.FrameHandler;
 import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.PortException;
 import io.netreduce.protocol.wire.EthernetHeader;
+import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.Ipv4Header;
 import io.netreduce.protocol.wire.L4Checksum;
-import io.netreduce.protocol.wire.UdpHeader;
-import io.netreduce.protocol.wire.InaHeader;
 import io.netreduce.protocol.wire.Opcode;
+import io.netreduce.protocol.wire.UdpHeader;
 import io.netreduce.protocol.writer.RoceFrameWriter;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -281,9 +281,9 @@ public final class PacketPathWarmUp
         }
 
         /**
-         * @return where frame {@code index}'s L4 checksum starts when the sender leaves it to finish, else -1.
+         * @return where the round's frames' L4 checksum starts when the sender leaves it to finish, else -1.
          */
-        int checksumStart(final int index)
+        int checksumStart()
         {
             return checksumPartial ? L4 : -1;
         }
