@@ -184,12 +184,24 @@ public final class PacketPathWarmUp
         }
         final PacketPort port = feed != null ? feed.port() : round.port;
         final DataplaneCounters counters = new DataplaneCounters();
-        final DataplaneAgent agent = new DataplaneAgent(new DataplaneContext()
-            .ports(List.of(port))
-            .ecnBacklog(BACKLOG_MARK)
-            .counters(counters)
-            .memoryBudget(64L << 20)
-            .cltEntries(64));
+        final DataplaneAgent agent;
+        try
+        {
+            agent = new DataplaneAgent(new DataplaneContext()
+                .ports(List.of(port))
+                .ecnBacklog(BACKLOG_MARK)
+                .counters(counters)
+                .memoryBudget(64L << 20)
+                .cltEntries(64));
+        }
+        catch (final RuntimeException ex)
+        {
+            if (feed != null)
+            {
+                feed.close();
+            }
+            throw ex;
+        }
         long fed = 0;
         long expected = 0;
         long lost = 0;
