@@ -280,10 +280,18 @@ public final class AfPacketPort implements PollablePort
 
     private void attachRoceOnly()
     {
-        final int errno = attachFilter(RoceReceiveFilter.program());
+        attachFilterOrThrow(RoceReceiveFilter.program(), "RoCEv2 only");
+    }
+
+    /**
+     * @throws PortException naming {@code what} the filter takes, when the kernel refuses it.
+     */
+    private void attachFilterOrThrow(final ClassicBpfProgram program, final String what)
+    {
+        final int errno = attachFilter(program);
         if (errno != 0)
         {
-            throw new PortException("setsockopt SO_ATTACH_FILTER (RoCEv2 only) on '" + name() + "'", errno);
+            throw new PortException("setsockopt SO_ATTACH_FILTER (" + what + ") on '" + name() + "'", errno);
         }
     }
 
@@ -298,13 +306,7 @@ public final class AfPacketPort implements PollablePort
     {
         try (Arena scratch = Arena.ofConfined())
         {
-            final MemorySegment errno = Libc.allocateErrnoState(scratch);
-            final MemorySegment value = scratch.allocate(ValueLayout.JAVA_INT);
-            value.set(ValueLayout.JAVA_INT, 0, mark);
-            if (Libc.setsockopt(errno, sockets.txFd(), SOL_SOCKET, SO_MARK, value, Integer.BYTES) < 0)
-            {
-                throw new PortException("setsockopt SO_MARK on '" + name() + "'", Libc.errno(errno));
-            }
+            system.setIntOption(scratch, sockets.txFd(), SOL_SOCKET, SO_MARK, mark, "SO_MARK");
         }
     }
 
@@ -318,16 +320,12 @@ public final class AfPacketPort implements PollablePort
      */
     public void receiveOnlyMarked(final int mark)
     {
-        final int errno = attachFilter(ClassicBpfProgram.builder()
+        attachFilterOrThrow(ClassicBpfProgram.builder()
             .loadMark()
             .jumpIfEqual(mark, 2, 3)
             .returnConstant(-1)
             .returnConstant(0)
-            .build());
-        if (errno != 0)
-        {
-            throw new PortException("setsockopt SO_ATTACH_FILTER (mark " + mark + " only) on '" + name() + "'", errno);
-        }
+            .build(), "mark " + mark + " only");
     }
 
     /**
@@ -337,11 +335,7 @@ public final class AfPacketPort implements PollablePort
      */
     public void receiveNothing()
     {
-        final int errno = attachFilter(ClassicBpfProgram.dropAll());
-        if (errno != 0)
-        {
-            throw new PortException("setsockopt SO_ATTACH_FILTER (nothing) on '" + name() + "'", errno);
-        }
+        attachFilterOrThrow(ClassicBpfProgram.dropAll(), "nothing");
     }
 
     /**

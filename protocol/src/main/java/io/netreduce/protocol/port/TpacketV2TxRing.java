@@ -153,10 +153,7 @@ final class TpacketV2TxRing
         }
         final int slot = head;
         LinuxPacketAbi.requestSend(ring, slotOffsets[slot], VirtioNetHeader.LENGTH + length);
-        slotLengths[slot] = length;
-        slotFrames[slot] = 1;
-        head = RingIndex.next(slot, slotOffsets.length);
-        pendingCount++;
+        queued(slot, length);
         return true;
     }
 
@@ -251,6 +248,14 @@ final class TpacketV2TxRing
         {
             LinuxPacketAbi.requestSend(ring, slotOffset, length);
         }
+        queued(slot, length);
+    }
+
+    /**
+     * The frame of {@code length} bytes in the head slot is queued on its own: the next claim takes the next slot.
+     */
+    private void queued(final int slot, final int length)
+    {
         slotLengths[slot] = length;
         slotFrames[slot] = 1;
         head = RingIndex.next(slot, slotOffsets.length);
