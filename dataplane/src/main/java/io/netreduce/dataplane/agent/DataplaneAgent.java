@@ -115,8 +115,7 @@ public final class DataplaneAgent implements Agent
         for (int i = 0; i < ports.length; i++)
         {
             final PacketPort port = ports[i];
-            final int markAt = ecnBacklogFrames[i];
-            processor.beginBatch(i, now, markAt > 0 && port.receiveBacklogAtLeast(markAt));
+            processor.beginBatch(i, now, port, ecnBacklogFrames[i]);
             work += port.receive(processor, batchSize);
         }
         for (final PacketPort port : ports)

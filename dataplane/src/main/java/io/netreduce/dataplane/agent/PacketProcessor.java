@@ -118,11 +118,12 @@ public final class PacketProcessor implements FrameHandler
     }
 
     /**
-     * Set the port the next frames come from and the time stamp for their arrival (once per batch).
+     * Set the port the next frames come from, the time stamp for their arrival and the port's marking threshold
+     * (once per batch; {@link ArrivingFrame#queueMarks}).
      */
-    public void beginBatch(final int portIndex, final long nowNs, final boolean queueCongested)
+    public void beginBatch(final int portIndex, final long nowNs, final PacketPort port, final int markAt)
     {
-        arriving.beginBatch(portIndex, nowNs, queueCongested);
+        arriving.beginBatch(portIndex, nowNs, port, markAt);
     }
 
     @Override

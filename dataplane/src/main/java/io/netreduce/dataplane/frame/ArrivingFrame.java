@@ -1,6 +1,7 @@
 package io.netreduce.dataplane.frame;
 
 import io.netreduce.dataplane.clt.FlowKey;
+import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.wire.Ecn;
 import io.netreduce.protocol.wire.RoceFrame;
 import org.agrona.MutableDirectBuffer;
@@ -15,6 +16,8 @@ import org.agrona.MutableDirectBuffer;
  */
 public final class ArrivingFrame
 {
+    private static final int CONGESTION_UNKNOWN = -1;
+
     private final RoceFrame frame = new RoceFrame();
     private final FlowKey key = new FlowKey();
     private MutableDirectBuffer buffer;
@@ -23,30 +26,46 @@ public final class ArrivingFrame
     private int flags;
     private int port;
     private long batchNs;
-    private boolean queueCongested;
+    private PacketPort receivePort;
+    private int markAt;
+    private int congestion;
 
     /**
-     * @param queueCongested whether the port's receive queue held at least the marking threshold when the batch
-     *                       began (the appliance's own congestion: its ECN-capable frames count as marked).
+     * @param receivePort the port the batch is read from.
+     * @param markAt      the receive queue's backlog, in frames, from which the appliance marks (0: it does not).
      */
-    public void beginBatch(final int port, final long nowNs, final boolean queueCongested)
+    public void beginBatch(final int port, final long nowNs, final PacketPort receivePort, final int markAt)
     {
         this.port = port;
         this.batchNs = nowNs;
-        this.queueCongested = queueCongested;
+        this.receivePort = receivePort;
+        this.markAt = markAt;
+        this.congestion = CONGESTION_UNKNOWN;
     }
 
     /**
-     * The appliance's own mark, one rule for every protocol: a packet read while the batch began with the port's
-     * receive queue at or above the marking threshold counts as CE, unless it is CE already or not ECN-capable (a
-     * Not-ECT packet is never marked, RFC 3168 §5).
+     * The appliance's own mark, one rule for every protocol: a packet read while the port's receive queue holds at
+     * least the marking threshold counts as CE, unless it is CE already or not ECN-capable (a Not-ECT packet is never
+     * marked, RFC 3168 §5). The queue is looked at once per batch, at its first ECN-capable packet, not when the
+     * batch begins: the dataplane begins a batch on every turn, most of them on an empty port, and a check there would
+     * fill the JIT's profile with idle turns, whose queue is never backed up; C2 then compiled the duty cycle with the
+     * backed-up branch left out, and the first busy call threw that code away (docs/performance.md).
      *
      * @param ecn the packet's ECN codepoint as it arrived.
      * @return whether the appliance marks it.
      */
     public boolean queueMarks(final int ecn)
     {
-        return queueCongested && ecn != Ecn.CE && Ecn.isCapable(ecn);
+        return ecn != Ecn.CE && Ecn.isCapable(ecn) && queueCongested();
+    }
+
+    private boolean queueCongested()
+    {
+        if (congestion == CONGESTION_UNKNOWN)
+        {
+            congestion = markAt > 0 && receivePort.receiveBacklogAtLeast(markAt) ? 1 : 0;
+        }
+        return congestion == 1;
     }
 
     /**

@@ -433,7 +433,7 @@ final class Responder
                 work++;
             }
         }
-        else if (connected && (ackNow || (ackPending && nowNs - ackPendingSinceNs >= config.ackCoalesceDelayNs())))
+        else if (connected && ((ackNow ? 1 : 0) | (ackPending ? coalescedAckDue(nowNs) : 0)) != 0)
         {
             writer.aeth(AethHeader.syndrome(AethHeader.TYPE_ACK, AethHeader.CREDITS_INVALID), msn);
             final int length = writer.write(endpoint.txBuffer(), 0, Opcode.ACKNOWLEDGE, psnAdd(expectedPsn, -1),
@@ -446,6 +446,18 @@ final class Responder
             }
         }
         return work;
+    }
+
+    /**
+     * Whether the pending ACK has waited its coalescing delay, as 1 or 0 without a branch: no warm-up makes it due
+     * (every warm-up message's last packet asks for its ACK at once), and C2 compiled the branch the warm-up never
+     * took as a trap, which every endpoint then met in its first real call, recompiling its queue pairs' duty cycle
+     * (docs/performance.md). So the caller tests it together with {@code ackNow}, in one test the warm-up takes both
+     * ways.
+     */
+    private int coalescedAckDue(final long nowNs)
+    {
+        return (int)((config.ackCoalesceDelayNs() - 1 - (nowNs - ackPendingSinceNs)) >>> 63);
     }
 
     private void ackSent()

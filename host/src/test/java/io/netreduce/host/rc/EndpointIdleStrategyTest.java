@@ -59,6 +59,28 @@ class EndpointIdleStrategyTest
             .isEqualTo(EndpointIdleStrategy.DEFAULT_YIELDS);
     }
 
+    /**
+     * The coalescing delay's test is arithmetic, not a branch (Responder.coalescedAckDue): it must still hold the
+     * ACK until the delay has run out to the nanosecond, and send it then.
+     */
+    @Test
+    void shouldSendACoalescedAckWhenItsDelayRunsOutAndNotANanosecondBefore()
+    {
+        final RcPair pair = pairWithCoalescedAckPending();
+        pair.clock.advance(ACK_DELAY_NS - 1);
+        pair.b.doWork();
+        assertThat(pair.qpB.counters().acksSent()).as("a nanosecond before its delay ran out").isZero();
+
+        pair.clock.advance(1);
+        assertThat(pair.b.doWork()).isPositive();
+        assertThat(pair.qpB.counters().acksSent()).as("its delay ran out").isEqualTo(1);
+        pair.clock.advance(10 * ACK_DELAY_NS);
+        pair.b.doWork();
+        assertThat(pair.qpB.counters().acksSent()).as("nothing pending any more").isEqualTo(1);
+        pair.a.doWork();
+        assertThat(pair.qpA.counters().acksReceived()).isEqualTo(1);
+    }
+
     @Test
     void shouldNotSendAnAckEarlyWhileTheLoopIsStillBusy()
     {
