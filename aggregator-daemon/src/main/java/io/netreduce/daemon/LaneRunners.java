@@ -298,9 +298,9 @@ final class LaneRunners
             // a bug, not the network's: the made-up traffic is valid ring traffic
             LOG.warn("the packet path's warm-up was not clean: {}", warmUp);
         }
-        LOG.info("dataplane warmed up in {} ms (the packet path: {} made-up frames in {} ms, port {})",
-            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs), warmUp.frames(),
-            TimeUnit.NANOSECONDS.toMillis(warmUp.nanos()), warmUp.port());
+        LOG.info("dataplane warmed up in {} ms (the packet path: {} made-up frames in {} ms, port {}, the JIT " +
+            "settling in {} passes)", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs), warmUp.frames(),
+            TimeUnit.NANOSECONDS.toMillis(warmUp.nanos()), warmUp.port(), warmUp.passes());
     }
 
     /**

@@ -195,7 +195,8 @@ public final class DataplaneAgent implements Agent
         try
         {
             SumKernel.warmUp(WARM_UP_ITERATIONS);
-            warmUp = PacketPathWarmUp.run(warmUpFrames, PacketPathWarmUp.DEFAULT_MAX_NANOS, warmUpPortSettings);
+            warmUp = PacketPathWarmUp.run(warmUpFrames, PacketPathWarmUp.DEFAULT_MAX_NANOS, warmUpPortSettings,
+                PacketPathWarmUp.DEFAULT_SETTLE_PASSES);
         }
         catch (final Throwable t)
         {

@@ -111,10 +111,12 @@ public final class PacketPathWarmUp
      *                     to finish).
      * @param drops        frames dropped, lost on the way to the path or not sent (none expected).
      * @param marked       results sent marked CE (the marked rounds' and the backed-up port's).
+     * @param passes       passes run while the JIT settled, after the frames asked for (their frames counted in
+     *                     the others).
      * @param nanos        time taken.
      */
     public record Report(String port, long frames, long aggregations, long expected, long results, long passOn,
-        long forwarded, long completed, long drops, long marked, long nanos)
+        long forwarded, long completed, long drops, long marked, int passes, long nanos)
     {
         /**
          * @return whether every frame was summed, every result sent and every other frame passed on, as real
@@ -136,6 +138,15 @@ public final class PacketPathWarmUp
      * wait for it.
      */
     public static final long DEFAULT_MAX_NANOS = 5_000_000_000L;
+
+    /** Most passes while the JIT settles, for the daemon's warm-up: the 2-core bed's fresh daemon takes 2-4. */
+    public static final int DEFAULT_SETTLE_PASSES = 8;
+    /** Rounds of a pass while the JIT settles: 8,192 ring frames, past C2's threshold for a per-frame method. */
+    static final int SETTLE_ROUNDS = 32;
+    /** The compilers count as quiet after this long without CPU. */
+    private static final long QUIET_NANOS = 50_000_000L;
+    /** A pass that cost the compilers at most this many clock ticks (30 ms) leaves the JIT settled. */
+    private static final long SETTLED_TICKS = 3;
 
     /**
      * {@link #run(long, long)} within {@link #DEFAULT_MAX_NANOS}.
@@ -163,10 +174,21 @@ public final class PacketPathWarmUp
      */
     public static Report run(final long frames, final long maxNanos, final AfPacketConfiguration portSettings)
     {
+        return run(frames, maxNanos, portSettings, 0);
+    }
+
+    /**
+     * {@link #run(long, long, AfPacketConfiguration)}, and then up to {@code settlePasses} passes of
+     * {@link #SETTLE_ROUNDS} rounds while the JIT settles (see {@link #settle}), all within {@code maxNanos}: the
+     * daemon's warm-up ({@link #DEFAULT_SETTLE_PASSES}).
+     */
+    public static Report run(final long frames, final long maxNanos, final AfPacketConfiguration portSettings,
+        final int settlePasses)
+    {
         final long startNs = System.nanoTime();
         if (frames <= 0)
         {
-            return new Report(IN_MEMORY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+            return new Report(IN_MEMORY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
         }
         final RoundFrames round = new RoundFrames();
         LoopbackFeed feed = null;
@@ -203,37 +225,15 @@ public final class PacketPathWarmUp
             }
             throw ex;
         }
-        long fed = 0;
-        long expected = 0;
-        long lost = 0;
-        Histogram intervals = null;
+        final Rounds rounds = new Rounds(agent, round, feed);
+        int passes = 0;
         try
         {
-            for (int rounds = 0; fed < frames && (rounds == 0 || System.nanoTime() - startNs < maxNanos); rounds++)
+            while (rounds.fed < frames && (rounds.count == 0 || System.nanoTime() - startNs < maxNanos))
             {
-                final RingDefinition ring = ring(TYPES[rounds % TYPES.length]);
-                round.load(ring, (rounds & 1) == 1, (rounds & 2) == 2);
-                apply(agent, agent.proxy().installRing(ring));
-                if (feed != null)
-                {
-                    lost += feed.feed(round, ROUND_FRAMES, agent);
-                }
-                else
-                {
-                    while (round.port.remaining() > 0)
-                    {
-                        agent.doWork();
-                    }
-                }
-                agent.doWork();
-                apply(agent, agent.proxy().removeRing(RING_ID));
-                // As a reader of the metrics does: each round takes the latency recorder's interval histogram, so
-                // that a new longest latency (a real job's are longer) is no branch the profile has never taken, and
-                // the recorder's writers run in both of its phases (one flip per read), as they do in service.
-                intervals = agent.handle().latency().getIntervalHistogram(intervals);
-                fed += FRAMES_PER_ROUND;
-                expected += (long)MESSAGES * MSG_LEN;
+                rounds.next();
             }
+            passes = settlePasses > 0 ? settle(rounds, settlePasses, startNs + maxNanos) : 0;
         }
         finally
         {
@@ -243,11 +243,95 @@ public final class PacketPathWarmUp
                 feed.close();
             }
         }
-        final long drops = counters.drops() + counters.get(DataplaneCounter.TX_FULL) + lost;
-        return new Report(where, fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), expected,
+        final long fed = rounds.fed;
+        final long drops = counters.drops() + counters.get(DataplaneCounter.TX_FULL) + rounds.lost;
+        return new Report(where, fed, counters.get(DataplaneCounter.AGGREGATIONS_COMPLETED), rounds.expected,
             counters.get(DataplaneCounter.RESULT_PACKETS), fed / FRAMES_PER_ROUND * PASS_ON_PER_ROUND,
             counters.get(DataplaneCounter.PASS_THROUGH), counters.get(DataplaneCounter.PASS_THROUGH_CHECKSUM_COMPLETED),
-            drops, counters.get(DataplaneCounter.ECN_CE_SENT), System.nanoTime() - startNs);
+            drops, counters.get(DataplaneCounter.ECN_CE_SENT), passes, System.nanoTime() - startNs);
+    }
+
+    /**
+     * The rounds after the warm-up's frames, until the JIT settles. While the warm-up runs, C2's queue is long, and
+     * HotSpot's tiered policy then compiles methods with C1 at tier 2 (no profile) instead of tier 3 (full profile),
+     * to be compiled again at tier 3 once the queue is short, at their next calls. The next calls of a packet method
+     * are the first job's: in a compile log of a fresh daemon's first 64 MiB call at W = 8 (2026-11-27), 51 methods
+     * went from tier 2 to tier 3 and 40 on to C2 in that call. So once the compilers have gone quiet, a pass of
+     * {@link #SETTLE_ROUNDS} rounds moves those methods on while there is no job to slow, and passes follow until one
+     * leaves the compilers nearly idle, or {@code maxPasses} or the deadline.
+     *
+     * @return passes run.
+     */
+    private static int settle(final Rounds rounds, final int maxPasses, final long deadlineNs)
+    {
+        int passes = 0;
+        while (passes < maxPasses && CompilerActivity.awaitQuiet(QUIET_NANOS, deadlineNs))
+        {
+            final long before = CompilerActivity.cpuTicks();
+            for (int i = 0; i < SETTLE_ROUNDS; i++)
+            {
+                rounds.next();
+            }
+            passes++;
+            final boolean quiet = CompilerActivity.awaitQuiet(QUIET_NANOS, deadlineNs);
+            if (!quiet || CompilerActivity.cpuTicks() - before <= SETTLED_TICKS)
+            {
+                break;
+            }
+        }
+        return passes;
+    }
+
+    /**
+     * Rounds fed to the private agent, and what they came to.
+     */
+    private static final class Rounds
+    {
+        private final DataplaneAgent agent;
+        private final RoundFrames round;
+        private final LoopbackFeed feed;
+        private Histogram intervals;
+        int count;
+        long fed;
+        long expected;
+        long lost;
+
+        Rounds(final DataplaneAgent agent, final RoundFrames round, final LoopbackFeed feed)
+        {
+            this.agent = agent;
+            this.round = round;
+            this.feed = feed;
+        }
+
+        /**
+         * One round: a ring of the next element type installed, its frames fed, the ring removed.
+         */
+        void next()
+        {
+            final RingDefinition ring = ring(TYPES[count % TYPES.length]);
+            round.load(ring, (count & 1) == 1, (count & 2) == 2);
+            apply(agent, agent.proxy().installRing(ring));
+            if (feed != null)
+            {
+                lost += feed.feed(round, ROUND_FRAMES, agent);
+            }
+            else
+            {
+                while (round.port.remaining() > 0)
+                {
+                    agent.doWork();
+                }
+            }
+            agent.doWork();
+            apply(agent, agent.proxy().removeRing(RING_ID));
+            // As a reader of the metrics does: each round takes the latency recorder's interval histogram, so that
+            // a new longest latency (a real job's are longer) is no branch the profile has never taken, and the
+            // recorder's writers run in both of its phases (one flip per read), as they do in service.
+            intervals = agent.handle().latency().getIntervalHistogram(intervals);
+            count++;
+            fed += FRAMES_PER_ROUND;
+            expected += (long)MESSAGES * MSG_LEN;
+        }
     }
 
     private static void apply(final DataplaneAgent agent, final CompletableFuture<?> reply)

@@ -39,6 +39,36 @@ class PacketPathWarmUpTest
         assertThat(report.marked()).isPositive().isLessThan(report.results());
     }
 
+    /**
+     * The daemon's warm-up goes on, pass after pass, while the JIT settles: every pass's frames summed as the
+     * others', and it stops once a pass leaves the compilers nearly idle (within the passes allowed).
+     */
+    @Test
+    void shouldRunWholePassesAfterItsFramesUntilTheJitSettles()
+    {
+        final int rounds = ElementType.values().length + 1;
+        final PacketPathWarmUp.Report report = PacketPathWarmUp.run((long)rounds * PacketPathWarmUp.FRAMES_PER_ROUND,
+            20_000_000_000L, null, PacketPathWarmUp.DEFAULT_SETTLE_PASSES);
+
+        assertThat(report.passes()).isBetween(1, PacketPathWarmUp.DEFAULT_SETTLE_PASSES);
+        assertThat(report.frames()).isEqualTo((rounds + (long)report.passes() * PacketPathWarmUp.SETTLE_ROUNDS) *
+            PacketPathWarmUp.FRAMES_PER_ROUND);
+        assertThat(report.aggregations()).isEqualTo(report.expected());
+        assertThat(report.results()).isEqualTo(report.frames());
+        assertThat(report.clean()).isTrue();
+        assertThat(PacketPathWarmUp.run(PacketPathWarmUp.FRAMES_PER_ROUND).passes()).as("none unless asked").isZero();
+    }
+
+    @Test
+    void shouldSeeTheCompilerThreadsWorkAndGoQuiet()
+    {
+        final long ticks = CompilerActivity.cpuTicks();
+        assertThat(ticks).as("the C1 and C2 threads' CPU time, from /proc").isNotNegative();
+        assertThat(CompilerActivity.awaitQuiet(50_000_000L, System.nanoTime() + 20_000_000_000L)).isTrue();
+        assertThat(CompilerActivity.cpuTicks()).isGreaterThanOrEqualTo(ticks);
+        assertThat(CompilerActivity.awaitQuiet(50_000_000L, System.nanoTime())).as("no time left to wait").isFalse();
+    }
+
     @Test
     void shouldTakeItsFramesThroughAnAfPacketPortOnTheLoopbackInterfaceWithTheServingPortsSettings()
     {
@@ -135,7 +165,9 @@ class PacketPathWarmUpTest
         try
         {
             assertThat(agent.ready()).isDone();
-            assertThat(agent.warmUp().frames()).isEqualTo(PacketPathWarmUp.FRAMES_PER_ROUND);
+            // its frames, then the passes while the JIT settled
+            assertThat(agent.warmUp().frames()).isEqualTo(PacketPathWarmUp.FRAMES_PER_ROUND *
+                (1L + (long)agent.warmUp().passes() * PacketPathWarmUp.SETTLE_ROUNDS));
             assertThat(agent.warmUp().clean()).isTrue();
             for (final DataplaneCounter counter : DataplaneCounter.values())
             {
