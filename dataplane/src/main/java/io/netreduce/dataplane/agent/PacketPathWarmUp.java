@@ -58,6 +58,9 @@ import java.util.concurrent.CompletableFuture;
  * they were not: a fresh daemon's first job's first call threw the port's read loop and the frame output's sends,
  * compiled for the memory port or for an empty ring, back to the interpreter (its deoptimization log, W = 8 on the
  * bed). Where the loopback interface cannot be used (down, no rights), the warm-up runs in memory and says why.
+ * <p>
+ * The daemon's warm-up then goes on while the JIT settles ({@link #settle}): methods that C1 compiled without a
+ * profile while C2 was busy would otherwise be compiled again, twice, in the first job's first call.
  */
 public final class PacketPathWarmUp
 {
