@@ -5,9 +5,7 @@ import io.netreduce.host.rc.ConnectionInfo;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.host.rc.RcEndpoint;
 import io.netreduce.protocol.element.ElementType;
-import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.AfPacketPort;
-import io.netreduce.protocol.port.PacketPort;
 import io.netreduce.protocol.port.ThreadNice;
 import io.netreduce.protocol.port.UnixFdListener;
 import io.netreduce.worker.sidecar.SidecarAgent;
@@ -131,51 +129,20 @@ public final class AgentCommand implements Callable<Integer>
     }
 
     /**
-     * The start warm-up: a session's ring on three AF_PACKET ports of {@link #startWarmUpDev}, the real port's code
-     * and all, so that the JIT compiles the packet path before any trainer waits for it. A warm-up on memory ports
-     * (a sidecar's) compiles the RC and ring code but not the port's (its rings, the segmentation offload's batches),
-     * and C2 compiles a hot method with its callees inlined: the real port's loops were compiled in the first steps
-     * whatever else was warm (docs/performance.md, "The sidecar agent").
+     * The start warm-up: a session's ring on three AF_PACKET ports of {@link #startWarmUpDev} ({@link LoopbackWarmUp}),
+     * so that the JIT compiles the packet path, the real port's code and all, before any trainer waits for it.
      *
      * @return whether it ran; when it cannot (the interface down, no rights), the agent says why and goes on.
      */
     private boolean startWarmUp()
     {
         final RcConfig rc = new RcConfig();
-        final AfPacketConfiguration ports = ServeCommand.portConfiguration(startWarmUpDev, segmentationOffload, rc);
-        final PacketPort[] pair = new PacketPort[RingWarmUp.PORT_RANKS];
-        try
-        {
-            for (int r = 0; r < pair.length; r++)
-            {
-                pair[r] = AfPacketPort.open(ports);
-            }
-        }
-        catch (final RuntimeException ex)
-        {
-            for (final PacketPort port : pair)
-            {
-                if (port != null)
-                {
-                    port.close();
-                }
-            }
-            System.err.println("agent: no start warm-up on " + startWarmUpDev + ": " + ex.getMessage());
-            return false;
-        }
         final long messageBytes = (long)WARM_UP_MSG_LEN * rc.pmtu();
         final int areaMessages = (int)Math.min(WARM_UP_SHM_BYTES / (2 * messageBytes), 2 * WARM_UP_WINDOW);
-        try (RingWarmUp warmUp = RingWarmUp.onPorts(pair, rc, WARM_UP_WINDOW, WARM_UP_MSG_LEN, ElementType.FP32,
-            areaMessages, startWarmUpFrames))
-        {
-            final RingWarmUp.Report report = warmUp.run(startWarmUpFrames, START_WARM_UP_MAX_NANOS);
-            System.err.println("agent: start warm-up on " + startWarmUpDev + ": " + report);
-            return report.failure() == null;
-        }
-        catch (final RuntimeException ex)
-        {
-            System.err.println("agent: start warm-up on " + startWarmUpDev + " failed: " + ex.getMessage());
-            return false;
-        }
+        final RingWarmUp.Report report = LoopbackWarmUp.run(
+            ServeCommand.portConfiguration(startWarmUpDev, segmentationOffload, rc), rc, WARM_UP_WINDOW,
+            WARM_UP_MSG_LEN, ElementType.FP32, areaMessages, startWarmUpFrames, START_WARM_UP_MAX_NANOS,
+            "agent: start", System.err);
+        return report != null && report.failure() == null;
     }
 }

@@ -201,9 +201,16 @@ public final class AllReduceCommand implements Callable<Integer>
         if (netreduce && options.warmUpFrames > 0)
         {
             // Before the port opens and the neighbours connect: nothing of the ring waits on it but the bootstrap.
-            final RingWarmUp.Report warmUp = RingWarmUp.runOnce(rc, options.window, options.msgLen, elementType, 0,
-                options.warmUpFrames);
-            System.err.println("allreduce: rank " + rank + " warm-up: " + warmUp);
+            final RingWarmUp.Report onPorts = AllReduceOptions.WARM_UP_IN_MEMORY.equals(options.warmUpDev) ? null :
+                LoopbackWarmUp.run(portConfig.withInterfaceName(options.warmUpDev), rc, options.window,
+                    options.msgLen, elementType, 0, options.warmUpFrames, RingWarmUp.DEFAULT_MAX_NANOS,
+                    "allreduce: rank " + rank, System.err);
+            if (onPorts == null || onPorts.failure() != null)
+            {
+                final RingWarmUp.Report warmUp = RingWarmUp.runOnce(rc, options.window, options.msgLen, elementType,
+                    0, options.warmUpFrames);
+                System.err.println("allreduce: rank " + rank + " warm-up in memory: " + warmUp);
+            }
         }
         try (AfPacketPort packetPort = AfPacketPort.open(portConfig))
         {

@@ -2,7 +2,6 @@ package io.netreduce.worker;
 
 import io.netreduce.host.allreduce.CongestionControl;
 import io.netreduce.host.allreduce.RingAllReduce;
-import io.netreduce.host.allreduce.RingWarmUp;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -195,11 +194,27 @@ final class AllReduceOptions
     String idleMode = "poll";
 
     @Option(names = "--warm-up-frames", description = "netreduce: before the ring is connected, run the worker's " +
-        "per-packet path in memory (two ranks of a ring over RC on memory ports, this run's window, MsgLen, PMTU and " +
-        "element type) for this many packets, at most 5 s, so that the JIT has compiled it before the first call " +
-        "instead of during it; 0 for none (default ${DEFAULT-VALUE}; the JVM property " +
-        "netreduce.endpointWarmUpFrames sets the default).")
-    long warmUpFrames = Long.getLong("netreduce.endpointWarmUpFrames", RingWarmUp.DEFAULT_FRAMES);
+        "per-packet path (a ring over RC with this run's window, MsgLen, PMTU and element type; see --warm-up-dev) " +
+        "for this many packets, at most 5 s, so that the JIT has compiled it before the first call instead of " +
+        "during it; 0 for none (default ${DEFAULT-VALUE}; the JVM property netreduce.endpointWarmUpFrames sets the " +
+        "default).")
+    long warmUpFrames = Long.getLong("netreduce.endpointWarmUpFrames", DEFAULT_WARM_UP_FRAMES);
+
+    /**
+     * The warm-up's packets: on the 2-core bed, W = 8 at 1 Gbit/s, eight workers starting at once, 65,536 on
+     * {@code lo} took 4-5 s each (some stopped at the 5 s limit) and left the first 64 MiB call at 1.33 x the steady
+     * one, where 16,384 (1.4-2.8 s) left it at 1.65-2.09 x (docs/performance.md, "Start-up and the first calls").
+     */
+    static final long DEFAULT_WARM_UP_FRAMES = 65_536;
+
+    @Option(names = "--warm-up-dev", description = "Where the warm-up's ring runs: three ranks on AF_PACKET ports " +
+        "of this interface with --dev's port settings, so that the port's own code is compiled too (each rank takes " +
+        "only frames to its own made-up MAC, which the host's stack drops), or " + WARM_UP_IN_MEMORY + " (two " +
+        "ranks on ports in memory; also where the interface cannot be used) (default ${DEFAULT-VALUE}).")
+    String warmUpDev = "lo";
+
+    /** {@code --warm-up-dev} for a warm-up on ports in memory. */
+    static final String WARM_UP_IN_MEMORY = "memory";
 
     @Option(names = "--local-workers", description = "Parallel NetReduce (paper §3.4): this process is host --rank " +
         "of --world hosts with n local workers (GPUs), local worker i being the host's rank in ring --ring-id + i; " +
