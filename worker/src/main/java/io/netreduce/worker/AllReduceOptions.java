@@ -202,8 +202,9 @@ final class AllReduceOptions
 
     /**
      * The warm-up's packets: on the 2-core bed, W = 8 at 1 Gbit/s, eight workers starting at once, 65,536 on
-     * {@code lo} took 4-5 s each (some stopped at the 5 s limit) and left the first 64 MiB call at 1.33 x the steady
-     * one, where 16,384 (1.4-2.8 s) left it at 1.65-2.09 x (docs/performance.md, "Start-up and the first calls").
+     * {@code lo} took 3.1-5.0 s each (half stopped at the 5 s limit) and left the first 64 MiB call at 1.35-1.73 x
+     * the steady one (median 1.40, four runs), where 16,384 in memory left it at 1.70-2.45 x (median 1.95) and 16,384
+     * on {@code lo} at 1.65 and 2.09 (docs/performance.md, "Start-up and the first calls").
      */
     static final long DEFAULT_WARM_UP_FRAMES = 65_536;
 

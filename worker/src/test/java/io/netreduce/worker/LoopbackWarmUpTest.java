@@ -4,10 +4,12 @@ import io.netreduce.host.allreduce.RingWarmUp;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.port.AfPacketConfiguration;
+import io.netreduce.protocol.port.NetworkNamespace;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
@@ -39,6 +41,44 @@ class LoopbackWarmUpTest
         assertThat(report.resent()).as(report.toString()).isZero();
         assertThat(report.dropped()).as(report.toString()).isZero();
         assertThat(said.toString(StandardCharsets.UTF_8)).startsWith("allreduce: rank 0 warm-up on lo: ");
+    }
+
+    /**
+     * A new network namespace's {@code lo} is down: its packet sockets open but nothing they send arrives. The
+     * warm-up must stop within its retries, not its time limit, and say why: the worker then warms up in memory.
+     */
+    @Test
+    void shouldStopSoonAndSayWhyWhereTheLoopbackInterfaceIsDown() throws Exception
+    {
+        assumeTrue("root".equals(System.getProperty("user.name")), "needs root for network namespaces");
+        final String namespace = "nrt-lowarm-" + ProcessHandle.current().pid();
+        ip("netns", "add", namespace);
+        try
+        {
+            final RcConfig rc = new RcConfig();
+            final long startNs = System.nanoTime();
+            final RingWarmUp.Report report = NetworkNamespace.callIn(namespace, () -> LoopbackWarmUp.run(
+                ServeCommand.portConfiguration("lo", true, rc), rc, 16, 16, ElementType.FP32, 0,
+                RingWarmUp.DEFAULT_FRAMES, 60_000_000_000L, "allreduce: rank 1", log));
+
+            assertThat(report.failure()).as(report.toString()).contains("RETRY_EXCEEDED");
+            assertThat(report.calls()).isZero();
+            assertThat(said.toString(StandardCharsets.UTF_8)).startsWith("allreduce: rank 1 warm-up on lo: ")
+                .contains("stopped: ");
+            assertThat(System.nanoTime() - startNs).as("its retries, not its time limit").isLessThan(30_000_000_000L);
+        }
+        finally
+        {
+            ip("netns", "delete", namespace);
+        }
+    }
+
+    private static void ip(final String... args) throws IOException, InterruptedException
+    {
+        final String[] command = new String[args.length + 1];
+        command[0] = "ip";
+        System.arraycopy(args, 0, command, 1, args.length);
+        assertThat(new ProcessBuilder(command).inheritIO().start().waitFor()).as(String.join(" ", command)).isZero();
     }
 
     @Test
