@@ -252,13 +252,14 @@ class LauncherAotTest
     }
 
     @Test
-    void shouldKeepTheTransmitFlushOutOfTheDutyCyclesOfTheDaemonAndTheWorkers() throws Exception
+    void shouldKeepTheTransmitFlushAndTheIdleWaitOutOfTheDutyCyclesOfTheDaemonAndTheWorkers() throws Exception
     {
         final String flush = "-XX:CompileCommand=dontinline,io.netreduce.protocol.port.TpacketV2TxRing::flush";
-        assertThat(argsOf(Map.of(), "daemon")).contains(flush);
-        assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).contains(flush);
-        assertThat(argsOf(Map.of(), "worker", "allreduce")).contains(flush);
-        assertThat(argsOf(Map.of(), "ctl", "rings")).doesNotContain(flush);
+        final String await = "-XX:CompileCommand=dontinline,io.netreduce.protocol.port.PortPoller::await";
+        assertThat(argsOf(Map.of(), "daemon")).contains(flush, await);
+        assertThat(argsOf(Map.of(), "worker", "serve", "--dev", "eth0")).contains(flush, await);
+        assertThat(argsOf(Map.of(), "worker", "allreduce")).contains(flush, await);
+        assertThat(argsOf(Map.of(), "ctl", "rings")).doesNotContain(flush, await);
     }
 
     @Test

@@ -86,9 +86,11 @@ class LauncherTest
         "-XX:CompileCommand=CompileThresholdScaling,jdk.internal.classfile.*::*,100.0",
         "-XX:CompileCommand=CompileThresholdScaling,java.lang.classfile.*::*,100.0");
 
-    /** The daemon's (and the workers') transmit flush stays out of its duty cycle's compiled code (LauncherAotTest). */
+    /** The daemon's (and the workers') transmit flush and idle wait stay out of its duty cycle's compiled code. */
     private static final String FLUSH_OUT_OF_LINE =
         "-XX:CompileCommand=dontinline,io.netreduce.protocol.port.TpacketV2TxRing::flush";
+    private static final String AWAIT_OUT_OF_LINE =
+        "-XX:CompileCommand=dontinline,io.netreduce.protocol.port.PortPoller::await";
 
     @Test
     void shouldGiveTheVectorModuleToTheDaemonAndWorkersOnlyTrimTheDaemonsCHeapAndPassEverythingElseThrough(@TempDir final Path dir) throws Exception
@@ -119,7 +121,8 @@ class LauncherTest
             // The daemon alone trims the C heap periodically (freed aggregator memory back to the system); only it
             // (and the worker commands) uses the Vector API, so only it gets the incubating module and its warning.
             final List<String> jvm = args.get(0).equals("daemon") ?
-                concat(withVector, List.of("-XX:TrimNativeHeapInterval=60000"), START_UP, List.of(FLUSH_OUT_OF_LINE)) :
+                concat(withVector, List.of("-XX:TrimNativeHeapInterval=60000"), START_UP,
+                    List.of(FLUSH_OUT_OF_LINE, AWAIT_OUT_OF_LINE)) :
                 concat(withoutVector, START_UP);
             assertThat(result.out().lines().toList()).as("java's arguments for %s", args)
                 .isEqualTo(concat(jvm, List.of("-Xmx64m", "-jar", jar.toString()), args));
