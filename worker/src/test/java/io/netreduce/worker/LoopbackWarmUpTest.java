@@ -4,12 +4,11 @@ import io.netreduce.host.allreduce.RingWarmUp;
 import io.netreduce.host.rc.RcConfig;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.port.AfPacketConfiguration;
-import io.netreduce.protocol.port.NetworkNamespace;
+import io.netreduce.protocol.port.ScratchNamespace;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.ByteArrayOutputStream;
-import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
@@ -48,16 +47,14 @@ class LoopbackWarmUpTest
      * warm-up must stop within its retries, not its time limit, and say why: the worker then warms up in memory.
      */
     @Test
-    void shouldStopSoonAndSayWhyWhereTheLoopbackInterfaceIsDown() throws Exception
+    void shouldStopSoonAndSayWhyWhereTheLoopbackInterfaceIsDown()
     {
         assumeTrue("root".equals(System.getProperty("user.name")), "needs root for network namespaces");
-        final String namespace = "nrt-lowarm-" + ProcessHandle.current().pid();
-        ip("netns", "add", namespace);
-        try
+        try (ScratchNamespace namespace = new ScratchNamespace("lowarm"))
         {
             final RcConfig rc = new RcConfig();
             final long startNs = System.nanoTime();
-            final RingWarmUp.Report report = NetworkNamespace.callIn(namespace, () -> LoopbackWarmUp.run(
+            final RingWarmUp.Report report = namespace.call(() -> LoopbackWarmUp.run(
                 ServeCommand.portConfiguration("lo", true, rc), rc, 16, 16, ElementType.FP32, 0,
                 RingWarmUp.DEFAULT_FRAMES, 60_000_000_000L, "allreduce: rank 1", log));
 
@@ -67,18 +64,6 @@ class LoopbackWarmUpTest
                 .contains("stopped: ");
             assertThat(System.nanoTime() - startNs).as("its retries, not its time limit").isLessThan(30_000_000_000L);
         }
-        finally
-        {
-            ip("netns", "delete", namespace);
-        }
-    }
-
-    private static void ip(final String... args) throws IOException, InterruptedException
-    {
-        final String[] command = new String[args.length + 1];
-        command[0] = "ip";
-        System.arraycopy(args, 0, command, 1, args.length);
-        assertThat(new ProcessBuilder(command).inheritIO().start().waitFor()).as(String.join(" ", command)).isZero();
     }
 
     @Test

@@ -4,7 +4,7 @@ import io.netreduce.dataplane.counters.DataplaneCounter;
 import io.netreduce.protocol.element.ElementType;
 import io.netreduce.protocol.port.AfPacketConfiguration;
 import io.netreduce.protocol.port.MemoryPort;
-import io.netreduce.protocol.port.NetworkNamespace;
+import io.netreduce.protocol.port.ScratchNamespace;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -95,31 +95,16 @@ class PacketPathWarmUpTest
     }
 
     @Test
-    void shouldWarmUpInMemoryAndSayWhyWhereTheLoopbackInterfaceIsDown() throws Exception
+    void shouldWarmUpInMemoryAndSayWhyWhereTheLoopbackInterfaceIsDown()
     {
-        final String namespace = "nrt-warmup-" + ProcessHandle.current().pid();
-        ip("netns", "add", namespace); // a new namespace's lo is down
-        try
+        try (ScratchNamespace namespace = new ScratchNamespace("warmup"))
         {
-            final PacketPathWarmUp.Report report = NetworkNamespace.callIn(namespace, () -> PacketPathWarmUp.run(1,
+            final PacketPathWarmUp.Report report = namespace.call(() -> PacketPathWarmUp.run(1,
                 PacketPathWarmUp.DEFAULT_MAX_NANOS, AfPacketConfiguration.defaults("eth0")));
 
             assertThat(report.port()).startsWith(PacketPathWarmUp.IN_MEMORY).contains("lo: ").contains("up?");
             assertThat(report.clean()).isTrue();
         }
-        finally
-        {
-            ip("netns", "delete", namespace);
-        }
-    }
-
-    private static void ip(final String... args) throws IOException, InterruptedException
-    {
-        final String[] command = new String[args.length + 1];
-        command[0] = "ip";
-        System.arraycopy(args, 0, command, 1, args.length);
-        final Process process = new ProcessBuilder(command).inheritIO().start();
-        assertThat(process.waitFor()).as(String.join(" ", command)).isZero();
     }
 
     /**
