@@ -55,14 +55,15 @@ final class CompilerActivity
     /**
      * Wait until the compiler threads have used no CPU for {@code quietNanos}, or until {@code deadlineNs}.
      *
-     * @return whether they went quiet (false at the deadline, or where their time cannot be read).
+     * @return their CPU time so far ({@link #cpuTicks()}) once they went quiet; -1 at the deadline, or where their
+     *         time cannot be read.
      */
-    static boolean awaitQuiet(final long quietNanos, final long deadlineNs)
+    static long awaitQuiet(final long quietNanos, final long deadlineNs)
     {
         long last = cpuTicks();
         if (last < 0)
         {
-            return false;
+            return -1;
         }
         long quietSinceNs = System.nanoTime();
         while (System.nanoTime() - deadlineNs < 0)
@@ -76,10 +77,10 @@ final class CompilerActivity
             }
             else if (System.nanoTime() - quietSinceNs >= quietNanos)
             {
-                return true;
+                return last;
             }
         }
-        return false;
+        return -1;
     }
 
     private static long compilerThreadTicks(final Path task)

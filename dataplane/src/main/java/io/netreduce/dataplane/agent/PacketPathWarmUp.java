@@ -268,19 +268,21 @@ public final class PacketPathWarmUp
     private static int settle(final Rounds rounds, final int maxPasses, final long deadlineNs)
     {
         int passes = 0;
-        while (passes < maxPasses && CompilerActivity.awaitQuiet(QUIET_NANOS, deadlineNs))
+        // the compilers' time when they were last seen quiet: the end of one pass's wait is the next one's start
+        long quietTicks = CompilerActivity.awaitQuiet(QUIET_NANOS, deadlineNs);
+        while (passes < maxPasses && quietTicks >= 0)
         {
-            final long before = CompilerActivity.cpuTicks();
             for (int i = 0; i < SETTLE_ROUNDS; i++)
             {
                 rounds.next();
             }
             passes++;
-            final boolean quiet = CompilerActivity.awaitQuiet(QUIET_NANOS, deadlineNs);
-            if (!quiet || CompilerActivity.cpuTicks() - before <= SETTLED_TICKS)
+            final long afterTicks = CompilerActivity.awaitQuiet(QUIET_NANOS, deadlineNs);
+            if (afterTicks < 0 || afterTicks - quietTicks <= SETTLED_TICKS)
             {
                 break;
             }
+            quietTicks = afterTicks;
         }
         return passes;
     }
