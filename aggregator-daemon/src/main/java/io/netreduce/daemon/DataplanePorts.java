@@ -88,8 +88,26 @@ final class DataplanePorts
         // The appliance's neighbours send wire frames (NICs; the bed's workers segment in their own kernels): its
         // offload is on the transmit side, and its receive ring has MTU-sized slots, 32 MiB of them
         // (withRxForWireFrames).
-        return port.segmentationOffload() ? configuration.withSegmentationOffload(true).withRxForWireFrames() :
-            configuration;
+        if (port.segmentationOffload())
+        {
+            configuration = configuration.withSegmentationOffload(true).withRxForWireFrames();
+        }
+        return configuration.withTxSocketBuffer(transmitSocketBuffer(configuration));
+    }
+
+    /**
+     * The transmit socket's buffer: as many bytes as the transmit ring holds. The kernel charges the socket for
+     * every frame it has taken from the ring and not yet sent, and one socket carries the results to every worker
+     * behind the port: with the kernel's default (208 KiB, three offload batches) the queues of the workers' links
+     * filled it and the kernel refused the rest of every kick, one link's backlog holding up the others' results,
+     * while the lane kicked again in a loop. What the appliance sends is bounded by the rings' windows (a result
+     * answers a request), so a buffer as large as the ring never holds more than the windows; the ring's slots
+     * stay the limit, as a NIC's transmit descriptors are. Set with SO_SNDBUFFORCE (the daemon has CAP_NET_ADMIN);
+     * without it the kernel caps it at net.core.wmem_max and the lane waits for room in poll(2) (PortPoller).
+     */
+    static int transmitSocketBuffer(final AfPacketConfiguration configuration)
+    {
+        return (int)Math.min(Integer.MAX_VALUE / 2, (long)configuration.txFrameSize() * configuration.txFrameCount());
     }
 
     /**

@@ -67,6 +67,7 @@ public final class AfPacketPort implements PollablePort
     private final MemorySegment pollFd;
 
     private final int rxFd;
+    private final int txFd;
     private final UnsafeBuffer rxRing;
     private final int rxFrameSize;
     private final RxRing rxReader;
@@ -91,6 +92,7 @@ public final class AfPacketPort implements PollablePort
         statistics = system.arena().allocate(TPACKET_STATS_V3_SIZE, 8);
         statisticsLength = system.arena().allocate(ValueLayout.JAVA_INT);
         rxFd = sockets.rxFd();
+        txFd = sockets.txFd();
         pollFd = system.readablePollFd(rxFd);
         fanoutGroup = sockets.fanoutGroup();
         rxRing = ringBuffer(sockets.rxRingAddress(), sockets.rxRingLength());
@@ -541,6 +543,16 @@ public final class AfPacketPort implements PollablePort
     public boolean hasPendingTransmit()
     {
         return tx.hasPending();
+    }
+
+    /**
+     * The transmit socket, for {@link PortPoller}: frames a kick left in the ring were refused for want of room in
+     * its buffer (EAGAIN), and it polls writable once the kernel has sent enough of what it holds.
+     */
+    @Override
+    public int transmitFd()
+    {
+        return txFd;
     }
 
     /**

@@ -263,6 +263,13 @@ public final class AfXdpPort implements PollablePort
         return transmitter.hasPending();
     }
 
+    /** None: the kernel takes a kicked AF_XDP transmit ring's descriptors without a socket buffer to wait for. */
+    @Override
+    public int transmitFd()
+    {
+        return -1;
+    }
+
     /**
      * Wait, without spinning, until a frame is ready or {@code timeoutMs} passes.
      *

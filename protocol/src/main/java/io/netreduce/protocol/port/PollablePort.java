@@ -13,4 +13,10 @@ interface PollablePort extends PacketPort
 
     /** Whether frames are queued for the kernel that it has not taken yet. */
     boolean hasPendingTransmit();
+
+    /**
+     * The descriptor that polls writable when the kernel can take pending frames again (an AF_PACKET transmit
+     * socket whose buffer had no room for them), or -1 where pending frames need only the next kick.
+     */
+    int transmitFd();
 }

@@ -10,7 +10,10 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Waits, without spinning, until any of a set of ports may have frames to receive: one {@code poll(2)} over the
  * receive sockets of the {@link AfPacketPort}s and {@link AfXdpPort}s, and over a {@link Doorbell} when one is
- * given, so that work handed over by another thread wakes the waiter at once. Ports without a file descriptor (the
+ * given, so that work handed over by another thread wakes the waiter at once. A port with frames its last kick left
+ * in the transmit ring (the kernel refused them: the socket's buffer held a shaped or busy link's queue) adds its
+ * transmit socket, polled for room: the waiter kicks again when the kernel can take them, instead of kicking,
+ * being refused and yielding in a loop (an appliance did so 250,000 times a second behind 1 Gbit/s links). Ports without a file descriptor (the
  * {@link MemoryPort}) are
  * waited for by parking briefly (100 us). For idle strategies of processes that share their cores (an appliance
  * on a small box, a worker beside its trainer): a blocked thread costs no CPU and wakes when a frame arrives.
@@ -20,6 +23,7 @@ import java.util.concurrent.locks.LockSupport;
 public final class PortPoller implements AutoCloseable
 {
     private static final short POLLIN = 0x1;
+    private static final short POLLOUT = 0x4;
     /** With no socket to wait on (memory ports), park this long at most: as Agrona's backoff would. */
     private static final long NO_SOCKET_PARK_NS = 100_000;
     private static final int POLLFD_SIZE = 8;
@@ -29,6 +33,7 @@ public final class PortPoller implements AutoCloseable
     private final PollablePort[] sockets;
     private final MemorySegment pollFds;
     private final MemorySegment errnoState;
+    /** Receive sockets and the doorbell: the first entries of every poll; transmit sockets follow as needed. */
     private final int count;
     private final Doorbell doorbell;
 
@@ -53,7 +58,7 @@ public final class PortPoller implements AutoCloseable
         sockets = pollable.toArray(new PollablePort[0]);
         this.doorbell = doorbell;
         count = sockets.length + (doorbell != null ? 1 : 0);
-        pollFds = arena.allocate((long)POLLFD_SIZE * Math.max(1, count), 8);
+        pollFds = arena.allocate((long)POLLFD_SIZE * Math.max(1, count + sockets.length), 8);
         for (int i = 0; i < sockets.length; i++)
         {
             pollFds.set(ValueLayout.JAVA_INT, (long)i * POLLFD_SIZE, sockets[i].receiveFd());
@@ -77,9 +82,10 @@ public final class PortPoller implements AutoCloseable
 
     /**
      * Wait until a port may have frames, or {@code timeoutMs} passes. Returns at once when a port already has
-     * frames in its ring or still has frames queued for the kernel to send (those go with the next flush).
+     * frames in its ring, or frames queued for the kernel that only need a kick (an AF_XDP port's); an AF_PACKET
+     * port's frames that the last kick left queued are waited for with the rest, until its transmit socket has room.
      *
-     * @return true if a port may have frames to receive.
+     * @return true if a port may have frames to receive or the kernel may take frames it refused.
      */
     public boolean await(final int timeoutMs)
     {
@@ -88,14 +94,27 @@ public final class PortPoller implements AutoCloseable
             LockSupport.parkNanos(Math.min(timeoutMs * 1_000_000L, NO_SOCKET_PARK_NS));
             return false;
         }
+        int polled = count;
         for (final PollablePort socket : sockets)
         {
-            if (socket.hasReceiveWork() || socket.hasPendingTransmit())
+            if (socket.hasReceiveWork())
             {
                 return true;
             }
+            if (socket.hasPendingTransmit())
+            {
+                final int transmitFd = socket.transmitFd();
+                if (transmitFd < 0)
+                {
+                    return true;
+                }
+                final long entry = (long)polled * POLLFD_SIZE;
+                pollFds.set(ValueLayout.JAVA_INT, entry, transmitFd);
+                pollFds.set(ValueLayout.JAVA_SHORT, entry + 4, POLLOUT);
+                polled++;
+            }
         }
-        final int ready = Libc.poll(errnoState, pollFds, count, timeoutMs);
+        final int ready = Libc.poll(errnoState, pollFds, polled, timeoutMs);
         if (ready > 0 && doorbell != null &&
             pollFds.get(ValueLayout.JAVA_SHORT, (long)sockets.length * POLLFD_SIZE + 6) != 0)
         {

@@ -407,6 +407,58 @@ class AfPacketSegmentationOffloadVethTest
         }
     }
 
+    /**
+     * Frames the kernel refused for want of room in the socket's buffer stay in the ring; the poller then waits on
+     * the transmit socket until the link has drained enough of the qdisc, instead of returning at once for the
+     * owner to kick, be refused and kick again (the loop an appliance ran 250,000 times a second). A whole window
+     * crosses a 100 Mbit/s link in a few dozen kicks, each after a wait, and every frame is taken.
+     */
+    @Test
+    void shouldWaitForRoomInTheSocketBufferInsteadOfKickingARefusedRingAgainAtOnce()
+    {
+        VethPair.run("ip", "netns", "exec", veth.namespaceA, "tc", "qdisc", "replace", "dev", VethPair.DEVICE_A,
+            "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "500ms");
+        try (PortPoller poller = new PortPoller(List.of(open(veth.namespaceA,
+            AfPacketConfiguration.defaults(VethPair.DEVICE_A).withSegmentationOffload(true)
+                .withTxRing(AfPacketConfiguration.SEGMENTATION_TX_FRAME_SIZE, 64)))))
+        {
+            final AfPacketPort sender = ports.getLast();
+            final RoceFrameWriter writer = writer(DESTINATION_1, 0x0A4D_0101, 0xC001, 0x101);
+            final int frames = 256;
+            for (int i = 0; i < frames; i++)
+            {
+                final byte[] frame = write(writer, Opcode.SEND_MIDDLE, 1000 + i, PAYLOAD);
+                assertThat(sender.send(new UnsafeBuffer(frame), 0, frame.length)).isTrue();
+            }
+
+            int taken = sender.flush();
+            assertThat(sender.hasPendingTransmit()).as("the default buffer refused most of the window").isTrue();
+            int kicks = 1;
+            int waitsWithRoom = 0;
+            final long deadline = System.nanoTime() + 5_000_000_000L;
+            while (sender.hasPendingTransmit() && System.nanoTime() < deadline)
+            {
+                final long start = System.nanoTime();
+                waitsWithRoom += poller.await(1_000) ? 1 : 0;
+                assertThat(System.nanoTime() - start).as("a wait that ended before the link sent anything")
+                    .isGreaterThan(100_000L);
+                taken += sender.flush();
+                kicks++;
+            }
+
+            assertThat(taken).isEqualTo(frames);
+            assertThat(sender.hasPendingTransmit()).isFalse();
+            assertThat(kicks).as("each kick after the kernel made room").isLessThan(64);
+            assertThat(waitsWithRoom).isEqualTo(kicks - 1);
+            assertThat(sender.counters().txErrors()).isZero();
+        }
+        finally
+        {
+            VethPair.run("ip", "netns", "exec", veth.namespaceA, "tc", "qdisc", "del", "dev", VethPair.DEVICE_A,
+                "root");
+        }
+    }
+
     private record Received(byte[] frame, int flags)
     {
     }
