@@ -325,8 +325,7 @@ final class UdpSegmentBatcher
 
     /**
      * Write the IPv4 total length, the IPv4 checksum and the UDP length of the untagged IPv4 UDP frame (no IP
-     * options) at {@code frame} for {@code payload} bytes of UDP payload: a batch's headers for the kernel, a
-     * segment's as {@link UdpSegmentSplitter} restores it (after its identification, which the checksum covers).
+     * options) at {@code frame} for {@code payload} bytes of UDP payload: a batch's headers for the kernel.
      */
     static void writeLengths(final MutableDirectBuffer buffer, final int frame, final int payload)
     {

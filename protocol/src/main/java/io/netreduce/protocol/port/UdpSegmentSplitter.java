@@ -49,6 +49,22 @@ final class UdpSegmentSplitter implements FrameHandler
         return this;
     }
 
+    /**
+     * @return the sum of the 16-bit words of the (option-less) IPv4 header in {@code header} other than its total
+     *         length, identification and checksum.
+     */
+    private static int fixedWordSum(final UnsafeBuffer header)
+    {
+        int sum = 0;
+        for (int i = 0; i < Ipv4Header.MIN_LENGTH; i += 2)
+        {
+            sum += header.getShort(L3 + i, BIG_ENDIAN) & 0xFFFF;
+        }
+        return sum - (header.getShort(L3 + Ipv4Header.TOTAL_LENGTH_OFFSET, BIG_ENDIAN) & 0xFFFF) -
+            (header.getShort(L3 + Ipv4Header.IDENTIFICATION_OFFSET, BIG_ENDIAN) & 0xFFFF) -
+            (header.getShort(L3 + Ipv4Header.CHECKSUM_OFFSET, BIG_ENDIAN) & 0xFFFF);
+    }
+
     @Override
     public void onFrame(final MutableDirectBuffer buffer, final int offset, final int length, final int flags)
     {
@@ -80,15 +96,22 @@ final class UdpSegmentSplitter implements FrameHandler
         counters.add(PortCounters.RX_BYTES, (long)(count - 1) * HEADER_LENGTH);
         counters.add(PortCounters.RX_GSO_FRAMES, 1);
 
+        // Each segment's IPv4 checksum from the words that stay the same and the two that change (total length,
+        // identification), not read back from the ring over the bytes just written (see Ipv4Header.write).
+        final int fixedWords = fixedWordSum(header);
         final FrameHandler handler = this.handler;
         for (int k = 0; k < count; k++)
         {
             final int payload = Math.min(segmentLength, payloadLength - k * segmentLength);
             final int frame = offset + k * segmentLength;
+            final int totalLength = Ipv4Header.MIN_LENGTH + UdpHeader.LENGTH + payload;
+            final int identification = (firstIdentification + k) & 0xFFFF;
             buffer.putBytes(frame, header, 0, HEADER_LENGTH);
-            buffer.putShort(frame + L3 + Ipv4Header.IDENTIFICATION_OFFSET, (short)(firstIdentification + k),
-                BIG_ENDIAN);
-            UdpSegmentBatcher.writeLengths(buffer, frame, payload);
+            buffer.putShort(frame + L3 + Ipv4Header.TOTAL_LENGTH_OFFSET, (short)totalLength, BIG_ENDIAN);
+            buffer.putShort(frame + L3 + Ipv4Header.IDENTIFICATION_OFFSET, (short)identification, BIG_ENDIAN);
+            buffer.putShort(frame + L3 + Ipv4Header.CHECKSUM_OFFSET,
+                (short)Ipv4Header.checksumOf(fixedWords + totalLength + identification), BIG_ENDIAN);
+            buffer.putShort(frame + L4 + UdpHeader.LENGTH_OFFSET, (short)(UdpHeader.LENGTH + payload), BIG_ENDIAN);
             buffer.putShort(frame + L4 + UdpHeader.CHECKSUM_OFFSET, (short)0);
             handler.onFrame(buffer, frame, HEADER_LENGTH + payload, flags & FrameHandler.FLAG_VLAN_TAG_STRIPPED);
         }

@@ -118,7 +118,30 @@ public final class Ipv4Header
         buffer.putByte(offset + PROTOCOL_OFFSET, (byte)protocol);
         buffer.putInt(offset + SRC_OFFSET, src, BIG_ENDIAN);
         buffer.putInt(offset + DST_OFFSET, dst, BIG_ENDIAN);
-        updateChecksum(buffer, offset);
+        // From the values, not read back from the buffer: every sent packet's header is written here, and reading
+        // shorts over the bytes just stored stalls each load (no store-to-load forwarding across two stores).
+        final int sum = (0x4500 | (tos & 0xFF)) + (totalLength & 0xFFFF) + (identification & 0xFFFF) +
+            FLAG_DONT_FRAGMENT + (((ttl & 0xFF) << 8) | (protocol & 0xFF)) + wordSum(src) + wordSum(dst);
+        buffer.putShort(offset + CHECKSUM_OFFSET, (short)checksumOf(sum), BIG_ENDIAN);
+    }
+
+    /**
+     * @return the sum of the two 16-bit words of {@code value}, for a header checksum.
+     */
+    public static int wordSum(final int value)
+    {
+        return (value >>> 16) + (value & 0xFFFF);
+    }
+
+    /**
+     * @param sum a sum of 16-bit words (of at most 2^15 of them, so that it fits an int).
+     * @return the header checksum of words summing to {@code sum}: their one's complement sum, complemented.
+     */
+    public static int checksumOf(final int sum)
+    {
+        int folded = (sum & 0xFFFF) + (sum >>> 16);
+        folded += folded >>> 16;
+        return ~folded & 0xFFFF;
     }
 
     public static void totalLength(final MutableDirectBuffer buffer, final int offset, final int length)
@@ -147,16 +170,15 @@ public final class Ipv4Header
     public static int computeChecksum(final DirectBuffer buffer, final int offset)
     {
         final int length = headerLength(buffer, offset);
-        int sum = 0;
-        for (int i = 0; i < length; i += 2)
+        long sum = 0;
+        for (int i = 0; i < length; i += 4)
         {
-            sum += buffer.getShort(offset + i, BIG_ENDIAN) & 0xFFFF;
+            // 32-bit words: a one's complement sum of them, folded to 16 bits, is that of their 16-bit halves.
+            sum += buffer.getInt(offset + i, BIG_ENDIAN) & 0xFFFF_FFFFL;
         }
-        while ((sum >>> 16) != 0)
-        {
-            sum = (sum & 0xFFFF) + (sum >>> 16);
-        }
-        return ~sum & 0xFFFF;
+        sum = (sum & 0xFFFF_FFFFL) + (sum >>> 32);
+        sum = (sum & 0xFFFF) + (sum >>> 16);
+        return checksumOf((int)sum);
     }
 
     public static String formatAddress(final int address)
