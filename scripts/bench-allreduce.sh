@@ -33,7 +33,10 @@
 # (tensor bytes / best time), RDMA payload and wire bytes sent per worker per call, retransmissions, and the
 # appliance's CPU time (utime + stime of the daemon from /proc/PID/stat) during the run, and the workers' (all
 # ranks, user + system, start-up and JIT included; GNU time, where installed), and a rank's CPU time during a call
-# (its process's, threads included; the ranks' mean, median over the calls after the first).
+# (its process's, threads included; the ranks' mean, median over the calls after the first), and of that the thread
+# that drove the endpoint (endpoint_cpu_ms_per_call, the CSV's last column: its packet work to the nanosecond, where
+# the process's count comes in the kernel's 10 ms ticks and includes the JIT's, the collector's and the bench's
+# checking threads; worker allreduce modes only).
 #
 # usage: scripts/bench-allreduce.sh [--rates "none 1gbit 5gbit"] [--workers "2 4 8"] [--sizes-mib "1 4 16 64"]
 #                                   [--iterations 3] [--out docs/bench/allreduce.csv] [--no-build] [--prefix P]
@@ -166,7 +169,7 @@ if [ "$build" -eq 1 ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,warmup,nice,lane_nice,load_cpu_s,load_cores_in_calls,call_ms,shaper_dropped,marked_results,window_min" > "$out"
+echo "rate,world,mode,cpu_load,size_bytes,iterations,ok,median_ms,p90_ms,mean_ms,best_ms,goodput_gbps,rdma_bytes_per_call,wire_bytes_per_call,sent_per_tensor,retransmitted,timeouts,worker_rx_ring_dropped,appliance_cpu_s,run_wall_s,workers_cpu_s,worker_cpu_ms_per_call,warmup,nice,lane_nice,load_cpu_s,load_cores_in_calls,call_ms,shaper_dropped,marked_results,window_min,endpoint_cpu_ms_per_call" > "$out"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
 # Packets the bed's shapers (tbf on both ends of every worker link) have dropped so far: "WORKERS SWITCHES", the
@@ -367,6 +370,13 @@ if per_rank_cpu and all(per_rank_cpu):
     mean_cpu = [sum(c) / len(c) for c in zip(*per_rank_cpu)]
     steady_cpu = sorted(mean_cpu[warmup:] if len(mean_cpu) > warmup else mean_cpu)
     cpu_per_call = f"{steady_cpu[len(steady_cpu) // 2]:.1f}"
+# The same for the thread that drove each rank's endpoint (worker allreduce's JSON; gloo's has none).
+per_rank_endpoint = [r.get("endpoint_cpu_ms", []) for r in done]
+endpoint_per_call = ""
+if per_rank_endpoint and all(per_rank_endpoint):
+    mean_endpoint = [sum(c) / len(c) for c in zip(*per_rank_endpoint)]
+    steady_endpoint = sorted(mean_endpoint[warmup:] if len(mean_endpoint) > warmup else mean_endpoint)
+    endpoint_per_call = f"{steady_endpoint[len(steady_endpoint) // 2]:.1f}"
 workers_cpu = ""
 try:
     cpu = 0.0
@@ -411,7 +421,8 @@ print(f"{rate},{world},{mode},{cpu_load},{size},{iterations},{str(ok).lower()},{
       f"{wall_ms / 1e3:.1f},{workers_cpu},{cpu_per_call},{warmup},{mode_nice},{lane_nice},"
       f"{load_cpu:.2f},{load_cores},{';'.join(f'{c:.1f}' for c in calls)},{shaper_dropped},"
       f"{sum(r['ecn']['marked_results'] for r in runs if r is not None and 'ecn' in r)},"
-      f"{min((r['ecn']['window_min'] for r in runs if r is not None and 'ecn' in r), default='')}")
+      f"{min((r['ecn']['window_min'] for r in runs if r is not None and 'ecn' in r), default='')},"
+      f"{endpoint_per_call}")
 EOF
   tail -n 1 "$out"
   if tail -n 1 "$out" | grep -q ',false,'; then
@@ -443,7 +454,7 @@ echo "bench-allreduce: $(( $(date +%s) - bench_start )) s; results in $out"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cols = ["rate", "world", "mode", "cpu_load", "size_bytes", "ok", "median_ms", "p90_ms", "best_ms", "goodput_gbps",
-        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s", "worker_cpu_ms_per_call", "nice", "lane_nice", "load_cores_in_calls",
+        "sent_per_tensor", "retransmitted", "timeouts", "worker_rx_ring_dropped", "appliance_cpu_s", "workers_cpu_s", "worker_cpu_ms_per_call", "endpoint_cpu_ms_per_call", "nice", "lane_nice", "load_cores_in_calls",
         "shaper_dropped", "marked_results", "window_min"]
 print("| " + " | ".join(cols) + " |")
 print("|" + "---|" * len(cols))

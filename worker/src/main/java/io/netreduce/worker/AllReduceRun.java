@@ -19,6 +19,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.io.Writer;
 import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.util.function.Function;
@@ -90,6 +91,7 @@ final class AllReduceRun
         final long rxDroppedBefore = endpoint.port().counters().get(PortCounters.RX_DROPPED);
         final com.sun.management.OperatingSystemMXBean processCpu =
             (com.sun.management.OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean();
+        final ThreadMXBean threadCpu = ManagementFactory.getThreadMXBean();
         for (int iteration = 0; iteration < options.iterations; iteration++)
         {
             final int filled = iteration;
@@ -100,6 +102,7 @@ final class AllReduceRun
             neighbours.barrier(endpoint, idle, iteration);
             trace.record(endpoint.nanoTime(), TraceRecorder.CALL_STARTED, 0, iteration);
             final long cpuStart = processCpu.getProcessCpuTime();
+            final long threadCpuStart = threadCpu.getCurrentThreadCpuTime();
             final long start = System.nanoTime();
             try
             {
@@ -113,8 +116,10 @@ final class AllReduceRun
             final double seconds = (System.nanoTime() - start) / 1e9;
             // The whole process's CPU during the call (its compiler and GC threads too), as gloo's rusage counts.
             final double cpuMillis = (processCpu.getProcessCpuTime() - cpuStart) / 1e6;
+            // This thread drove the endpoint: its own CPU, to the nanosecond, is the call's packet work.
+            final double endpointCpuMillis = (threadCpu.getCurrentThreadCpuTime() - threadCpuStart) / 1e6;
             trace.record(endpoint.nanoTime(), TraceRecorder.CALL_DONE, 0, iteration);
-            report.called(start, seconds, cpuMillis);
+            report.called(start, seconds, cpuMillis, endpointCpuMillis);
             final int checked = iteration;
             final String mismatch = checker.call(
                 () -> resultCheck.check(tensor, netreduce, chunkElements, rackFirst, checked));

@@ -24,6 +24,7 @@ import org.agrona.concurrent.YieldingIdleStrategy;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
@@ -187,6 +188,7 @@ final class SwitchMlRun
         final long deadlineNs = TimeUnit.SECONDS.toNanos(options.timeoutSeconds);
         final com.sun.management.OperatingSystemMXBean processCpu =
             (com.sun.management.OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean();
+        final ThreadMXBean threadCpu = ManagementFactory.getThreadMXBean();
         port.refreshKernelStatistics();
         final long rxDroppedBefore = port.counters().get(PortCounters.RX_DROPPED);
         final long wireBefore = port.counters().txBytes();
@@ -196,6 +198,7 @@ final class SwitchMlRun
             final int it = iteration;
             checker.run(() -> fill(ints, floats, it));
             final long cpuStart = processCpu.getProcessCpuTime();
+            final long threadCpuStart = threadCpu.getCurrentThreadCpuTime();
             final long start = System.nanoTime();
             try
             {
@@ -214,7 +217,8 @@ final class SwitchMlRun
                 break;
             }
             final double seconds = (System.nanoTime() - start) / 1e9;
-            report.called(start, seconds, (processCpu.getProcessCpuTime() - cpuStart) / 1e6);
+            report.called(start, seconds, (processCpu.getProcessCpuTime() - cpuStart) / 1e6,
+                (threadCpu.getCurrentThreadCpuTime() - threadCpuStart) / 1e6);
             final String mismatch = checker.call(() -> ints != null ? check.checkSwitchMl(ints, it) :
                 check.checkSwitchMl(floats, settings.elements(), it));
             report.checked(iteration, seconds, mismatch);
