@@ -41,13 +41,20 @@ public final class PortCounters
     /** Offload frames received of a kind the port does not split (not untagged IPv4 UDP): dropped. */
     public static final int RX_GSO_UNSUPPORTED = 10;
 
+    /**
+     * Kicks of an AF_PACKET transmit ring after which the kernel had not taken every frame queued: its socket's
+     * buffer was full (EAGAIN), the rest wait in the ring for a later kick. Rising steadily, the socket's buffer is
+     * smaller than what the port keeps queued in front of its links.
+     */
+    public static final int TX_KICKS_REFUSED = 11;
+
     /** Number of counters. */
-    public static final int COUNTER_COUNT = 11;
+    public static final int COUNTER_COUNT = 12;
 
     private static final String[] NAMES =
         {
             "rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_dropped", "tx_ring_full", "tx_errors", "rx_truncated",
-            "rx_gso_frames", "tx_gso_frames", "rx_gso_unsupported"
+            "rx_gso_frames", "tx_gso_frames", "rx_gso_unsupported", "tx_kicks_refused"
         };
 
     private static final int STRIDE = BitUtil.CACHE_LINE_LENGTH;

@@ -312,6 +312,10 @@ final class TpacketV2TxRing
             pendingCount--;
             pendingStart = RingIndex.next(slot, slotOffsets.length);
         }
+        if (pendingCount > 0)
+        {
+            counters.add(PortCounters.TX_KICKS_REFUSED, 1);
+        }
 
         return taken;
     }

@@ -388,6 +388,7 @@ class AfPacketSegmentationOffloadVethTest
             final int taken = sender.flush();
 
             assertThat(sender.hasPendingTransmit()).isEqualTo(leftInRing);
+            assertThat(sender.counters().get(PortCounters.TX_KICKS_REFUSED)).isEqualTo(leftInRing ? 1 : 0);
             if (leftInRing)
             {
                 assertThat(taken).isLessThan(frames / 2);
@@ -433,6 +434,7 @@ class AfPacketSegmentationOffloadVethTest
 
             int taken = sender.flush();
             assertThat(sender.hasPendingTransmit()).as("the default buffer refused most of the window").isTrue();
+            assertThat(sender.counters().get(PortCounters.TX_KICKS_REFUSED)).isEqualTo(1);
             int kicks = 1;
             int waitsWithRoom = 0;
             final long deadline = System.nanoTime() + 5_000_000_000L;
@@ -450,6 +452,8 @@ class AfPacketSegmentationOffloadVethTest
             assertThat(sender.hasPendingTransmit()).isFalse();
             assertThat(kicks).as("each kick after the kernel made room").isLessThan(64);
             assertThat(waitsWithRoom).isEqualTo(kicks - 1);
+            assertThat(sender.counters().get(PortCounters.TX_KICKS_REFUSED)).as("every kick but the last")
+                .isEqualTo(kicks - 1);
             assertThat(sender.counters().txErrors()).isZero();
         }
         finally
