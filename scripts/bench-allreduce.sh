@@ -362,21 +362,19 @@ steady = sorted(calls[warmup:] if len(calls) > warmup else calls)
 def quantile(q):
     return steady[min(len(steady) - 1, int(q * len(steady)))] if steady else 0.0
 median, p90 = (steady[len(steady) // 2] if steady else 0.0), quantile(0.9)
-# Per call, the ranks' mean CPU time during the call (each process's own count, threads included); the median over
-# the calls after the first.
-per_rank_cpu = [r.get("cpu_ms", []) for r in done]
-cpu_per_call = ""
-if per_rank_cpu and all(per_rank_cpu):
-    mean_cpu = [sum(c) / len(c) for c in zip(*per_rank_cpu)]
-    steady_cpu = sorted(mean_cpu[warmup:] if len(mean_cpu) > warmup else mean_cpu)
-    cpu_per_call = f"{steady_cpu[len(steady_cpu) // 2]:.1f}"
-# The same for the thread that drove each rank's endpoint (worker allreduce's JSON; gloo's has none).
-per_rank_endpoint = [r.get("endpoint_cpu_ms", []) for r in done]
-endpoint_per_call = ""
-if per_rank_endpoint and all(per_rank_endpoint):
-    mean_endpoint = [sum(c) / len(c) for c in zip(*per_rank_endpoint)]
-    steady_endpoint = sorted(mean_endpoint[warmup:] if len(mean_endpoint) > warmup else mean_endpoint)
-    endpoint_per_call = f"{steady_endpoint[len(steady_endpoint) // 2]:.1f}"
+def per_call_cpu(key):
+    """Per call, the ranks' mean of the JSON's list KEY; the median over the calls after the warm-up ("" where a rank
+    has none)."""
+    per_rank = [r.get(key, []) for r in done]
+    if not per_rank or not all(per_rank):
+        return ""
+    mean = [sum(c) / len(c) for c in zip(*per_rank)]
+    steady_mean = sorted(mean[warmup:] if len(mean) > warmup else mean)
+    return f"{steady_mean[len(steady_mean) // 2]:.1f}"
+# Each process's own CPU count (threads included), and the thread's that drove each rank's endpoint (worker
+# allreduce's JSON; gloo's has none).
+cpu_per_call = per_call_cpu("cpu_ms")
+endpoint_per_call = per_call_cpu("endpoint_cpu_ms")
 workers_cpu = ""
 try:
     cpu = 0.0
