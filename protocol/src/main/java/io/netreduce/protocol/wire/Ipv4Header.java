@@ -128,20 +128,18 @@ public final class Ipv4Header
     /**
      * @return the sum of the two 16-bit words of {@code value}, for a header checksum.
      */
-    public static int wordSum(final int value)
+    private static int wordSum(final int value)
     {
         return (value >>> 16) + (value & 0xFFFF);
     }
 
     /**
-     * @param sum a sum of 16-bit words (of at most 2^15 of them, so that it fits an int).
+     * @param sum a sum of 16-bit (or 32-bit) words of a header.
      * @return the header checksum of words summing to {@code sum}: their one's complement sum, complemented.
      */
-    public static int checksumOf(final int sum)
+    public static int checksumOf(final long sum)
     {
-        int folded = (sum & 0xFFFF) + (sum >>> 16);
-        folded += folded >>> 16;
-        return ~folded & 0xFFFF;
+        return InternetChecksum.complement(sum);
     }
 
     public static void totalLength(final MutableDirectBuffer buffer, final int offset, final int length)
@@ -176,9 +174,7 @@ public final class Ipv4Header
             // 32-bit words: a one's complement sum of them, folded to 16 bits, is that of their 16-bit halves.
             sum += buffer.getInt(offset + i, BIG_ENDIAN) & 0xFFFF_FFFFL;
         }
-        sum = (sum & 0xFFFF_FFFFL) + (sum >>> 32);
-        sum = (sum & 0xFFFF) + (sum >>> 16);
-        return checksumOf((int)sum);
+        return checksumOf(sum);
     }
 
     public static String formatAddress(final int address)

@@ -84,7 +84,7 @@ public final class L4Checksum
         {
             return false;
         }
-        int checksum = ~fold(sum(buffer, l4, l4Length, 0)) & 0xFFFF;
+        int checksum = InternetChecksum.complement(sum(buffer, l4, l4Length, 0));
         if (protocol == Ipv4Header.PROTOCOL_UDP && checksum == 0)
         {
             checksum = 0xFFFF;
@@ -104,7 +104,7 @@ public final class L4Checksum
         final int udpLength = UdpHeader.length(buffer, udpOffset);
         buffer.putShort(udpOffset + UdpHeader.CHECKSUM_OFFSET, (short)0);
         final long sum = sum(buffer, udpOffset, udpLength, udpPseudoHeaderSum(buffer, l3Offset, udpLength));
-        int checksum = ~fold(sum) & 0xFFFF;
+        int checksum = InternetChecksum.complement(sum);
         if (checksum == 0)
         {
             checksum = 0xFFFF;
@@ -122,7 +122,8 @@ public final class L4Checksum
             return true;
         }
         final int udpLength = UdpHeader.length(buffer, udpOffset);
-        return fold(sum(buffer, udpOffset, udpLength, udpPseudoHeaderSum(buffer, l3Offset, udpLength))) == 0xFFFF;
+        return InternetChecksum.fold(
+            sum(buffer, udpOffset, udpLength, udpPseudoHeaderSum(buffer, l3Offset, udpLength))) == 0xFFFF;
     }
 
     /**
@@ -136,7 +137,7 @@ public final class L4Checksum
     {
         final int udpLength = UdpHeader.length(buffer, udpOffset);
         buffer.putShort(udpOffset + UdpHeader.CHECKSUM_OFFSET,
-            (short)fold(udpPseudoHeaderSum(buffer, l3Offset, udpLength)), BIG_ENDIAN);
+            (short)InternetChecksum.fold(udpPseudoHeaderSum(buffer, l3Offset, udpLength)), BIG_ENDIAN);
     }
 
     /**
@@ -162,15 +163,5 @@ public final class L4Checksum
             sum += (buffer.getByte(from + i) & 0xFF) << 8;
         }
         return sum;
-    }
-
-    private static int fold(final long value)
-    {
-        long sum = value;
-        while ((sum >>> 16) != 0)
-        {
-            sum = (sum & 0xFFFF) + (sum >>> 16);
-        }
-        return (int)sum;
     }
 }
