@@ -30,8 +30,8 @@ final class LoopbackWarmUp
      * @param areaMessages messages of the placed input and output areas, as a session's (0: slot mode, as
      *                     {@code worker allreduce}'s).
      * @param who          what its lines on {@code log} begin with ("agent: start", "allreduce: rank 3").
-     * @return what it did, or null where it could not run (the ports refused: the interface missing, no rights; or
-     *         the warm-up failed), having said why on {@code log}.
+     * @return what it did (its failure, if it had one, in the report), or null where it could not run (the ports
+     *         refused: the interface missing, no rights; or the warm-up threw), having said why on {@code log}.
      */
     static RingWarmUp.Report run(final AfPacketConfiguration ports, final RcConfig rc, final int window,
         final int msgLen, final ElementType type, final int areaMessages, final long frames, final long maxNanos,

@@ -13,7 +13,8 @@ import java.util.concurrent.locks.LockSupport;
  * given, so that work handed over by another thread wakes the waiter at once. A port with frames its last kick left
  * in the transmit ring (the kernel refused them: the socket's buffer held a shaped or busy link's queue) adds its
  * transmit socket, polled for room: the waiter kicks again when the kernel can take them, instead of kicking,
- * being refused and yielding in a loop (an appliance did so 250,000 times a second behind 1 Gbit/s links). Ports
+ * being refused and yielding in a loop (an appliance did so 250,000 times a second behind 1 Gbit/s links; an idle
+ * strategy's spins and yields before it waits still kick). Ports
  * without a file descriptor (the {@link MemoryPort}) are waited for by parking briefly (100 us). For idle
  * strategies of processes that share their cores (an appliance on a small box, a worker beside its trainer): a
  * blocked thread costs no CPU and wakes when a frame arrives.
